@@ -1,0 +1,1 @@
+"""Collectors: light samplers of cluster metadata (offsets, LSO, groups, transactions)."""

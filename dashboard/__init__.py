@@ -1,0 +1,1 @@
+"""Dashboard: read-only Streamlit app over the published DuckDB file."""

@@ -1,0 +1,1 @@
+"""Embedded Apache Kafka (KRaft) for tests, CI and the demo."""

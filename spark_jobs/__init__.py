@@ -1,0 +1,1 @@
+"""Spark jobs: audit records from Kafka and analyze them into verdicts."""
