@@ -1,0 +1,36 @@
+"""Create topics and wait until every broker serves them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+
+from dgm.waiting import wait_until
+
+
+def create_topic(
+    admin: AdminClient,
+    name: str,
+    partitions: int = 1,
+    replication_factor: int = -1,  # -1: the broker's default.replication.factor
+    config: Mapping[str, str] | None = None,
+    timeout: float = 60.0,
+) -> str:
+    futures = admin.create_topics(
+        [NewTopic(name, partitions, replication_factor, config=dict(config or {}))],
+        operation_timeout=timeout,
+    )
+    futures[name].result(timeout=timeout)
+
+    def served() -> bool:
+        topic = admin.list_topics(name, timeout=5).topics.get(name)
+        return bool(
+            topic is not None
+            and topic.error is None
+            and len(topic.partitions) == partitions
+            and all(p.leader >= 0 for p in topic.partitions.values())
+        )
+
+    wait_until(served, timeout, f"topic {name} to have a leader on every partition")
+    return name
