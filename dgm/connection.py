@@ -1,0 +1,35 @@
+"""Which cluster dgm talks to: the configured one, else the running embedded broker."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dgm.broker.cluster import EmbeddedCluster
+from dgm.config import DgmConfig
+from dgm.errors import UserFacingError
+
+
+class NoCluster(UserFacingError):
+    pass
+
+
+def bootstrap_servers(config: DgmConfig, override: str | None = None) -> str:
+    """`override` (a --bootstrap flag), else [cluster] bootstrap_servers / DGM_BOOTSTRAP, else
+    the embedded cluster started with `dgm broker start` under the same state directory."""
+    if override:
+        return override
+    if config.cluster.bootstrap_servers:
+        return config.cluster.bootstrap_servers
+    embedded = EmbeddedCluster.running(config.state_dir)
+    if embedded is None:
+        raise NoCluster(
+            f"no Kafka cluster to talk to: dgm.toml sets no [cluster] bootstrap_servers and no "
+            f"embedded broker runs under {config.state_dir}. Start one with `dgm broker start`, "
+            "or set bootstrap_servers (or DGM_BOOTSTRAP) to your cluster."
+        )
+    return embedded.bootstrap_servers
+
+
+def client_config(config: DgmConfig, override: str | None = None, **extra: Any) -> dict[str, Any]:
+    """librdkafka settings: bootstrap servers, the passed-through security settings, `extra`."""
+    return {**config.cluster.librdkafka_config(bootstrap_servers(config, override)), **extra}
