@@ -1,0 +1,435 @@
+"""dgm.toml loading, validation, redaction and append_pipeline."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import stat
+from pathlib import Path
+from typing import Literal
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dgm.config import (
+    SEMANTICS,
+    ClusterConfig,
+    ConfigError,
+    DgmConfig,
+    ExternalSink,
+    MessageIdRule,
+    PipelineConfig,
+    append_pipeline,
+    is_secret_key,
+    load_config,
+)
+from dgm.errors import UserFacingError
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "dgm.toml"
+
+PIPELINE = """
+[[pipelines]]
+name = "orders"
+source_topics = ["orders"]
+sink_topics = ["orders-out"]
+consumer_group = "orders-app"
+declared_semantic = "exactly-once"
+"""
+
+
+@pytest.fixture(autouse=True)
+def _no_env_overrides(monkeypatch: pytest.MonkeyPatch) -> None:
+    # CI may export these for integration tests; here they would change what is loaded.
+    monkeypatch.delenv("DGM_STATE_DIR", raising=False)
+    monkeypatch.delenv("DGM_BOOTSTRAP", raising=False)
+
+
+def load_text(tmp_path: Path, text: str) -> DgmConfig:
+    """Load `text` as <tmp_path>/dgm.toml, named 'dgm.toml' in error messages."""
+    (tmp_path / "dgm.toml").write_text(text, encoding="utf-8")
+    return load_config("dgm.toml", cwd=tmp_path)
+
+
+def error_for(tmp_path: Path, text: str) -> str:
+    with pytest.raises(ConfigError) as caught:
+        load_text(tmp_path, text)
+    return str(caught.value)
+
+
+def pipeline(**changes: object) -> PipelineConfig:
+    base = PipelineConfig(
+        name="orders",
+        source_topics=("orders",),
+        sink_topics=("orders-out",),
+        consumer_group="orders-app",
+        declared_semantic="at-least-once",
+    )
+    return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
+
+
+# --- finding the file, defaults, paths, environment -------------------------------------
+
+
+def test_missing_file_is_a_user_facing_error(tmp_path: Path) -> None:
+    with pytest.raises(UserFacingError) as caught:
+        load_config("nope.toml", cwd=tmp_path)
+    assert str(caught.value) == "config file not found: nope.toml"
+
+
+def test_no_file_means_defaults_with_state_dir_under_cwd(tmp_path: Path) -> None:
+    config = load_config(cwd=tmp_path)
+    assert config.source is None
+    assert config.state_dir == tmp_path / ".dgm"
+    assert config.cluster.bootstrap_servers is None
+    assert config.collectors.interval_s == 10.0
+    assert config.collectors.exclude_topics == ("^__",)
+    assert config.pipelines == ()
+
+
+def test_dgm_toml_in_cwd_is_found_without_a_path(tmp_path: Path) -> None:
+    (tmp_path / "dgm.toml").write_text(PIPELINE, encoding="utf-8")
+    config = load_config(cwd=tmp_path)
+    assert config.source == tmp_path / "dgm.toml"
+    assert config.pipeline("orders").consumer_group == "orders-app"
+
+
+def test_state_dir_is_relative_to_the_config_file_not_cwd(tmp_path: Path) -> None:
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "dgm.toml").write_text('state_dir = "state"\n', encoding="utf-8")
+    (tmp_path / "other").mkdir()
+    config = load_config(tmp_path / "conf" / "dgm.toml", cwd=tmp_path / "other")
+    assert config.state_dir == tmp_path / "conf" / "state"
+    (tmp_path / "conf" / "dgm.toml").write_text("", encoding="utf-8")
+    default = load_config(tmp_path / "conf" / "dgm.toml", cwd=tmp_path / "other")
+    assert default.state_dir == tmp_path / "conf" / ".dgm"
+
+
+def test_external_sink_path_is_relative_to_the_config_file(tmp_path: Path) -> None:
+    config = load_text(
+        tmp_path,
+        PIPELINE + '[pipelines.external_sink]\npath = "db/sink.db"\ntable = "t"\n'
+        'id_column = "id"\nkind = "sqlite"\n',
+    )
+    sink = config.pipeline("orders").external_sink
+    assert sink == ExternalSink(tmp_path / "db" / "sink.db", "t", "id", kind="sqlite")
+
+
+def test_environment_overrides_state_dir_and_bootstrap(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "dgm.toml").write_text(
+        'state_dir = "from-file"\n[cluster]\nbootstrap_servers = "file:9092"\n', encoding="utf-8"
+    )
+    monkeypatch.setenv("DGM_STATE_DIR", "from-env")
+    monkeypatch.setenv("DGM_BOOTSTRAP", "env:9092")
+    config = load_config(cwd=tmp_path)
+    assert config.state_dir == tmp_path / "from-env"
+    assert config.cluster.bootstrap_servers == "env:9092"
+
+
+# --- error messages: file, key path, expected, found ------------------------------------
+
+
+def test_unknown_key_suggests_the_close_one(tmp_path: Path) -> None:
+    message = error_for(tmp_path, '[cluster]\nbootstrap_server = "b:9092"\n')
+    assert message == (
+        "dgm.toml: cluster.bootstrap_server: unknown key (did you mean 'bootstrap_servers'?)"
+    )
+
+
+def test_unknown_key_without_a_close_one_lists_the_keys(tmp_path: Path) -> None:
+    message = error_for(tmp_path, "[collectors]\nzzz = 1\n")
+    assert message.startswith("dgm.toml: collectors.zzz: unknown key (expected one of ")
+    assert "interval_s" in message
+
+
+def test_wrong_type_says_expected_and_found(tmp_path: Path) -> None:
+    message = error_for(tmp_path, '[collectors]\ninterval_s = "10s"\n')
+    assert message == "dgm.toml: collectors.interval_s: expected a number, got string '10s'"
+
+
+def test_a_boolean_is_not_a_number(tmp_path: Path) -> None:
+    message = error_for(tmp_path, "[collectors]\ninterval_s = true\n")
+    assert message == "dgm.toml: collectors.interval_s: expected a number, got boolean true"
+
+
+def test_unknown_semantic_lists_the_three(tmp_path: Path) -> None:
+    text = PIPELINE + PIPELINE.replace('"orders"', '"b"').replace("exactly-once", "exactly-twice")
+    assert error_for(tmp_path, text) == (
+        "dgm.toml: pipelines[1].declared_semantic: expected one of 'at-most-once', "
+        "'at-least-once', 'exactly-once', got 'exactly-twice'"
+    )
+
+
+def test_invalid_toml_names_the_line(tmp_path: Path) -> None:
+    message = error_for(tmp_path, '[cluster]\nbootstrap_servers = "a"\nclient = {\n')
+    assert message.startswith("dgm.toml: line 3: invalid TOML: ")
+
+
+def test_invalid_regex_names_the_key(tmp_path: Path) -> None:
+    message = error_for(tmp_path, '[collectors]\ninclude_topics = ["^orders", "(unclosed"]\n')
+    assert message.startswith(
+        "dgm.toml: collectors.include_topics[1]: expected a regex, got '(unclosed'"
+    )
+
+
+def test_interval_must_be_positive(tmp_path: Path) -> None:
+    message = error_for(tmp_path, "[collectors]\ninterval_s = 0\n")
+    assert message.startswith("dgm.toml: collectors.interval_s: expected a number of seconds > 0")
+
+
+def test_duplicate_pipeline_names(tmp_path: Path) -> None:
+    message = error_for(tmp_path, PIPELINE + PIPELINE)
+    assert message == (
+        "dgm.toml: pipelines[1].name: expected a unique name, got 'orders' again "
+        "(first at pipelines[0])"
+    )
+
+
+def test_missing_required_key(tmp_path: Path) -> None:
+    message = error_for(tmp_path, PIPELINE.replace('consumer_group = "orders-app"\n', ""))
+    assert (
+        message == "dgm.toml: pipelines[0].consumer_group: missing required key (expected a string)"
+    )
+
+
+def test_pipeline_needs_a_source_and_a_sink(tmp_path: Path) -> None:
+    no_source = PIPELINE.replace('["orders"]', "[]")
+    assert error_for(tmp_path, no_source) == (
+        "dgm.toml: pipelines[0].source_topics: expected at least one topic, got []"
+    )
+    no_sink = PIPELINE.replace('sink_topics = ["orders-out"]\n', "")
+    assert error_for(tmp_path, no_sink) == (
+        "dgm.toml: pipelines[0]: expected sink_topics or an external_sink table, got neither"
+    )
+
+
+def test_pipelines_must_be_an_array_of_tables(tmp_path: Path) -> None:
+    message = error_for(tmp_path, PIPELINE.replace("[[pipelines]]", "[pipelines]"))
+    assert message == "dgm.toml: pipelines: expected an array of tables, got table"
+
+
+def test_bootstrap_in_client_settings_is_rejected(tmp_path: Path) -> None:
+    message = error_for(tmp_path, '[cluster.client]\nbootstrap.servers = "x:1"\n')
+    assert message == (
+        "dgm.toml: cluster.client.bootstrap.servers: set cluster.bootstrap_servers instead"
+    )
+
+
+def test_unknown_pipeline_lookup_suggests(tmp_path: Path) -> None:
+    config = load_text(tmp_path, PIPELINE)
+    with pytest.raises(
+        ConfigError, match="unknown pipeline 'order' \\(did you mean 'orders'\\?\\)"
+    ):
+        config.pipeline("order")
+
+
+# --- client settings and secrets --------------------------------------------------------
+
+SECRETS = """
+[cluster.client]
+security.protocol = "SASL_SSL"
+sasl.password = "hunter2-librdkafka"
+"ssl.key.pem" = "-----BEGIN PRIVATE KEY-----hunter2-pem"
+[cluster.java_client]
+sasl.jaas.config = 'ScramLoginModule required password="hunter2-jaas";'
+ssl.truststore.password = "hunter2-truststore"
+"""
+
+
+def test_client_settings_flatten_dotted_keys_and_stringify_scalars(tmp_path: Path) -> None:
+    config = load_text(
+        tmp_path,
+        '[cluster.client]\nsecurity.protocol = "SSL"\n"session.timeout.ms" = 45000\n'
+        "enable.auto.commit = false\n",
+    )
+    assert config.cluster.client == {
+        "security.protocol": "SSL",
+        "session.timeout.ms": "45000",
+        "enable.auto.commit": "false",
+    }
+    assert config.cluster.librdkafka_config("b:9092") == {
+        "bootstrap.servers": "b:9092",
+        **config.cluster.client,
+    }
+
+
+def test_repr_and_str_redact_secret_values(tmp_path: Path) -> None:
+    config = load_text(tmp_path, SECRETS)
+    assert config.cluster.client["sasl.password"] == "hunter2-librdkafka"  # usable as given
+    for text in (repr(config), str(config), repr(config.cluster), str(config.cluster)):
+        assert "hunter2" not in text
+        assert "'sasl.password': '***'" in text
+        assert "'security.protocol': 'SASL_SSL'" in text
+
+
+@pytest.mark.parametrize(
+    ("key", "secret"),
+    [
+        ("sasl.password", True),
+        ("sasl.jaas.config", True),
+        ("sasl.oauthbearer.client.secret", True),
+        ("sasl.oauthbearer.token.endpoint.url", True),
+        ("ssl.key.pem", True),
+        ("ssl.keystore.key", True),
+        ("SSL.Key.Password", True),
+        ("ssl.key.location", False),
+        ("sasl.username", False),
+        ("security.protocol", False),
+    ],
+)
+def test_secret_keys(key: str, secret: bool) -> None:
+    assert is_secret_key(key) is secret
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ('[cluster.client]\nsasl.password = ["hunter2"]\n', "cluster.client.sasl.password"),
+        ("[cluster.client]\nsasl.password = 1979-05-27\n", "cluster.client.sasl.password"),
+        ('[cluster.java_client]\n"x" = ["hunter2"]\n', "cluster.java_client.x"),
+        ('[cluster]\nclient = "sasl.password=hunter2"\n', "cluster.client"),
+        ('[cluster]\njava_client = ["password=hunter2"]\n', "cluster.java_client"),
+    ],
+)
+def test_errors_name_the_key_never_the_secret(tmp_path: Path, text: str, key: str) -> None:
+    message = error_for(tmp_path, text)
+    assert message.startswith(f"dgm.toml: {key}: expected ")
+    assert "hunter2" not in message
+    assert "1979" not in message
+
+
+# --- append_pipeline --------------------------------------------------------------------
+
+
+def test_append_creates_the_file_and_loads_back_equal(tmp_path: Path) -> None:
+    path = tmp_path / "new" / "dgm.toml"
+    sink = ExternalSink(tmp_path / "new" / "sink.duckdb", "rows", "id", source_columns=("src",))
+    added = pipeline(
+        sink_topics=(), external_sink=sink, message_id=MessageIdRule("json_field", "a.b")
+    )
+    append_pipeline(path, added)
+    assert load_config(path).pipelines == (added,)
+    assert 'path = "sink.duckdb"' in path.read_text()  # portable: relative to the file
+    assert [p.name for p in path.parent.iterdir()] == ["dgm.toml"]  # no temp file left
+
+
+def test_append_replaces_by_name_in_place_and_keeps_the_rest(tmp_path: Path) -> None:
+    path = tmp_path / "dgm.toml"
+    original = (
+        "# my monitor\n"
+        'state_dir = "s"  # keep me\n\n'
+        "[cluster]\n"
+        'bootstrap_servers = "b:9092"\n\n'
+        "# orders: the first pipeline\n" + PIPELINE + '[pipelines.message_id]\nkind = "key"\n'
+        "\n# payments: the second pipeline\n"
+        + PIPELINE.replace('"orders"', '"payments"').replace('"orders-app"', '"pay"')
+    )
+    path.write_text(original, encoding="utf-8")
+    path.chmod(0o640)  # it may hold credentials: its permissions must survive
+    before = load_config(path)
+
+    replacement = pipeline(sink_topics=("orders-v2",), declared_semantic="at-most-once")
+    append_pipeline(path, replacement)
+
+    after = load_config(path)
+    assert [p.name for p in after.pipelines] == ["orders", "payments"]
+    assert after.pipeline("orders") == replacement
+    assert after.pipeline("payments") == before.pipeline("payments")
+    assert dataclasses.replace(after, pipelines=()) == dataclasses.replace(before, pipelines=())
+    text = path.read_text()
+    for kept in ("# my monitor", "# keep me", "# orders: the first", "# payments: the second"):
+        assert kept in text
+    assert 'kind = "key"' not in text  # the old block went, sub-table included
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o640
+
+
+def test_append_adds_after_existing_content(tmp_path: Path) -> None:
+    path = tmp_path / "dgm.toml"
+    path.write_text("# only a comment, no newline at the end", encoding="utf-8")
+    append_pipeline(path, pipeline(name="a"))
+    append_pipeline(path, pipeline(name="b"))
+    assert [p.name for p in load_config(path).pipelines] == ["a", "b"]
+    text = path.read_text()
+    assert text.startswith("# only a comment, no newline at the end\n")
+    assert "message_id" not in text  # defaults are left out: the file stays short
+
+
+def test_append_refuses_an_invalid_pipeline_and_leaves_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "dgm.toml"
+    path.write_text(PIPELINE, encoding="utf-8")
+    with pytest.raises(ConfigError, match="expected sink_topics or an external_sink"):
+        append_pipeline(path, pipeline(name="nosink", sink_topics=()))
+    assert path.read_text() == PIPELINE
+
+
+def test_append_refuses_to_edit_an_invalid_file(tmp_path: Path) -> None:
+    path = tmp_path / "dgm.toml"
+    path.write_text("[collectors]\ninterval_s = -1\n", encoding="utf-8")
+    with pytest.raises(
+        ConfigError, match=r"dgm\.toml: collectors\.interval_s: expected a number of seconds > 0"
+    ):
+        append_pipeline(path, pipeline())
+    assert path.read_text() == "[collectors]\ninterval_s = -1\n"
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    topic=st.text(min_size=1).filter(str.strip),
+    id_name=st.text().filter(lambda text: all(text.split("."))),
+)
+def test_append_round_trips_any_string(
+    tmp_path_factory: pytest.TempPathFactory, topic: str, id_name: str
+) -> None:
+    path = tmp_path_factory.mktemp("roundtrip") / "dgm.toml"
+    added = pipeline(source_topics=(topic,), message_id=MessageIdRule("json_field", id_name))
+    append_pipeline(path, added)
+    assert load_config(path).pipelines == (added,)
+
+
+# --- the example and the public constants -------------------------------------------------
+
+
+def test_example_config_loads() -> None:
+    config = load_config(EXAMPLE)
+    assert config.cluster.client["security.protocol"] == "SASL_SSL"
+    assert {p.message_id.kind for p in config.pipelines} == {"header", "json_field"}
+    assert any(p.external_sink is not None for p in config.pipelines)
+    assert "CHANGE-ME" not in repr(config)
+
+
+def test_semantics_in_order() -> None:
+    assert SEMANTICS == ("at-most-once", "at-least-once", "exactly-once")
+
+
+def test_config_is_frozen() -> None:
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        ClusterConfig().bootstrap_servers = "x"  # type: ignore[misc]
+
+
+# --- the generic loader, for types the schema does not use yet --------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class _Knob:
+    retries: int = 3
+    enabled: bool = False
+    mode: Literal["a", "b"] = "a"
+
+
+def test_generic_loader_rejects_a_boolean_for_an_int(tmp_path: Path) -> None:
+    from dgm.config import _At, _load_table
+
+    at = _At("x.toml", tmp_path, "knob")
+    assert _load_table(_Knob, {"retries": 5, "enabled": True}, at) == _Knob(5, True)
+    cases: list[tuple[dict[str, object], str]] = [
+        ({"retries": True}, "knob.retries: expected an integer, got boolean true"),
+        ({"retries": 1.5}, "knob.retries: expected an integer, got float 1.5"),
+        ({"enabled": 1}, "knob.enabled: expected a boolean, got integer 1"),
+        ({"mode": "c"}, "knob.mode: expected one of 'a', 'b', got 'c'"),
+    ]
+    for table, message in cases:
+        with pytest.raises(ConfigError) as caught:
+            _load_table(_Knob, table, at)
+        assert str(caught.value) == f"x.toml: {message}"
