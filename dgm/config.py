@@ -237,7 +237,7 @@ def load_config(path: str | Path | None = None, *, cwd: Path | None = None) -> D
     """The validated config from `path`, else `<cwd>/dgm.toml` if present, else defaults.
 
     `cwd` stands in for the working directory (tests, the lab). Environment overrides apply
-    last: DGM_STATE_DIR (relative to `cwd`) and DGM_BOOTSTRAP.
+    last: DGM_STATE_DIR (relative to `cwd`) and DGM_BOOTSTRAP; an empty variable counts as unset.
     """
     here = (cwd if cwd is not None else Path.cwd()).absolute()
     if path is None:
