@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 ID, PRODUCER, SEQ, SRC = "dgm-id", "dgm-producer", "dgm-seq", "dgm-src"
 
 
@@ -22,11 +24,16 @@ def parse_src(value: bytes | str) -> tuple[str, int, int]:
     return topic, int(partition), int(offset)
 
 
-def header_map(headers: list[tuple[str, bytes | None]] | None) -> dict[str, bytes]:
+Headers = Sequence[tuple[str, str | bytes | None]] | Mapping[str, str | bytes | None] | None
+
+
+def header_map(headers: Headers) -> dict[str, bytes]:
     """A record's headers as a dict; a repeated key keeps its last value, a null value is
-    skipped (Kafka allows both; neither carries an audit value)."""
+    skipped (Kafka allows both; neither carries an audit value). Takes whatever
+    confluent-kafka's `Message.headers()` is typed to return."""
+    pairs = headers.items() if isinstance(headers, Mapping) else headers or []
     result: dict[str, bytes] = {}
-    for key, value in headers or []:
+    for key, value in pairs:
         if value is not None:
-            result[key] = value
+            result[key] = value.encode() if isinstance(value, str) else value
     return result

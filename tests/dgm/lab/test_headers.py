@@ -26,3 +26,4 @@ def test_header_map_last_value_wins_and_skips_nulls() -> None:
     headers = [(ID, b"a"), (SEQ, b"1"), (ID, b"b"), (PRODUCER, None)]
     assert header_map(headers) == {ID: b"b", SEQ: b"1"}
     assert header_map(None) == {}
+    assert header_map({ID: "a", SEQ: b"2", PRODUCER: None}) == {ID: b"a", SEQ: b"2"}
