@@ -28,6 +28,9 @@ def build_parser() -> argparse.ArgumentParser:
     from dgm.broker.commands import register as register_broker
 
     register_broker(commands)
+    from collectors.commands import register as register_collect
+
+    register_collect(commands)
     return parser
 
 

@@ -1,0 +1,148 @@
+"""The admin clients the samplers use, and what counts as "the cluster did not answer".
+
+confluent-kafka does almost everything; kafka-python only speaks DescribeProducers,
+ListTransactions and DescribeTransactions, which confluent-kafka lacks. Both get the same
+settings from [cluster] client (librdkafka names, translated for kafka-python). Client
+errors reach the user as one line, with any secret value scrubbed out.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import AdminClient
+from kafka.admin import KafkaAdminClient
+
+from dgm.config import ConfigError, is_secret_key
+
+log = logging.getLogger(__name__)
+
+# librdkafka names -> kafka-python's; other librdkafka settings have no kafka-python meaning
+# for an admin client and are left out.
+_KAFKA_PYTHON_NAMES = {
+    "bootstrap.servers": "bootstrap_servers",
+    "client.id": "client_id",
+    "security.protocol": "security_protocol",
+    "sasl.mechanism": "sasl_mechanism",
+    "sasl.mechanisms": "sasl_mechanism",
+    "sasl.username": "sasl_plain_username",
+    "sasl.password": "sasl_plain_password",
+    "sasl.kerberos.service.name": "sasl_kerberos_service_name",
+    "ssl.ca.location": "ssl_cafile",
+    "ssl.certificate.location": "ssl_certfile",
+    "ssl.key.location": "ssl_keyfile",
+    "ssl.key.password": "ssl_password",
+    "ssl.crl.location": "ssl_crlfile",
+}
+_HOST_PORT = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[^\s:,\[\]]+):(\d{1,5})")
+_RDKAFKA_SUFFIX = re.compile(r"\s*\(after \d+ms in state \w+\)\s*$")
+
+
+class ClusterUnreachable(Exception):
+    """The cluster (or the part a sampler needs) did not answer in time; an outage."""
+
+
+def check_bootstrap(servers: str) -> None:
+    """ConfigError unless `servers` is host:port[,host:port...]."""
+    for entry in servers.split(","):
+        match = _HOST_PORT.fullmatch(entry.strip())
+        if not match or not 0 < int(match[2]) < 65536:
+            raise ConfigError(
+                f"bootstrap servers: expected host:port[,host:port...], got {entry.strip()!r} "
+                f"in {servers!r}"
+            )
+
+
+def scrub(text: str, settings: Mapping[str, Any]) -> str:
+    """`text` with the value of every secret setting replaced by '***'."""
+    for key, value in settings.items():
+        if is_secret_key(key) and isinstance(value, str) and value:
+            text = text.replace(value, "***")
+    return text
+
+
+def kafka_python_config(settings: Mapping[str, Any], request_timeout_s: float) -> dict[str, Any]:
+    """kafka-python KafkaAdminClient settings equivalent to librdkafka `settings`."""
+    config: dict[str, Any] = {
+        "request_timeout_ms": int(request_timeout_s * 1000),
+        "bootstrap_timeout_ms": int(request_timeout_s * 1000),
+        "client_id": "dgm-collectors",
+    }
+    for key, value in settings.items():
+        name = _KAFKA_PYTHON_NAMES.get(key)
+        if name is None:
+            continue
+        config[name] = value.upper() if name in ("security_protocol", "sasl_mechanism") else value
+    if str(settings.get("ssl.endpoint.identification.algorithm", "https")).lower() == "none":
+        config["ssl_check_hostname"] = False
+    return config
+
+
+class Clients:
+    """One confluent AdminClient for the life of the collector, one kafka-python admin client
+    made on first use and remade after a failure (it does not recover by itself)."""
+
+    def __init__(self, settings: Mapping[str, Any], request_timeout_s: float) -> None:
+        self.settings = dict(settings)
+        self.request_timeout_s = request_timeout_s
+        self.errors: list[KafkaError] = []
+        librdkafka_log = logging.getLogger("collectors.librdkafka")
+        # librdkafka repeats a connection failure every few ms: keep it out of the output
+        # unless asked for (-v); the runner reports an outage once, with the last error.
+        librdkafka_log.propagate = logging.getLogger().isEnabledFor(logging.DEBUG)
+        try:
+            config: dict[str, Any] = {
+                **self.settings,
+                "client.id": self.settings.get("client.id", "dgm-collectors"),
+                "logger": librdkafka_log,
+                "error_cb": self.errors.append,
+            }
+            self.admin = AdminClient(config)
+        except KafkaException as error:
+            raise ConfigError(
+                f"[cluster] client settings: {scrub(error.args[0].str(), self.settings)}"
+            ) from None
+        self._transactions_admin: KafkaAdminClient | None = None
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return str(self.settings["bootstrap.servers"])
+
+    def last_error(self) -> str | None:
+        """librdkafka's latest complaint (e.g. a failed SASL handshake), scrubbed."""
+        self.admin.poll(0)  # serves error_cb
+        if not self.errors:
+            return None
+        latest = self.errors[-1]
+        del self.errors[:]
+        return scrub(_RDKAFKA_SUFFIX.sub("", latest.str()), self.settings)
+
+    def authentication_failed(self) -> bool:
+        self.admin.poll(0)
+        return any(e.code() == KafkaError._AUTHENTICATION for e in self.errors)
+
+    def transactions_admin(self) -> KafkaAdminClient:
+        if self._transactions_admin is None:
+            config = kafka_python_config(self.settings, self.request_timeout_s)
+            try:
+                self._transactions_admin = KafkaAdminClient(**config)
+            except Exception as error:  # kafka-python raises many kinds; all mean "no answer"
+                raise ClusterUnreachable(
+                    f"kafka-python admin client: {scrub(str(error), self.settings)}"
+                ) from None
+        return self._transactions_admin
+
+    def reset_transactions_admin(self) -> None:
+        if self._transactions_admin is not None:
+            try:
+                self._transactions_admin.close()
+            except Exception:  # closing a broken client must not hide the original failure
+                log.debug("closing the kafka-python admin client failed", exc_info=True)
+            self._transactions_admin = None
+
+    def close(self) -> None:
+        self.reset_transactions_admin()

@@ -1,0 +1,105 @@
+"""`dgm collect`: sample the cluster's offsets, groups and transactions into Parquet files."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import logging
+import math
+import signal
+import threading
+from types import FrameType
+from typing import Any
+
+from collectors.clients import Clients, check_bootstrap
+from collectors.cycle import Collector
+from collectors.runner import Runner
+from collectors.store import SampleStore, samples_dir
+from dgm.config import load_config
+from dgm.connection import bootstrap_servers, client_config
+from dgm.errors import UserFacingError
+
+log = logging.getLogger("dgm.collect")
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, got {text!r}")
+    return value
+
+
+def register(commands: Any) -> None:
+    collect = commands.add_parser(
+        "collect",
+        help="sample offsets, LSO, consumer groups and transactions into Parquet files",
+        description="Every interval, sample each monitored partition's log-start offset, high "
+        "watermark and LSO, every consumer group's members and committed offsets, and every "
+        "partition's active producers and open transactions, into "
+        "<state_dir>/samples/<kind>/. Stops cleanly on SIGTERM or Ctrl-C.",
+    )
+    collect.add_argument("--once", action="store_true", help="one cycle, then exit")
+    collect.add_argument(
+        "--interval", type=_seconds, help="seconds between cycles (default: collectors.interval_s)"
+    )
+    collect.add_argument("--bootstrap", help="host:port[,...] (default: from dgm.toml)")
+    collect.add_argument(
+        "--request-timeout",
+        type=_seconds,
+        default=10.0,
+        help="seconds one admin request may take (default: 10)",
+    )
+    collect.add_argument(
+        "--connect-timeout",
+        type=_seconds,
+        default=30.0,
+        help="seconds to reach the cluster at start before giving up (default: 30)",
+    )
+    collect.set_defaults(handler=_collect)
+
+
+def _collect(args: argparse.Namespace) -> int:
+    config = load_config(args.config)
+    settings = config.collectors
+    if args.interval is not None:
+        settings = dataclasses.replace(settings, interval_s=args.interval)
+    servers = bootstrap_servers(config, args.bootstrap)
+    check_bootstrap(servers)
+    if not args.verbose:
+        # kafka-python logs every failed connection attempt; an outage is reported once.
+        logging.getLogger("kafka").setLevel(logging.CRITICAL)
+    clients = Clients(client_config(config, args.bootstrap), args.request_timeout)
+    collector = Collector(clients, settings, SampleStore(config.state_dir), args.request_timeout)
+    stop = threading.Event()
+    runner = Runner(collector, settings.interval_s, stop, args.connect_timeout, _status)
+
+    def request_stop(signum: int, frame: FrameType | None) -> None:
+        stop.set()  # the loop finishes the write in progress, then returns
+
+    previous = {s: signal.signal(s, request_stop) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        if args.once:
+            runner.run_once()
+        else:
+            log.info(
+                "collecting from %s every %gs into %s",
+                servers,
+                settings.interval_s,
+                samples_dir(config.state_dir),
+            )
+            runner.run_forever()
+            log.info("stopped")
+    except OSError as error:
+        raise UserFacingError(f"cannot write samples under {config.state_dir}: {error}") from None
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        clients.close()
+    return 0
+
+
+def _status(line: str) -> None:
+    print(line, flush=True)

@@ -1,0 +1,190 @@
+"""One sampling cycle: sample everything, derive events against the previous cycle, write.
+
+The previous cycle's state (LSO since, group members, producer epochs) lives in memory and
+is rebuilt after a restart from the newest sample files, so a restart neither forgets how
+long an LSO has been stuck nor invents events.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from collectors.clients import Clients
+from collectors.events import (
+    Event,
+    GroupView,
+    MemberView,
+    broker_events,
+    group_events,
+    idempotent_epoch_events,
+    transactional_epoch_events,
+)
+from collectors.groups import fetch_groups, group_offsets_rows
+from collectors.hanging import DEFAULT_MAX_TRANSACTION_TIMEOUT_MS
+from collectors.lso import LsoState
+from collectors.offsets import fetch_offsets, offsets_rows
+from collectors.partitions import ClusterView, check_matches, describe_cluster
+from collectors.store import SampleStore, latest_rows
+from collectors.transactions import fetch_transactions, max_transaction_timeout_ms
+from dgm.config import CollectorSettings
+
+Key = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class CycleSummary:
+    partitions: int
+    unavailable: int
+    groups: int
+    open_transactions: int
+    hanging: int
+    events: int
+    seconds: float
+
+    def line(self) -> str:
+        missed = f" ({self.unavailable} unavailable)" if self.unavailable else ""
+        hanging = f", {self.hanging} HANGING" if self.hanging else ""
+        return (
+            f"sampled {self.partitions} partitions{missed}, {self.groups} groups, "
+            f"{self.open_transactions} open transactions{hanging}, {self.events} events "
+            f"in {self.seconds:.2f}s"
+        )
+
+
+def utc_now() -> datetime:
+    """Now, to the millisecond: the precision of the samples' timestamps."""
+    now = datetime.now(UTC)
+    return now.replace(microsecond=now.microsecond // 1000 * 1000)
+
+
+class Collector:
+    """Samples one cluster cycle after cycle, into one sample store."""
+
+    def __init__(
+        self,
+        clients: Clients,
+        settings: CollectorSettings,
+        store: SampleStore,
+        request_timeout_s: float = 10.0,
+        max_transaction_timeout_ms: int | None = None,
+    ) -> None:
+        self.clients = clients
+        self.settings = settings
+        self.store = store
+        self.request_timeout_s = request_timeout_s
+        self.max_transaction_timeout_ms = max_transaction_timeout_ms
+        self.cluster_id: str | None = None
+        self.lso_states: dict[Key, LsoState] = {}
+        self.groups: dict[str, GroupView] = {}
+        self.transactional_epochs: dict[str, tuple[int, int]] = {}
+        self.idempotent_epochs: dict[int, int] = {}
+        self.brokers: frozenset[int] | None = None
+
+    def connect(self) -> ClusterView:
+        """Metadata; the first time also the cluster's identity, restored state and checks."""
+        view = describe_cluster(self.clients.admin, self.settings, self.request_timeout_s)
+        if self.cluster_id is None:
+            check_matches(view, self.settings)
+            self.cluster_id = view.cluster_id
+            self._restore(view.cluster_id)
+            if self.max_transaction_timeout_ms is None and view.brokers:
+                self.max_transaction_timeout_ms = max_transaction_timeout_ms(
+                    self.clients.admin, min(view.brokers), self.request_timeout_s
+                )
+            self.record([Event(utc_now(), view.cluster_id, "collector_start", self._started())])
+        return view
+
+    def cycle(self, should_stop: Callable[[], bool] = lambda: False) -> CycleSummary | None:
+        """Sample, derive, write; None if asked to stop before anything was written."""
+        began = time.monotonic()
+        view = self.connect()
+        at, cluster_id = utc_now(), view.cluster_id
+        fetched, unavailable = fetch_offsets(
+            self.clients.admin, view.partitions, self.request_timeout_s
+        )
+        groups = fetch_groups(self.clients.admin, self.request_timeout_s, at, cluster_id)
+        txns = fetch_transactions(
+            self.clients,
+            view,
+            self.max_transaction_timeout_ms or DEFAULT_MAX_TRANSACTION_TIMEOUT_MS,
+            at,
+            cluster_id,
+        )
+        if should_stop():
+            return None
+        offsets, lso_states = offsets_rows(fetched, self.lso_states, at, cluster_id)
+        by_key = {(p.topic, p.partition): p for p in fetched}
+        events = [
+            *broker_events(self.brokers, view.brokers, at, cluster_id),
+            *group_events(self.groups, groups.views, at, cluster_id),
+            *transactional_epoch_events(
+                self.transactional_epochs, txns.transactional_epochs(), at, cluster_id
+            ),
+            *idempotent_epoch_events(
+                self.idempotent_epochs, txns.idempotent_epochs(), at, cluster_id
+            ),
+        ]
+        # Writes are not interrupted: a stop request waits for the last of them.
+        self.store.write("offsets", offsets)
+        self.store.write("group_offsets", group_offsets_rows(groups, by_key, at, cluster_id))
+        self.store.write("group_members", groups.members)
+        self.store.write("producers", txns.producers)
+        self.store.write("transactions", txns.transactions)
+        self.record(events)
+        self.lso_states = lso_states
+        self.groups = groups.views
+        self.transactional_epochs = txns.transactional_epochs()
+        # Producer ids that left the partitions' state keep their last epoch: a bump seen
+        # after a quiet cycle still counts.
+        self.idempotent_epochs = {**self.idempotent_epochs, **txns.idempotent_epochs()}
+        self.brokers = view.brokers
+        return CycleSummary(
+            partitions=len(fetched),
+            unavailable=unavailable,
+            groups=len(groups.views),
+            open_transactions=txns.open_transactions(),
+            hanging=sum(1 for p in txns.producers if p.hanging),
+            events=len(events),
+            seconds=time.monotonic() - began,
+        )
+
+    def record(self, events: Sequence[Event]) -> None:
+        if events:
+            self.store.write("events", events)
+
+    def _started(self) -> str:
+        timeout = self.max_transaction_timeout_ms
+        return (
+            f"collector started: interval {self.settings.interval_s:g}s, include "
+            f"{list(self.settings.include_topics)}, exclude {list(self.settings.exclude_topics)}, "
+            f"max transaction timeout {timeout if timeout is not None else 'unknown'} ms"
+        )
+
+    def _restore(self, cluster_id: str) -> None:
+        for row in latest_rows(self.store, "offsets", cluster_id):
+            self.lso_states[(row["topic"], row["partition"])] = LsoState(
+                row["lso"], row["lso_since"]
+            )
+        members: dict[str, dict[str, MemberView]] = {}
+        states: dict[str, str] = {}
+        for row in latest_rows(self.store, "group_members", cluster_id):
+            states[row["group_id"]] = row["group_state"]
+            group = members.setdefault(row["group_id"], {})
+            if row["member_id"] is not None:
+                assignment = frozenset((a["topic"], a["partition"]) for a in row["assignment"])
+                group[row["member_id"]] = MemberView(row["member_id"], row["client_id"], assignment)
+        self.groups = {gid: GroupView(states[gid], members[gid]) for gid in states}
+        for row in latest_rows(self.store, "transactions", cluster_id):
+            self.transactional_epochs[row["transactional_id"]] = (
+                row["producer_id"],
+                row["producer_epoch"],
+            )
+        for row in latest_rows(self.store, "producers", cluster_id):
+            if row["transactional_id"] is None:
+                pid = row["producer_id"]
+                self.idempotent_epochs[pid] = max(
+                    row["producer_epoch"], self.idempotent_epochs.get(pid, -1)
+                )

@@ -1,0 +1,199 @@
+"""Events derived from two consecutive samples (pure): the faults a verdict weighs.
+
+Rebalances and member changes come from group samples, epoch bumps from producer and
+transaction samples, broker departures from cluster metadata. Outages and collector starts
+are recorded by the runner, which is the one that sees them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+
+# Group states in which the group is moving partitions between members (classic and KIP-848).
+REBALANCING = frozenset({"PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling"})
+
+
+@dataclass(frozen=True)
+class Event:
+    """One row of the `events` sample kind (see collectors.schemas.EVENTS)."""
+
+    sampled_at: datetime
+    cluster_id: str
+    event: str
+    detail: str
+    group_id: str | None = None
+    member_id: str | None = None
+    client_id: str | None = None
+    producer_id: int | None = None
+    transactional_id: str | None = None
+    broker_id: int | None = None
+    before: int | None = None
+    after: int | None = None
+
+
+@dataclass(frozen=True)
+class MemberView:
+    member_id: str
+    client_id: str
+    assignment: frozenset[tuple[str, int]]
+
+
+@dataclass(frozen=True)
+class GroupView:
+    state: str
+    members: Mapping[str, MemberView]  # by member id
+
+
+def group_events(
+    previous: Mapping[str, GroupView],
+    current: Mapping[str, GroupView],
+    at: datetime,
+    cluster_id: str,
+) -> list[Event]:
+    """Member joins and departures, and at most one rebalance per group, between samples.
+
+    A rebalance is counted when the group enters a rebalancing state, or when assignments
+    changed between two samples that both missed the rebalancing state (it was quicker than
+    the interval). A group seen for the first time yields nothing: there is no before.
+    """
+    events: list[Event] = []
+    for group_id in sorted(current.keys() & previous.keys()):
+        before, after = previous[group_id], current[group_id]
+        for member_id in sorted(after.members.keys() - before.members.keys()):
+            member = after.members[member_id]
+            events.append(
+                Event(
+                    at,
+                    cluster_id,
+                    "member_joined",
+                    f"{member.client_id} joined {group_id}",
+                    group_id=group_id,
+                    member_id=member_id,
+                    client_id=member.client_id,
+                )
+            )
+        for member_id in sorted(before.members.keys() - after.members.keys()):
+            member = before.members[member_id]
+            events.append(
+                Event(
+                    at,
+                    cluster_id,
+                    "member_left",
+                    f"{member.client_id} left {group_id}",
+                    group_id=group_id,
+                    member_id=member_id,
+                    client_id=member.client_id,
+                )
+            )
+        entered = after.state in REBALANCING and before.state not in REBALANCING
+        reassigned = (
+            _assignments(before) != _assignments(after)
+            and before.state not in REBALANCING
+            and bool(after.members)
+        )
+        if entered or reassigned:
+            how = f"state {before.state} -> {after.state}" if entered else "assignment changed"
+            events.append(
+                Event(
+                    at,
+                    cluster_id,
+                    "rebalance",
+                    f"{group_id} rebalanced ({how})",
+                    group_id=group_id,
+                    before=len(before.members),
+                    after=len(after.members),
+                )
+            )
+    return events
+
+
+def _assignments(group: GroupView) -> dict[str, frozenset[tuple[str, int]]]:
+    return {member_id: member.assignment for member_id, member in group.members.items()}
+
+
+def transactional_epoch_events(
+    previous: Mapping[str, tuple[int, int]],
+    current: Mapping[str, tuple[int, int]],
+    at: datetime,
+    cluster_id: str,
+) -> list[Event]:
+    """Epoch bumps per transactional id; values are (producer_id, producer_epoch).
+
+    The coordinator bumps the epoch when a producer re-initialises (a restart fences the old
+    session) or when it aborts a timed-out transaction. A new producer id counts too: the
+    coordinator hands one out when the epoch runs out, and that fences the old session.
+    """
+    events = []
+    for transactional_id in sorted(current.keys() & previous.keys()):
+        (old_pid, old_epoch), (new_pid, new_epoch) = (
+            previous[transactional_id],
+            current[transactional_id],
+        )
+        if (new_pid, new_epoch) == (old_pid, old_epoch) or (
+            new_pid == old_pid and new_epoch < old_epoch
+        ):
+            continue
+        moved = f", producer id {old_pid} -> {new_pid}" if new_pid != old_pid else ""
+        events.append(
+            Event(
+                at,
+                cluster_id,
+                "epoch_bump",
+                f"{transactional_id}: epoch {old_epoch} -> {new_epoch}{moved}",
+                producer_id=new_pid,
+                transactional_id=transactional_id,
+                before=old_epoch,
+                after=new_epoch,
+            )
+        )
+    return events
+
+
+def idempotent_epoch_events(
+    previous: Mapping[int, int],
+    current: Mapping[int, int],
+    at: datetime,
+    cluster_id: str,
+) -> list[Event]:
+    """Epoch bumps of producers without a transactional id: producer id -> highest epoch."""
+    return [
+        Event(
+            at,
+            cluster_id,
+            "epoch_bump",
+            f"producer {pid}: epoch {previous[pid]} -> {epoch}",
+            producer_id=pid,
+            before=previous[pid],
+            after=epoch,
+        )
+        for pid, epoch in sorted(current.items())
+        if pid in previous and epoch > previous[pid]
+    ]
+
+
+def broker_events(
+    previous: frozenset[int] | None, current: frozenset[int], at: datetime, cluster_id: str
+) -> list[Event]:
+    """Brokers that left or joined the cluster's metadata since the previous sample."""
+    if previous is None:
+        return []
+    return [
+        *(
+            Event(
+                at, cluster_id, "broker_left", f"broker {b} left the cluster metadata", broker_id=b
+            )
+            for b in sorted(previous - current)
+        ),
+        *(
+            Event(
+                at,
+                cluster_id,
+                "broker_joined",
+                f"broker {b} joined the cluster metadata",
+                broker_id=b,
+            )
+            for b in sorted(current - previous)
+        ),
+    ]

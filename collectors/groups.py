@@ -1,0 +1,207 @@
+"""Consumer-group sampler: state, members and assignments, committed offsets, lag two ways.
+
+One ListGroups, one DescribeGroups for all groups, and one OffsetFetch per group (librdkafka
+takes one group per call), all in flight at once.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from concurrent.futures import Future
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from confluent_kafka import (
+    ConsumerGroupState,
+    ConsumerGroupTopicPartitions,
+    ConsumerGroupType,
+    KafkaException,
+)
+from confluent_kafka.admin import AdminClient
+
+from collectors.clients import ClusterUnreachable
+from collectors.events import GroupView, MemberView
+from collectors.lag import lag_from_hw, lag_from_lso
+from collectors.offsets import PartitionOffsets
+
+Key = tuple[str, int]
+
+# Kafka's own names for group states, as kafka-consumer-groups.sh prints them.
+_STATE_NAMES = {
+    ConsumerGroupState.PREPARING_REBALANCING: "PreparingRebalance",
+    ConsumerGroupState.COMPLETING_REBALANCING: "CompletingRebalance",
+    ConsumerGroupState.STABLE: "Stable",
+    ConsumerGroupState.DEAD: "Dead",
+    ConsumerGroupState.EMPTY: "Empty",
+}
+_TYPE_NAMES = {ConsumerGroupType.CONSUMER: "consumer", ConsumerGroupType.CLASSIC: "classic"}
+
+
+@dataclass(frozen=True)
+class GroupMembersRow:
+    """One row of the `group_members` sample kind (see collectors.schemas.GROUP_MEMBERS)."""
+
+    sampled_at: datetime
+    cluster_id: str
+    group_id: str
+    group_state: str
+    group_type: str
+    assignor: str
+    coordinator_id: int | None
+    member_count: int
+    member_id: str | None
+    client_id: str | None
+    host: str | None
+    group_instance_id: str | None
+    assignment: list[dict[str, Any]] | None
+
+
+@dataclass(frozen=True)
+class GroupOffsetsRow:
+    """One row of the `group_offsets` sample kind (see collectors.schemas.GROUP_OFFSETS)."""
+
+    sampled_at: datetime
+    cluster_id: str
+    group_id: str
+    topic: str
+    partition: int
+    committed_offset: int
+    group_state: str
+    member_id: str | None
+    high_watermark: int | None
+    lso: int | None
+    lag_from_hw: int | None
+    lag_from_lso: int | None
+
+
+@dataclass(frozen=True)
+class GroupSample:
+    views: dict[str, GroupView]  # by group id, for event derivation
+    members: list[GroupMembersRow]
+    committed: dict[str, dict[Key, int]]  # group id -> partition -> committed offset
+
+
+def group_offsets_rows(
+    sample: GroupSample,
+    offsets: Mapping[Key, PartitionOffsets],
+    sampled_at: datetime,
+    cluster_id: str,
+) -> list[GroupOffsetsRow]:
+    """Committed offsets of monitored partitions (those in `offsets`), with lag both ways."""
+    rows = []
+    for group_id, committed in sorted(sample.committed.items()):
+        view = sample.views.get(group_id)
+        owner = {
+            tp: m.member_id for m in (view.members.values() if view else ()) for tp in m.assignment
+        }
+        for key, offset in sorted(committed.items()):
+            partition = offsets.get(key)
+            if partition is None:
+                continue
+            rows.append(
+                GroupOffsetsRow(
+                    sampled_at, cluster_id, group_id, key[0], key[1], offset,
+                    view.state if view else "Unknown", owner.get(key),
+                    partition.high_watermark, partition.lso,
+                    lag_from_hw(partition.high_watermark, offset),
+                    lag_from_lso(partition.lso, offset),
+                )
+            )  # fmt: skip
+    return rows
+
+
+def fetch_groups(
+    admin: AdminClient, timeout_s: float, sampled_at: datetime, cluster_id: str
+) -> GroupSample:
+    deadline = time.monotonic() + timeout_s + 5
+    try:
+        listed = admin.list_consumer_groups(request_timeout=timeout_s).result(timeout=timeout_s + 5)
+    except (KafkaException, TimeoutError) as error:
+        raise ClusterUnreachable(f"list groups: {_describe(error)}") from None
+    group_ids = sorted(listing.group_id for listing in listed.valid)
+    if not group_ids:
+        return GroupSample({}, [], {})
+    try:
+        descriptions = admin.describe_consumer_groups(group_ids, request_timeout=timeout_s)
+        offset_requests = {
+            group_id: admin.list_consumer_group_offsets(
+                [ConsumerGroupTopicPartitions(group_id)], request_timeout=timeout_s
+            )[group_id]
+            for group_id in group_ids
+        }
+    except KafkaException as error:
+        raise ClusterUnreachable(f"describe groups: {_describe(error)}") from None
+    views, members = {}, []
+    for group_id, future in descriptions.items():
+        description = _result(future, deadline)
+        if description is not None:
+            views[group_id] = _view(description)
+            members.extend(_member_rows(description, sampled_at, cluster_id))
+    committed = {}
+    for group_id, future in offset_requests.items():
+        result = _result(future, deadline)
+        if result is not None:
+            committed[group_id] = {
+                (tp.topic, tp.partition): int(tp.offset)
+                for tp in result.topic_partitions
+                if tp.error is None and tp.offset >= 0
+            }
+    if not views and not committed:
+        raise ClusterUnreachable("describe groups: no group answered")
+    return GroupSample(views, members, committed)
+
+
+def _result(future: Future[Any], deadline: float) -> Any:
+    """A group's answer, or None if this group could not be read this cycle (it may be gone)."""
+    try:
+        return future.result(timeout=max(0.1, deadline - time.monotonic()))
+    except (KafkaException, TimeoutError):
+        return None
+
+
+def _state(description: Any) -> str:
+    return _STATE_NAMES.get(description.state, str(getattr(description.state, "name", "Unknown")))
+
+
+def _assignment(member: Any) -> frozenset[Key]:
+    assignment = member.assignment.topic_partitions if member.assignment else []
+    return frozenset((tp.topic, tp.partition) for tp in assignment)
+
+
+def _view(description: Any) -> GroupView:
+    members = {
+        m.member_id: MemberView(m.member_id, m.client_id, _assignment(m))
+        for m in description.members
+    }
+    return GroupView(_state(description), members)
+
+
+def _member_rows(description: Any, sampled_at: datetime, cluster_id: str) -> list[GroupMembersRow]:
+    coordinator = description.coordinator.id if description.coordinator is not None else None
+    group = (
+        sampled_at,
+        cluster_id,
+        description.group_id,
+        _state(description),
+        _TYPE_NAMES.get(description.type, "unknown"),
+        description.partition_assignor or "",
+        coordinator,
+        len(description.members),
+    )
+    if not description.members:
+        return [GroupMembersRow(*group, None, None, None, None, None)]
+    return [
+        GroupMembersRow(
+            *group, m.member_id, m.client_id, m.host, m.group_instance_id,
+            [{"topic": t, "partition": p} for t, p in sorted(_assignment(m))],
+        )
+        for m in description.members
+    ]  # fmt: skip
+
+
+def _describe(error: BaseException) -> str:
+    if isinstance(error, KafkaException):
+        return str(error.args[0].str())
+    return "timed out"

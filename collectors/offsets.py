@@ -1,0 +1,121 @@
+"""Offsets sampler: log-start offset, high watermark and LSO of every monitored partition.
+
+Three batched ListOffsets requests per cycle (librdkafka groups each by partition leader):
+earliest, latest read_uncommitted (the high watermark) and latest read_committed (the LSO).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass
+from datetime import datetime
+
+from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]
+
+from collectors.clients import ClusterUnreachable
+from collectors.lso import LsoState, advance, lso_lag, lso_stuck_ms
+from collectors.partitions import PartitionInfo
+
+Key = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class PartitionOffsets:
+    topic: str
+    partition: int
+    leader: int | None
+    log_start_offset: int
+    high_watermark: int
+    lso: int
+
+
+@dataclass(frozen=True)
+class OffsetsRow:
+    """One row of the `offsets` sample kind (see collectors.schemas.OFFSETS)."""
+
+    sampled_at: datetime
+    cluster_id: str
+    topic: str
+    partition: int
+    leader: int | None
+    log_start_offset: int
+    high_watermark: int
+    lso: int
+    lso_lag: int
+    lso_since: datetime
+    lso_stuck_ms: int
+
+
+def offsets_rows(
+    fetched: Sequence[PartitionOffsets],
+    previous: Mapping[Key, LsoState],
+    sampled_at: datetime,
+    cluster_id: str,
+) -> tuple[list[OffsetsRow], dict[Key, LsoState]]:
+    """The sample's rows and the LSO state to carry to the next sample."""
+    rows, states = [], {}
+    for p in fetched:
+        state = advance(previous.get((p.topic, p.partition)), p.lso, sampled_at)
+        states[(p.topic, p.partition)] = state
+        rows.append(
+            OffsetsRow(
+                sampled_at, cluster_id, p.topic, p.partition, p.leader,
+                p.log_start_offset, p.high_watermark, p.lso,
+                lso_lag(p.high_watermark, p.lso), state.since,
+                lso_stuck_ms(state, p.high_watermark, sampled_at),
+            )
+        )  # fmt: skip
+    return rows, states
+
+
+def fetch_offsets(
+    admin: AdminClient, partitions: Sequence[PartitionInfo], timeout_s: float
+) -> tuple[list[PartitionOffsets], int]:
+    """Offsets of `partitions`, and how many could not be read this time (no leader, ...)."""
+    if not partitions:
+        return [], 0
+    specs = {
+        "log_start_offset": (OffsetSpec.earliest(), IsolationLevel.READ_UNCOMMITTED),  # type: ignore[no-untyped-call]
+        "high_watermark": (OffsetSpec.latest(), IsolationLevel.READ_UNCOMMITTED),  # type: ignore[no-untyped-call]
+        "lso": (OffsetSpec.latest(), IsolationLevel.READ_COMMITTED),  # type: ignore[no-untyped-call]
+    }
+    requests: dict[str, dict[TopicPartition, Future[object]]] = {}
+    for name, (spec, isolation) in specs.items():
+        wanted = {TopicPartition(p.topic, p.partition): spec for p in partitions}
+        try:
+            requests[name] = admin.list_offsets(
+                wanted, isolation_level=isolation, request_timeout=timeout_s
+            )
+        except KafkaException as error:
+            raise ClusterUnreachable(f"list offsets: {error.args[0].str()}") from None
+    deadline = time.monotonic() + timeout_s + 5
+    results: dict[str, dict[Key, int]] = {name: {} for name in specs}
+    last_error = ""
+    for name, futures in requests.items():
+        for tp, future in futures.items():
+            try:
+                info = future.result(timeout=max(0.1, deadline - time.monotonic()))
+            except (KafkaException, TimeoutError) as error:
+                last_error = _describe(error)
+                continue
+            results[name][(tp.topic, tp.partition)] = int(info.offset)  # type: ignore[attr-defined]
+    fetched = [
+        PartitionOffsets(
+            p.topic, p.partition, p.leader,
+            results["log_start_offset"][key], results["high_watermark"][key], results["lso"][key],
+        )
+        for p in partitions
+        if all((key := (p.topic, p.partition)) in found for found in results.values())
+    ]  # fmt: skip
+    if not fetched:
+        raise ClusterUnreachable(f"list offsets: no partition answered ({last_error})")
+    return fetched, len(partitions) - len(fetched)
+
+
+def _describe(error: BaseException) -> str:
+    if isinstance(error, KafkaException):
+        return str(error.args[0].str())
+    return "timed out"

@@ -1,0 +1,88 @@
+"""Which topic-partitions the collectors watch: all topics by default, include/exclude regexes."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient
+
+from collectors.clients import ClusterUnreachable
+from dgm.config import CollectorSettings
+from dgm.errors import UserFacingError
+
+
+class NoTopicsMatch(UserFacingError):
+    pass
+
+
+@dataclass(frozen=True)
+class PartitionInfo:
+    topic: str
+    partition: int
+    leader: int | None
+
+
+@dataclass(frozen=True)
+class ClusterView:
+    """One metadata snapshot: the cluster's identity, its brokers, the monitored partitions."""
+
+    cluster_id: str
+    brokers: frozenset[int]
+    topics: tuple[str, ...]  # every topic, monitored or not
+    partitions: tuple[PartitionInfo, ...]  # monitored only, sorted
+
+    def partition_leaders(self) -> dict[tuple[str, int], int | None]:
+        return {(p.topic, p.partition): p.leader for p in self.partitions}
+
+
+def is_monitored(topic: str, include: Iterable[str], exclude: Iterable[str]) -> bool:
+    """Matches an include pattern and no exclude pattern (re.search, like the config says)."""
+    return any(re.search(p, topic) for p in include) and not any(
+        re.search(p, topic) for p in exclude
+    )
+
+
+def check_matches(view: ClusterView, settings: CollectorSettings) -> None:
+    """NoTopicsMatch when the cluster has topics of its own but the patterns pick none.
+
+    A cluster with no topics yet (only internal ones) is not an error: they may come later.
+    """
+    if view.partitions:
+        return
+    own = [t for t in view.topics if not t.startswith("__")]
+    if not own:
+        return
+    shown = ", ".join(sorted(own)[:5]) + (", ..." if len(own) > 5 else "")
+    raise NoTopicsMatch(
+        f"collectors.include_topics {list(settings.include_topics)} and exclude_topics "
+        f"{list(settings.exclude_topics)} match none of the cluster's {len(own)} topics "
+        f"({shown}); fix the patterns in dgm.toml"
+    )
+
+
+def describe_cluster(
+    admin: AdminClient, settings: CollectorSettings, timeout_s: float
+) -> ClusterView:
+    try:
+        metadata = admin.list_topics(timeout=timeout_s)
+    except KafkaException as error:
+        raise ClusterUnreachable(f"metadata: {error.args[0].str()}") from None
+    partitions = []
+    for name, topic in metadata.topics.items():
+        if topic.error is not None or not is_monitored(
+            name, settings.include_topics, settings.exclude_topics
+        ):
+            continue
+        for number, partition in topic.partitions.items():
+            leader = partition.leader if partition.leader >= 0 else None
+            partitions.append(PartitionInfo(name, number, leader))
+    partitions.sort(key=lambda p: (p.topic, p.partition))
+    return ClusterView(
+        cluster_id=str(metadata.cluster_id),
+        brokers=frozenset(metadata.brokers),
+        topics=tuple(sorted(metadata.topics)),
+        partitions=tuple(partitions),
+    )

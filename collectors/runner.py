@@ -1,0 +1,124 @@
+"""The collector loop: a cycle every interval, outages survived with capped exponential
+backoff (logged once, recorded as outage_start/outage_end events), a clean stop on request."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from collectors.clients import ClusterUnreachable
+from collectors.cycle import Collector, CycleSummary, utc_now
+from collectors.events import Event
+from collectors.partitions import ClusterView
+from dgm.errors import UserFacingError
+
+log = logging.getLogger(__name__)
+
+FIRST_DELAY_S = 0.5
+MAX_DELAY_S = 30.0
+
+
+class CannotCollect(UserFacingError):
+    pass
+
+
+def next_delay(
+    previous: float | None, first: float = FIRST_DELAY_S, cap: float = MAX_DELAY_S
+) -> float:
+    """Exponential backoff: `first`, then doubling, never above `cap`."""
+    return first if previous is None else min(cap, previous * 2)
+
+
+class Runner:
+    def __init__(
+        self,
+        collector: Collector,
+        interval_s: float,
+        stop: threading.Event,
+        connect_timeout_s: float = 30.0,
+        report: Callable[[str], None] = print,
+    ) -> None:
+        self.collector = collector
+        self.interval_s = interval_s
+        self.stop = stop
+        self.connect_timeout_s = connect_timeout_s
+        self.report = report
+
+    def start(self) -> ClusterView:
+        """The first contact: a cluster that never answers is a configuration problem (wrong
+        address, wrong security settings), reported as such instead of retried forever."""
+        deadline = time.monotonic() + self.connect_timeout_s
+        delay = None
+        clients = self.collector.clients
+        while True:
+            try:
+                return self.collector.connect()
+            except ClusterUnreachable as error:
+                reason = clients.last_error() or str(error)
+                if clients.authentication_failed() or time.monotonic() >= deadline:
+                    raise CannotCollect(
+                        f"cannot reach Kafka at {clients.bootstrap_servers} within "
+                        f"{self.connect_timeout_s:g}s: {reason}"
+                    ) from None
+            delay = next_delay(delay)
+            if self.stop.wait(min(delay, max(0.0, deadline - time.monotonic()))):
+                raise KeyboardInterrupt
+
+    def run_once(self) -> CycleSummary:
+        self.start()
+        try:
+            summary = self.collector.cycle()
+        except ClusterUnreachable as error:
+            reason = self.collector.clients.last_error() or str(error)
+            raise CannotCollect(f"the cluster stopped answering mid-cycle: {reason}") from None
+        assert summary is not None  # nothing asks a single cycle to stop
+        self.report(summary.line())
+        return summary
+
+    def run_forever(self) -> None:
+        self.start()
+        outage: tuple[float, str] | None = None  # (monotonic start, reason)
+        delay = None
+        while not self.stop.is_set():
+            began = time.monotonic()
+            try:
+                summary = self.collector.cycle(should_stop=self.stop.is_set)
+            except ClusterUnreachable as error:
+                if outage is None:
+                    outage = (began, self._outage_started(error))
+                delay = next_delay(delay)
+                self.stop.wait(delay)
+                continue
+            if outage is not None:
+                self._outage_ended(outage[0])
+                outage, delay = None, None
+            if summary is None:
+                break
+            self.report(summary.line())
+            self.stop.wait(max(0.0, self.interval_s - (time.monotonic() - began)))
+
+    def _cluster_id(self) -> str:
+        assert self.collector.cluster_id is not None  # set by start()
+        return self.collector.cluster_id
+
+    def _outage_started(self, error: ClusterUnreachable) -> str:
+        reason = self.collector.clients.last_error() or str(error)
+        log.warning(
+            "Kafka at %s stopped answering (%s); retrying with backoff up to %gs, "
+            "quiet until it answers",
+            self.collector.clients.bootstrap_servers,
+            reason,
+            MAX_DELAY_S,
+        )
+        event = Event(utc_now(), self._cluster_id(), "outage_start", f"unreachable: {reason}")
+        self.collector.record([event])
+        return reason
+
+    def _outage_ended(self, began: float) -> None:
+        length_ms = int((time.monotonic() - began) * 1000)
+        log.warning("Kafka answers again after %.1fs; collecting", length_ms / 1000)
+        detail = f"answered again after {length_ms / 1000:.1f}s"
+        event = Event(utc_now(), self._cluster_id(), "outage_end", detail, after=length_ms)
+        self.collector.record([event])
