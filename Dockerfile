@@ -6,7 +6,7 @@ FROM python:3.11-slim-bookworm
 
 # Spark version of the standalone cluster in docker-compose.yml (apache/spark image tag).
 # The driver's pyspark must be the same version as the master and workers it talks to.
-ARG SPARK_VERSION=4.0.3
+ARG SPARK_VERSION=4.0.0
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \

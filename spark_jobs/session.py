@@ -17,6 +17,29 @@ def kafka_source_package() -> str:
     return f"org.apache.spark:spark-sql-kafka-0-10_{SCALA_BINARY}:{pyspark.__version__}"
 
 
+def ivy_settings() -> str:
+    """Ivy settings that resolve only from Maven Central into dgm's cache.
+
+    Spark's default chain also reads ~/.m2, where Maven often leaves a POM without its jar
+    (`mvn dependency:get -Dtransitive=false`), and Ivy then fails the whole resolution.
+    """
+    cache = user_cache_dir() / "ivy"
+    settings = cache / "ivysettings.xml"
+    text = (
+        "<ivysettings>\n"
+        '  <settings defaultResolver="central"/>\n'
+        f'  <caches defaultCacheDir="{cache / "cache"}"/>\n'
+        '  <resolvers><ibiblio name="central" m2compatible="true"/></resolvers>\n'
+        "</ivysettings>\n"
+    )
+    if not settings.exists() or settings.read_text() != text:
+        cache.mkdir(parents=True, exist_ok=True)
+        temporary = settings.with_suffix(".tmp")
+        temporary.write_text(text)
+        os.replace(temporary, settings)
+    return str(settings)
+
+
 def build_session(
     master: str | None = None,
     app_name: str = "dgm",
@@ -30,12 +53,18 @@ def build_session(
         .config("spark.jars.packages", kafka_source_package())
         # The Ivy cache lives beside dgm's other downloads so a warm start never re-fetches.
         .config("spark.jars.ivy", str(user_cache_dir() / "ivy"))
+        .config("spark.jars.ivySettings", ivy_settings())
         .config("spark.sql.shuffle.partitions", str(shuffle_partitions or 2 * cores))
         .config("spark.sql.adaptive.enabled", "true")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.ui.showConsoleProgress", "false")
     )
+    if master.startswith("local"):
+        # Stay on loopback: nothing outside this machine needs to reach a local driver.
+        builder = builder.config("spark.driver.host", "127.0.0.1").config(
+            "spark.driver.bindAddress", "127.0.0.1"
+        )
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")
     return session

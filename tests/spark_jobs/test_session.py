@@ -1,0 +1,53 @@
+"""The session every Spark job uses resolves the Spark Kafka source and reads a real topic."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from confluent_kafka import Producer
+
+
+def write_committed_and_aborted(kafka: Any, topic: str) -> None:
+    producer = Producer(kafka.client_config(**{"transactional.id": f"spark-{uuid.uuid4().hex}"}))
+    producer.init_transactions(30)
+    for end, label in ((producer.commit_transaction, "kept"), (producer.abort_transaction, "gone")):
+        producer.begin_transaction()
+        for i in range(3):
+            producer.produce(topic, value=f"{label}-{i}", headers=[("dgm-id", f"{label}-{i}")])
+        producer.flush(30)  # abort_transaction purges what was not sent yet: send it first
+        end(30)
+
+
+def test_kafka_source_sees_isolation_levels_and_headers(spark: Any, kafka: Any) -> None:
+    topic = kafka.new_topic("spark")
+    write_committed_and_aborted(kafka, topic)
+
+    def read(isolation: str) -> list[Any]:
+        frame = (
+            spark.read.format("kafka")
+            .option("kafka.bootstrap.servers", kafka.bootstrap_servers)
+            .option("subscribe", topic)
+            .option("startingOffsets", "earliest")
+            .option("endingOffsets", "latest")
+            .option("includeHeaders", "true")
+            .option("kafka.isolation.level", isolation)
+            .load()
+        )
+        return sorted(frame.select("offset", "value", "headers").collect())
+
+    committed = read("read_committed")
+    everything = read("read_uncommitted")
+    assert [r.value.decode() for r in committed] == ["kept-0", "kept-1", "kept-2"]
+    assert [r.value.decode() for r in everything] == [
+        "kept-0",
+        "kept-1",
+        "kept-2",
+        "gone-0",
+        "gone-1",
+        "gone-2",
+    ]
+    assert [r.offset for r in everything] == [0, 1, 2, 4, 5, 6]  # the commit marker is at 3
+    assert {(h.key, bytes(h.value).decode()) for h in everything[0].headers} == {
+        ("dgm-id", "kept-0")
+    }
