@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import uuid
 from collections import defaultdict
 from dataclasses import replace
@@ -233,3 +234,44 @@ def test_as_a_process_prints_its_result(kafka: Any, tmp_path: Path) -> None:
         check=False,
     )
     assert bad.returncode == 2 and "incomplete producer settings" in bad.stderr
+
+
+@pytest.mark.parametrize("transactional", [False, True], ids=["idempotent", "transactional"])
+def test_a_broker_killed_and_restarted_mid_run_loses_nothing(
+    kafka3: Any, tmp_path: Path, transactional: bool
+) -> None:
+    cluster = kafka3.require_embedded()
+    topic = kafka3.new_topic("restart", partitions=3)
+    ledger_path = tmp_path / "ledger.jsonl"
+    config = settings(
+        kafka3,
+        topic,
+        tmp_path,
+        messages=1500,
+        rate=300.0,
+        transactional_id=f"lab-{uuid.uuid4().hex[:8]}" if transactional else None,
+    )
+    results: list[Any] = []
+    producing = threading.Thread(target=lambda: results.append(run_producer(config)))
+    producing.start()
+    try:
+        wait_until(
+            lambda: ledger_path.exists() and len(read_ledger(ledger_path).acked) >= 150,
+            60,
+            "150 acked messages before the crash",
+        )
+        cluster.stop_broker(2, kill=True)
+        acked_at_kill = len(read_ledger(ledger_path).acked)
+        wait_until(
+            lambda: len(read_ledger(ledger_path).acked) >= acked_at_kill + 150,
+            60,
+            "150 more acked messages with broker 2 down",
+        )
+    finally:
+        cluster.start_broker(2)
+        producing.join(120)
+    assert not producing.is_alive() and results
+    assert (results[0].sent, results[0].acked, results[0].failed) == (1500, 1500, 0)
+    committed = read_topic(kafka3, topic, "read_committed")
+    ledger = read_ledger(ledger_path)
+    assert ledger.acked == {stamps(r)[0]: (r.partition(), r.offset()) for r in committed}
