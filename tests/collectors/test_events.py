@@ -1,0 +1,84 @@
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from collectors.events import (
+    GroupView,
+    MemberView,
+    broker_events,
+    group_events,
+    idempotent_epoch_events,
+    transactional_epoch_events,
+)
+
+AT = datetime(2025, 1, 1, tzinfo=UTC)
+
+
+def member(member_id: str, *partitions: int) -> MemberView:
+    return MemberView(member_id, f"client-{member_id}", frozenset(("t", p) for p in partitions))
+
+
+def group(state: str, *members: MemberView) -> GroupView:
+    return GroupView(state, {m.member_id: m for m in members})
+
+
+def kinds(events: list) -> list[tuple[str, str | None]]:
+    return [(e.event, e.member_id) for e in events]
+
+
+def test_no_change_no_event() -> None:
+    g = {"g": group("Stable", member("a", 0, 1))}
+    assert group_events(g, g, AT, "c") == []
+
+
+def test_a_member_joining_is_a_join_and_one_rebalance() -> None:
+    before = {"g": group("Stable", member("a", 0, 1))}
+    during = {"g": group("PreparingRebalance", member("a", 0, 1), member("b"))}
+    after = {"g": group("Stable", member("a", 0), member("b", 1))}
+    first = group_events(before, during, AT, "c")
+    assert kinds(first) == [("member_joined", "b"), ("rebalance", None)]
+    assert (first[1].before, first[1].after, first[1].group_id) == (1, 2, "g")
+    # The assignment settles in the next sample: the same rebalance, not a second one.
+    assert group_events(during, after, AT, "c") == []
+
+
+def test_a_rebalance_quicker_than_the_interval_is_seen_from_the_assignment() -> None:
+    before = {"g": group("Stable", member("a", 0), member("b", 1))}
+    after = {"g": group("Stable", member("a", 0, 1), member("c"))}
+    assert kinds(group_events(before, after, AT, "c")) == [
+        ("member_joined", "c"),
+        ("member_left", "b"),
+        ("rebalance", None),
+    ]
+
+
+def test_the_last_member_leaving_is_a_departure_not_a_rebalance() -> None:
+    before = {"g": group("Stable", member("a", 0))}
+    after = {"g": group("Empty")}
+    assert kinds(group_events(before, after, AT, "c")) == [("member_left", "a")]
+
+
+def test_groups_seen_for_the_first_time_yield_nothing() -> None:
+    assert group_events({}, {"g": group("Stable", member("a", 0))}, AT, "c") == []
+
+
+def test_transactional_epoch_bumps() -> None:
+    before = {"tx-a": (7, 0), "tx-b": (8, 3), "tx-c": (9, 1)}
+    after = {"tx-a": (7, 1), "tx-b": (11, 0), "tx-c": (9, 1), "tx-new": (12, 0)}
+    events = transactional_epoch_events(before, after, AT, "c")
+    assert [(e.transactional_id, e.producer_id, e.before, e.after) for e in events] == [
+        ("tx-a", 7, 0, 1),
+        ("tx-b", 11, 3, 0),  # a new producer id fences the old session too
+    ]
+    assert "producer id 8 -> 11" in events[1].detail
+
+
+def test_idempotent_epoch_bumps() -> None:
+    events = idempotent_epoch_events({1: 0, 2: 4}, {1: 1, 2: 4, 3: 0}, AT, "c")
+    assert [(e.producer_id, e.before, e.after) for e in events] == [(1, 0, 1)]
+
+
+def test_brokers_leaving_and_joining() -> None:
+    assert broker_events(None, frozenset({1, 2}), AT, "c") == []
+    events = broker_events(frozenset({1, 2}), frozenset({2, 3}), AT, "c")
+    assert [(e.event, e.broker_id) for e in events] == [("broker_left", 1), ("broker_joined", 3)]
