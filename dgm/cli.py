@@ -31,6 +31,9 @@ def build_parser() -> argparse.ArgumentParser:
     from collectors.commands import register as register_collect
 
     register_collect(commands)
+    from dgm.lab.commands import register as register_lab
+
+    register_lab(commands)
     return parser
 
 

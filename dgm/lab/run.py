@@ -1,0 +1,442 @@
+"""`run_lab`: one lab pipeline on a real cluster, driven through real faults, with a report.
+
+Creates the topics, starts the processor (under a Supervisor) and the stamped producer, does
+the faults at evenly spaced points of the production, waits until the processor has caught up
+(the group's committed offsets, or the idempotent sink's stored offsets, reach the source's
+LSO on every partition), stops everything and writes a JSON report.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, get_args
+
+from confluent_kafka import ConsumerGroupTopicPartitions, IsolationLevel, TopicPartition
+from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]
+
+from dgm.broker.cluster import EmbeddedCluster
+from dgm.config import ConfigError, ExternalSink, PipelineConfig, Semantic, append_pipeline
+from dgm.errors import UserFacingError
+from dgm.lab.ledger import read_ledger
+from dgm.lab.processors.settings import MODES, Mode, ProcessorSettings
+from dgm.lab.processors.sqlite_sink import ID_COLUMN, SOURCE_COLUMNS, stored_offsets
+from dgm.lab.producer import ProducerResult, ProducerSettings, run_producer
+from dgm.lab.proxy import FaultProxy, proxies_for
+from dgm.lab.supervisor import KILL_AIMS, KillAim, Supervisor
+from dgm.topics import create_topic
+from dgm.waiting import wait_until
+
+FaultKind = Literal["kill", "rebalance", "broker-restart", "drop-acks"]
+FAULT_KINDS: tuple[str, ...] = get_args(FaultKind)
+# The semantic each mode claims: what dgm's verdict is compared against.
+DECLARED: dict[str, Semantic] = {
+    "at-most-once": "at-most-once",
+    "at-least-once": "at-least-once",
+    "exactly-once": "exactly-once",
+    "exactly-once-broken": "exactly-once",
+    "idempotent-sink": "exactly-once",
+}
+# Where a kill shows what the mode is made of.
+DEFAULT_AIM: dict[str, KillAim] = {"at-most-once": "between-commit-and-produce"}
+# Every k-th source transaction aborted, for the modes whose source is transactional.
+DEFAULT_ABORT_EVERY = {"exactly-once": 4, "exactly-once-broken": 3}
+SINK_TABLE = "lab_sink"
+# How long a requested crash waits for the aimed phase; none comes once all is processed.
+CRASH_WAIT = 15.0
+Progress = Callable[[str], None]
+
+
+class LabError(UserFacingError):
+    pass
+
+
+@dataclass(frozen=True)
+class LabSettings:
+    pipeline: str
+    mode: Mode
+    bootstrap_servers: str
+    lab_dir: Path  # each run gets its own folder inside: ledger, logs, sink store, report
+    messages: int = 1000
+    crashes: int = 0  # SIGKILLs of the processor
+    rate: float | None = 200.0  # source messages/s; None = as fast as possible
+    faults: tuple[FaultKind, ...] = ()  # kill (= 3 crashes unless set), rebalance, ...
+    kill_at: KillAim | None = None  # None: the mode's telling spot (DEFAULT_AIM)
+    partitions: int = 3
+    replication_factor: int = -1
+    abort_every: int | None = None  # None: DEFAULT_ABORT_EVERY for transactional modes
+    producer_idempotence: bool = True
+    drop_probability: float = 0.2  # of a Produce response, with drop-acks
+    batch_size: int = 20
+    step_delay: float = 0.15
+    catch_up_timeout: float = 120.0
+    seed: int | None = None
+    cluster: EmbeddedCluster | None = field(default=None, compare=False)  # for broker faults
+    config_path: Path | None = None  # the pipeline is appended to this dgm.toml
+    report_path: Path | None = None  # default: <run folder>/report.json
+    client: dict[str, str] = field(default_factory=dict, repr=False)  # may hold secrets
+    progress: Progress | None = field(default=None, compare=False)
+
+    @property
+    def planned_crashes(self) -> int:
+        return self.crashes or (3 if "kill" in self.faults else 0)
+
+    def problems(self) -> list[str]:
+        found = [
+            message
+            for broken, message in (
+                (self.mode not in MODES, f"--mode: expected one of {', '.join(MODES)}"),
+                (self.messages < 1, f"--messages: expected >= 1, got {self.messages}"),
+                (self.crashes < 0, f"--crashes: expected >= 0, got {self.crashes}"),
+                (self.rate is not None and self.rate <= 0, "--rate: expected > 0"),
+                (self.kill_at is not None and self.kill_at not in KILL_AIMS, "--kill-at"),
+                (not 0 <= self.drop_probability <= 1, "drop probability: expected 0..1"),
+                (self.partitions < 1, "partitions: expected >= 1"),
+            )
+            if broken
+        ]
+        found += [f"--fault: unknown {f!r}" for f in self.faults if f not in FAULT_KINDS]
+        needs_cluster = {"broker-restart", "drop-acks"} & set(self.faults)
+        if needs_cluster and self.cluster is None:
+            found.append(
+                f"--fault {'/'.join(sorted(needs_cluster))} needs dgm's embedded cluster "
+                "(its broker processes and FAULT listeners); drop --bootstrap"
+            )
+        if "broker-restart" in self.faults and self.cluster and self.cluster.brokers < 3:
+            found.append(
+                "--fault broker-restart needs a 3-broker cluster (dgm broker start --brokers 3)"
+            )
+        return found
+
+
+@dataclass(frozen=True)
+class FaultDone:
+    kind: str
+    at: float  # unix time it began
+    ended_at: float
+    detail: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class LabReport:
+    pipeline: str
+    mode: str
+    declared_semantic: str
+    bootstrap_servers: str
+    source_topic: str
+    sink_topic: str | None
+    external_sink: dict[str, Any] | None
+    consumer_group: str
+    messages: dict[str, int]  # requested, sent, acked, failed, aborted
+    producer_session: str
+    ledger_path: str
+    crashes: list[dict[str, Any]]
+    faults: list[dict[str, Any]]
+    processor_exits: list[dict[str, Any]]
+    caught_up: bool
+    started_at: float
+    finished_at: float
+    run_dir: str
+    config_path: str | None  # the dgm.toml the pipeline was added to
+    config_error: str | None  # why it could not be added (e.g. a read-only file)
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self), indent=2)
+
+
+def fault_plan(crashes: int, faults: tuple[str, ...]) -> list[tuple[float, str]]:
+    """(fraction of the messages sent, fault) for every crash, rebalance and broker restart,
+    spread evenly over the production and never all at its very end."""
+    kinds = ["kill"] * crashes + [f for f in faults if f in ("rebalance", "broker-restart")]
+    # Interleave so a crash does not always precede a rebalance: sort by position of each kind.
+    ordered = sorted(enumerate(kinds), key=lambda item: (item[0] % max(1, crashes), item[0]))
+    return [((i + 1) / (len(kinds) + 1), kind) for i, (_, kind) in enumerate(ordered)]
+
+
+@dataclass(frozen=True)
+class _Names:
+    source: str
+    sink: str
+    group: str
+
+    @classmethod
+    def derive(cls, pipeline: str) -> _Names:
+        base = f"{pipeline}-{uuid.uuid4().hex[:8]}"
+        return cls(f"{base}-source", f"{base}-sink", base)
+
+
+def run_lab(settings: LabSettings) -> LabReport:
+    problems = settings.problems()
+    if problems:
+        raise LabError("; ".join(problems))
+    say = settings.progress or (lambda line: print(line, file=sys.stderr, flush=True))
+    names = _Names.derive(settings.pipeline)
+    run_dir = settings.lab_dir / names.group
+    pipeline = _pipeline_config(settings, names, run_dir)
+    bad = list(pipeline.problems())
+    if bad:
+        raise LabError("; ".join(f"pipeline {key or 'name'}: {why}" for key, why in bad))
+    run_dir.mkdir(parents=True, exist_ok=True)
+    started_at = time.time()
+    admin = AdminClient({"bootstrap.servers": settings.bootstrap_servers, **settings.client})
+    for topic in (names.source, names.sink if settings.mode != "idempotent-sink" else None):
+        if topic:
+            create_topic(admin, topic, settings.partitions, settings.replication_factor)
+    say(f"lab {settings.pipeline}: {settings.mode}, source {names.source}, group {names.group}")
+
+    supervisor = Supervisor(
+        settings.mode,
+        _processor_settings(settings, names, run_dir),
+        run_dir / "logs",
+        settings.kill_at or DEFAULT_AIM.get(settings.mode, "between-produce-and-commit"),
+        settings.seed,
+        say,
+    )
+    stop_producer = threading.Event()
+    faults: list[FaultDone] = []
+    # The pool is left last: cleanup has stopped the producer by then, so its wait is short.
+    with ThreadPoolExecutor(1) as pool, contextlib.ExitStack() as cleanup:
+        cleanup.callback(stop_producer.set)
+        proxies = _drop_acks(settings, cleanup)
+        supervisor.start()
+        cleanup.callback(supervisor.stop)
+        wait_until(supervisor.main.ready.is_set, 120, "the processor to start")
+        producer_settings = _producer_settings(settings, names, run_dir, bool(proxies))
+        producing_since = time.time()
+        produced = pool.submit(run_producer, producer_settings, stop_producer)
+        for fraction, kind in fault_plan(settings.planned_crashes, settings.faults):
+            _wait_for_progress(producer_settings, fraction, produced)
+            say(f"{fraction:.0%} of the messages sent: {kind}")
+            faults += _do_fault(kind, settings, supervisor, admin, names.source, say)
+        result: ProducerResult = produced.result()
+        say(f"producer done: {result.sent} sent, {result.acked} acked, {result.aborted} aborted")
+        if proxies:
+            dropped = sum(proxy.dropped for proxy in proxies)
+            detail = {"probability": settings.drop_probability, "dropped_responses": dropped}
+            faults.insert(0, FaultDone("drop-acks", producing_since, time.time(), detail))
+        caught_up = _catch_up(settings, admin, names, pipeline, say)
+    config_error = _add_to_config(settings.config_path, pipeline, say)
+    report = LabReport(
+        pipeline=settings.pipeline,
+        mode=settings.mode,
+        declared_semantic=DECLARED[settings.mode],
+        bootstrap_servers=settings.bootstrap_servers,
+        source_topic=names.source,
+        sink_topic=names.sink if settings.mode != "idempotent-sink" else None,
+        external_sink=_external_sink_json(pipeline.external_sink),
+        consumer_group=names.group,
+        messages={"requested": settings.messages, **_counts(result)},
+        producer_session=result.session,
+        ledger_path=str(producer_settings.ledger_path),
+        crashes=[dataclasses.asdict(c) for c in supervisor.crashes],
+        faults=[dataclasses.asdict(f) for f in faults],
+        processor_exits=[dataclasses.asdict(e) for e in supervisor.exits],
+        caught_up=caught_up,
+        started_at=started_at,
+        finished_at=time.time(),
+        run_dir=str(run_dir),
+        config_path=str(settings.config_path) if settings.config_path else None,
+        config_error=config_error,
+    )
+    _write_atomically(settings.report_path or run_dir / "report.json", report.to_json())
+    return report
+
+
+def _add_to_config(path: Path | None, pipeline: PipelineConfig, say: Progress) -> str | None:
+    """Append the pipeline so the rest of dgm monitors it; why not, if it cannot be done (the
+    run's results stay valid: the report still names everything)."""
+    if path is None:
+        return None
+    try:
+        append_pipeline(path, pipeline)
+    except (OSError, ConfigError) as error:
+        say(f"warning: pipeline {pipeline.name} not added to {path}: {error}")
+        return str(error)
+    say(f"pipeline {pipeline.name} added to {path}")
+    return None
+
+
+def _pipeline_config(settings: LabSettings, names: _Names, run_dir: Path) -> PipelineConfig:
+    external = None
+    if settings.mode == "idempotent-sink":
+        external = ExternalSink(
+            path=(run_dir / "sink.sqlite").absolute(),
+            table=SINK_TABLE,
+            id_column=ID_COLUMN,
+            kind="sqlite",
+            source_columns=SOURCE_COLUMNS,
+        )
+    return PipelineConfig(
+        name=settings.pipeline,
+        source_topics=(names.source,),
+        sink_topics=() if external else (names.sink,),
+        consumer_group=names.group,
+        declared_semantic=DECLARED.get(settings.mode, "exactly-once"),
+        external_sink=external,
+    )
+
+
+def _processor_settings(settings: LabSettings, names: _Names, run_dir: Path) -> ProcessorSettings:
+    return ProcessorSettings(
+        bootstrap_servers=settings.bootstrap_servers,
+        source_topic=names.source,
+        group_id=names.group,
+        sink_topic=names.sink if settings.mode != "idempotent-sink" else "",
+        sink_path=str((run_dir / "sink.sqlite").absolute()),
+        sink_table=SINK_TABLE,
+        batch_size=settings.batch_size,
+        step_delay=settings.step_delay,
+        client=dict(settings.client),
+    )
+
+
+def _producer_settings(
+    settings: LabSettings, names: _Names, run_dir: Path, through_proxy: bool
+) -> ProducerSettings:
+    transactional = settings.mode in DEFAULT_ABORT_EVERY
+    abort_every = settings.abort_every
+    if abort_every is None:
+        abort_every = DEFAULT_ABORT_EVERY.get(settings.mode, 0)
+    assert settings.cluster is not None or not through_proxy
+    return ProducerSettings(
+        bootstrap_servers=(
+            settings.cluster.fault_bootstrap_servers
+            if through_proxy and settings.cluster
+            else settings.bootstrap_servers
+        ),
+        topic=names.source,
+        messages=settings.messages,
+        ledger_path=run_dir / "ledger.jsonl",
+        rate=settings.rate,
+        enable_idempotence=settings.producer_idempotence or transactional,
+        transactional_id=f"{names.group}-source" if transactional else None,
+        abort_every=abort_every if transactional else 0,
+        client=dict(settings.client),
+    )
+
+
+def _drop_acks(settings: LabSettings, cleanup: contextlib.ExitStack) -> list[FaultProxy]:
+    """Proxies in front of every broker that drop Produce responses while the producer runs
+    (it alone bootstraps through them)."""
+    if "drop-acks" not in settings.faults or settings.cluster is None:
+        return []
+    proxies = proxies_for(settings.cluster)
+    for proxy in proxies:
+        cleanup.callback(proxy.stop)
+        proxy.drop_produce_responses(settings.drop_probability)
+    return proxies
+
+
+def _wait_for_progress(producer: ProducerSettings, fraction: float, done: Future[Any]) -> None:
+    """Until `fraction` of the messages are sent (per the ledger) or the producer is done."""
+
+    def reached() -> bool:
+        if done.done() or not producer.ledger_path.exists():
+            return done.done()
+        return len(read_ledger(producer.ledger_path).sent_ids) >= fraction * producer.messages
+
+    wait_until(reached, 600, f"{fraction:.0%} of the messages to be sent", interval=0.2)
+
+
+def _do_fault(
+    kind: str,
+    settings: LabSettings,
+    supervisor: Supervisor,
+    admin: AdminClient,
+    source: str,
+    say: Progress,
+) -> list[FaultDone]:
+    began = time.time()
+    if kind == "kill":
+        crash = supervisor.crash(timeout=CRASH_WAIT)
+        if crash is None:
+            say(f"crash skipped: no aimed phase announced within {CRASH_WAIT:.0f}s")
+            return []
+        return [FaultDone("kill", crash.at, crash.at, {"pid": crash.pid, "phase": crash.phase})]
+    if kind == "rebalance":
+        visit = supervisor.rebalance()
+        return [FaultDone("rebalance", visit.joined_at, visit.left_at, dataclasses.asdict(visit))]
+    assert kind == "broker-restart" and settings.cluster is not None
+    node_id = _leader(admin, source, 0)
+    say(f"broker restart: SIGKILL broker {node_id} (leader of {source}[0])")
+    settings.cluster.stop_broker(node_id, kill=True)
+    killed_at = time.time()
+    wait_until(lambda: _leader(admin, source, 0) not in (node_id, -1), 60, "a new leader")
+    settings.cluster.start_broker(node_id)
+    say(f"broker restart: broker {node_id} is back")
+    detail = {"node_id": node_id, "killed_at": killed_at, "signal": "SIGKILL"}
+    return [FaultDone("broker-restart", began, time.time(), detail)]
+
+
+def _leader(admin: AdminClient, topic: str, partition: int) -> int:
+    found = admin.list_topics(topic, timeout=10).topics[topic].partitions.get(partition)
+    return -1 if found is None else int(found.leader)
+
+
+def source_lso(admin: AdminClient, topic: str, partitions: int) -> dict[int, int]:
+    """Last stable offset per partition: where a read_committed reader can get to."""
+    latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]
+    request = {TopicPartition(topic, p): latest for p in range(partitions)}
+    futures = admin.list_offsets(request, isolation_level=IsolationLevel.READ_COMMITTED)
+    return {tp.partition: int(f.result(timeout=30).offset) for tp, f in futures.items()}
+
+
+def group_offsets(admin: AdminClient, group: str, topic: str, partitions: int) -> dict[int, int]:
+    request = ConsumerGroupTopicPartitions(
+        group, [TopicPartition(topic, p) for p in range(partitions)]
+    )
+    answer = admin.list_consumer_group_offsets([request])[group].result(timeout=30)
+    return {tp.partition: tp.offset for tp in answer.topic_partitions or [] if tp.offset >= 0}
+
+
+def _catch_up(
+    settings: LabSettings,
+    admin: AdminClient,
+    names: _Names,
+    pipeline: PipelineConfig,
+    say: Progress,
+) -> bool:
+    def done() -> dict[int, int]:
+        if pipeline.external_sink is not None:
+            sink = pipeline.external_sink
+            return stored_offsets(sink.path, sink.table, names.source)
+        return group_offsets(admin, names.group, names.source, settings.partitions)
+
+    def behind() -> int:
+        lso, reached = source_lso(admin, names.source, settings.partitions), done()
+        return sum(max(0, end - reached.get(p, 0)) for p, end in lso.items())
+
+    try:
+        wait_until(lambda: behind() == 0, settings.catch_up_timeout, "the processor to catch up")
+    except AssertionError as error:
+        say(f"not caught up: {error}")
+        return False
+    say("processor caught up with the source")
+    return True
+
+
+def _counts(result: ProducerResult) -> dict[str, int]:
+    return {k: v for k, v in dataclasses.asdict(result).items() if k != "session"}
+
+
+def _external_sink_json(sink: ExternalSink | None) -> dict[str, Any] | None:
+    if sink is None:
+        return None
+    return {**dataclasses.asdict(sink), "path": str(sink.path)}
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temporary.write_text(text + "\n")
+    os.replace(temporary, path)
