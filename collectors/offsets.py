@@ -74,34 +74,25 @@ def offsets_rows(
 def fetch_offsets(
     admin: AdminClient, partitions: Sequence[PartitionInfo], timeout_s: float
 ) -> tuple[list[PartitionOffsets], int]:
-    """Offsets of `partitions`, and how many could not be read this time (no leader, ...)."""
+    """Offsets of `partitions`, and how many could not be read this time (no leader, ...).
+
+    The three are separate requests, so not one snapshot. The high watermark is asked for
+    only after the LSO has been answered: both only grow and LSO <= high watermark at any
+    instant, so asked in this order LSO lag can never come out negative.
+    """
     if not partitions:
         return [], 0
-    specs = {
-        "log_start_offset": (OffsetSpec.earliest(), IsolationLevel.READ_UNCOMMITTED),  # type: ignore[no-untyped-call]
-        "high_watermark": (OffsetSpec.latest(), IsolationLevel.READ_UNCOMMITTED),  # type: ignore[no-untyped-call]
-        "lso": (OffsetSpec.latest(), IsolationLevel.READ_COMMITTED),  # type: ignore[no-untyped-call]
-    }
-    requests: dict[str, dict[TopicPartition, Future[object]]] = {}
-    for name, (spec, isolation) in specs.items():
-        wanted = {TopicPartition(p.topic, p.partition): spec for p in partitions}
-        try:
-            requests[name] = admin.list_offsets(
-                wanted, isolation_level=isolation, request_timeout=timeout_s
-            )
-        except KafkaException as error:
-            raise ClusterUnreachable(f"list offsets: {error.args[0].str()}") from None
     deadline = time.monotonic() + timeout_s + 5
-    results: dict[str, dict[Key, int]] = {name: {} for name in specs}
-    last_error = ""
-    for name, futures in requests.items():
-        for tp, future in futures.items():
-            try:
-                info = future.result(timeout=max(0.1, deadline - time.monotonic()))
-            except (KafkaException, TimeoutError) as error:
-                last_error = _describe(error)
-                continue
-            results[name][(tp.topic, tp.partition)] = int(info.offset)  # type: ignore[attr-defined]
+    first = _request(admin, partitions, timeout_s, {
+        "log_start_offset": (OffsetSpec.earliest(), IsolationLevel.READ_UNCOMMITTED),  # type: ignore[no-untyped-call]
+        "lso": (OffsetSpec.latest(), IsolationLevel.READ_COMMITTED),  # type: ignore[no-untyped-call]
+    })  # fmt: skip
+    results, last_error = _gather(first, deadline)
+    then = _request(admin, partitions, timeout_s, {
+        "high_watermark": (OffsetSpec.latest(), IsolationLevel.READ_UNCOMMITTED),  # type: ignore[no-untyped-call]
+    })  # fmt: skip
+    high_watermarks, hw_error = _gather(then, deadline)
+    results.update(high_watermarks)
     fetched = [
         PartitionOffsets(
             p.topic, p.partition, p.leader,
@@ -111,8 +102,44 @@ def fetch_offsets(
         if all((key := (p.topic, p.partition)) in found for found in results.values())
     ]  # fmt: skip
     if not fetched:
-        raise ClusterUnreachable(f"list offsets: no partition answered ({last_error})")
+        raise ClusterUnreachable(f"list offsets: no partition answered ({hw_error or last_error})")
     return fetched, len(partitions) - len(fetched)
+
+
+Requests = dict[str, dict[TopicPartition, "Future[object]"]]
+
+
+def _request(
+    admin: AdminClient,
+    partitions: Sequence[PartitionInfo],
+    timeout_s: float,
+    specs: Mapping[str, tuple[OffsetSpec, IsolationLevel]],
+) -> Requests:
+    requests: Requests = {}
+    for name, (spec, isolation) in specs.items():
+        wanted = {TopicPartition(p.topic, p.partition): spec for p in partitions}
+        try:
+            requests[name] = admin.list_offsets(
+                wanted, isolation_level=isolation, request_timeout=timeout_s
+            )
+        except KafkaException as error:
+            raise ClusterUnreachable(f"list offsets: {error.args[0].str()}") from None
+    return requests
+
+
+def _gather(requests: Requests, deadline: float) -> tuple[dict[str, dict[Key, int]], str]:
+    """Answers by request name and partition; a partition that failed is left out."""
+    results: dict[str, dict[Key, int]] = {name: {} for name in requests}
+    last_error = ""
+    for name, futures in requests.items():
+        for tp, future in futures.items():
+            try:
+                info = future.result(timeout=max(0.1, deadline - time.monotonic()))
+            except (KafkaException, TimeoutError) as error:
+                last_error = _describe(error)
+                continue
+            results[name][(tp.topic, tp.partition)] = int(info.offset)  # type: ignore[attr-defined]
+    return results, last_error
 
 
 def _describe(error: BaseException) -> str:

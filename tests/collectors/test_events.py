@@ -3,6 +3,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from collectors.events import (
+    Event,
     GroupView,
     MemberView,
     broker_events,
@@ -22,7 +23,7 @@ def group(state: str, *members: MemberView) -> GroupView:
     return GroupView(state, {m.member_id: m for m in members})
 
 
-def kinds(events: list) -> list[tuple[str, str | None]]:
+def kinds(events: list[Event]) -> list[tuple[str, str | None]]:
     return [(e.event, e.member_id) for e in events]
 
 
