@@ -102,10 +102,12 @@ class Collector:
         began = time.monotonic()
         view = self.connect()
         at, cluster_id = utc_now(), view.cluster_id
+        # Committed offsets before partition offsets: a read_committed consumer's committed
+        # offset never passes the LSO, and offsets only grow, so lag never comes out negative.
+        groups = fetch_groups(self.clients.admin, self.request_timeout_s, at, cluster_id)
         fetched, unavailable = fetch_offsets(
             self.clients.admin, view.partitions, self.request_timeout_s
         )
-        groups = fetch_groups(self.clients.admin, self.request_timeout_s, at, cluster_id)
         txns = fetch_transactions(
             self.clients,
             view,
