@@ -63,6 +63,9 @@ class Transactional:
             self.producer.begin_transaction()
             self.open = True
             produce_results(self.producer, self.settings, records)
+            # In the log, uncommitted, before the phase is announced: a kill now leaves
+            # records that only the transaction's abort keeps from read_committed readers.
+            self.producer.flush(60)
             announce("produced", number, self.settings)
             self._commit(positions(self.consumer))
         except KafkaException as error:
