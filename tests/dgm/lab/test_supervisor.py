@@ -66,7 +66,8 @@ def test_a_crash_is_a_sigkill_at_the_aimed_phase_then_a_restart(
             assert crash.phase == "committed"
             assert gone(crash.pid)
             # Restarted: a new process that gets back to work.
-            wait_until(lambda c=crash: supervisor.main.pid != c.pid, 10, "a restart")
+            old = crash.pid
+            wait_until(lambda: supervisor.main.pid != old, 10, "a restart")  # noqa: B023
             wait_until(lambda: supervisor.main.batches > 0, 60, "the restart to process")
         pids.append(supervisor.main.pid)
         assert len(set(pids)) == 3
