@@ -62,7 +62,9 @@ def test_schema_is_the_documented_one(spark: Any) -> None:
     assert [(f.name, f.dataType) for f in frame.schema.fields] == [
         (f.name, f.dataType) for f in FINGERPRINT.fields
     ]
-    assert frame.first()["committed"] is True  # until mark_committed says otherwise
+    first = frame.first()
+    assert first is not None
+    assert first["committed"] is True  # until mark_committed says otherwise
 
 
 def test_header_rule_takes_the_last_non_null_value(spark: Any) -> None:
@@ -203,7 +205,11 @@ def produce_committed_aborted_and_unidentified(kafka: Any, topic: str) -> None:
     for end, label in ((producer.commit_transaction, "kept"), (producer.abort_transaction, "gone")):
         producer.begin_transaction()
         for i in range(3):
-            stamped = [("dgm-id", f"{label}-{i}"), ("dgm-producer", "p1"), ("dgm-seq", str(seq))]
+            stamped: list[tuple[str, str | bytes | None]] = [
+                ("dgm-id", f"{label}-{i}"),
+                ("dgm-producer", "p1"),
+                ("dgm-seq", str(seq)),
+            ]
             producer.produce(topic, value=f"{label}-{i}", headers=stamped)
             seq += 1
         producer.flush(30)  # abort_transaction purges what was not sent yet: send it first
