@@ -94,6 +94,9 @@ class Clients:
         # librdkafka repeats a connection failure every few ms: keep it out of the output
         # unless asked for (-v); the runner reports an outage once, with the last error.
         librdkafka_log.propagate = logging.getLogger().isEnabledFor(logging.DEBUG)
+        if not librdkafka_log.handlers:
+            # Without a handler of its own, Python's last-resort handler would print it anyway.
+            librdkafka_log.addHandler(logging.NullHandler())
         try:
             config: dict[str, Any] = {
                 **self.settings,
@@ -107,6 +110,8 @@ class Clients:
                 f"[cluster] client settings: {scrub(error.args[0].str(), self.settings)}"
             ) from None
         self._transactions_admin: KafkaAdminClient | None = None
+        self._last_error: str | None = None
+        self._authentication_failed = False
 
     @property
     def bootstrap_servers(self) -> str:
@@ -114,16 +119,23 @@ class Clients:
 
     def last_error(self) -> str | None:
         """librdkafka's latest complaint (e.g. a failed SASL handshake), scrubbed."""
-        self.admin.poll(0)  # serves error_cb
-        if not self.errors:
-            return None
-        latest = self.errors[-1]
-        del self.errors[:]
-        return scrub(_RDKAFKA_SUFFIX.sub("", latest.str()), self.settings)
+        self._serve_errors()
+        return self._last_error
 
     def authentication_failed(self) -> bool:
-        self.admin.poll(0)
-        return any(e.code() == KafkaError._AUTHENTICATION for e in self.errors)
+        """Whether librdkafka reported a failed SASL/SSL authentication since the start."""
+        self._serve_errors()
+        return self._authentication_failed
+
+    def _serve_errors(self) -> None:
+        self.admin.poll(0)  # runs error_cb for what librdkafka queued
+        if self.errors:
+            latest = self.errors[-1]
+            self._last_error = scrub(_RDKAFKA_SUFFIX.sub("", latest.str()), self.settings)
+            self._authentication_failed |= any(
+                e.code() == KafkaError._AUTHENTICATION for e in self.errors
+            )
+            del self.errors[:]
 
     def transactions_admin(self) -> KafkaAdminClient:
         if self._transactions_admin is None:

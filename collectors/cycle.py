@@ -83,9 +83,10 @@ class Collector:
         self.idempotent_epochs: dict[int, int] = {}
         self.brokers: frozenset[int] | None = None
 
-    def connect(self) -> ClusterView:
+    def connect(self, timeout_s: float | None = None) -> ClusterView:
         """Metadata; the first time also the cluster's identity, restored state and checks."""
-        view = describe_cluster(self.clients.admin, self.settings, self.request_timeout_s)
+        timeout_s = self.request_timeout_s if timeout_s is None else timeout_s
+        view = describe_cluster(self.clients.admin, self.settings, timeout_s)
         if self.cluster_id is None:
             check_matches(view, self.settings)
             self.cluster_id = view.cluster_id

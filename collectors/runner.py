@@ -53,11 +53,18 @@ class Runner:
         delay = None
         clients = self.collector.clients
         while True:
+            left = max(0.5, deadline - time.monotonic())
             try:
-                return self.collector.connect()
+                return self.collector.connect(min(self.collector.request_timeout_s, left))
             except ClusterUnreachable as error:
                 reason = clients.last_error() or str(error)
-                if clients.authentication_failed() or time.monotonic() >= deadline:
+                if clients.authentication_failed():  # retrying cannot fix the settings
+                    raise CannotCollect(
+                        f"Kafka at {clients.bootstrap_servers} rejected the connection's "
+                        f"security settings ([cluster.client] security.protocol, sasl.*, "
+                        f"ssl.*): {reason}"
+                    ) from None
+                if time.monotonic() >= deadline:
                     raise CannotCollect(
                         f"cannot reach Kafka at {clients.bootstrap_servers} within "
                         f"{self.connect_timeout_s:g}s: {reason}"
