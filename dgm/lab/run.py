@@ -18,6 +18,7 @@ import time
 import uuid
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args
@@ -54,6 +55,7 @@ DEFAULT_ABORT_EVERY = {"exactly-once": 4, "exactly-once-broken": 3}
 SINK_TABLE = "lab_sink"
 # How long a requested crash waits for the aimed phase; none comes once all is processed.
 CRASH_WAIT = 15.0
+PROGRESS_EVERY = 5.0  # seconds between progress lines
 Progress = Callable[[str], None]
 
 
@@ -218,6 +220,8 @@ def run_lab(settings: LabSettings) -> LabReport:
             _wait_for_progress(producer_settings, fraction, produced)
             say(f"{fraction:.0%} of the messages sent: {kind}")
             faults += _do_fault(kind, settings, supervisor, admin, names.source, say)
+        while not wait_futures([produced], timeout=PROGRESS_EVERY).done:
+            say(f"sent {_sent(producer_settings)}/{settings.messages} messages")
         result: ProducerResult = produced.result()
         say(f"producer done: {result.sent} sent, {result.acked} acked, {result.aborted} aborted")
         if proxies:
@@ -341,11 +345,15 @@ def _wait_for_progress(producer: ProducerSettings, fraction: float, done: Future
     """Until `fraction` of the messages are sent (per the ledger) or the producer is done."""
 
     def reached() -> bool:
-        if done.done() or not producer.ledger_path.exists():
-            return done.done()
-        return len(read_ledger(producer.ledger_path).sent_ids) >= fraction * producer.messages
+        return done.done() or _sent(producer) >= fraction * producer.messages
 
     wait_until(reached, 600, f"{fraction:.0%} of the messages to be sent", interval=0.2)
+
+
+def _sent(producer: ProducerSettings) -> int:
+    if not producer.ledger_path.exists():
+        return 0
+    return len(read_ledger(producer.ledger_path).sent_ids)
 
 
 def _do_fault(
@@ -412,9 +420,15 @@ def _catch_up(
             return stored_offsets(sink.path, sink.table, names.source)
         return group_offsets(admin, names.group, names.source, settings.partitions)
 
+    last_said = [time.monotonic()]
+
     def behind() -> int:
         lso, reached = source_lso(admin, names.source, settings.partitions), done()
-        return sum(max(0, end - reached.get(p, 0)) for p, end in lso.items())
+        lag = sum(max(0, end - reached.get(p, 0)) for p, end in lso.items())
+        if lag and time.monotonic() - last_said[0] > PROGRESS_EVERY:
+            say(f"catching up: {lag} offsets behind the source's LSO")
+            last_said[0] = time.monotonic()
+        return lag
 
     try:
         wait_until(lambda: behind() == 0, settings.catch_up_timeout, "the processor to catch up")
