@@ -11,7 +11,7 @@ from collectors.schemas import SCHEMAS
 from collectors.store import SampleStore
 from dgm.config import CollectorSettings
 from dgm.waiting import wait_until
-from tests.collectors.conftest import in_transaction, send, transactional_producer
+from tests.collectors.transactional import in_transaction, send, transactional_producer
 
 
 def collector(kafka: Any, state_dir: Path, topic: str) -> Collector:

@@ -11,7 +11,7 @@ from collectors.groups import GroupSample, fetch_groups, group_offsets_rows
 from collectors.offsets import fetch_offsets
 from collectors.partitions import PartitionInfo
 from dgm.waiting import wait_until
-from tests.collectors.conftest import in_transaction, send, transactional_producer
+from tests.collectors.transactional import in_transaction, send, transactional_producer
 
 
 def commit(kafka: Any, group_id: str, topic: str, offset: int) -> None:

@@ -1,4 +1,4 @@
-"""Helpers for the collector tests: transactional writes with known offsets."""
+"""Transactional writes with known offsets, for the collector tests."""
 
 from __future__ import annotations
 
