@@ -9,9 +9,6 @@ never copies; they are counted on their own.
 
 from __future__ import annotations
 
-import operator
-from functools import reduce
-
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
@@ -94,18 +91,6 @@ def duplicate_summary(fingerprints: DataFrame) -> DataFrame:
     )
 
 
-def _repeats(copies: DataFrame, columns: list[str], flag: str) -> DataFrame:
-    """Ids among `copies` where the non-null `columns` tuple is shared by two copies."""
-    present = copies.where(reduce(operator.and_, (F.col(c).isNotNull() for c in columns)))
-    return (
-        present.groupBy("topic", "message_id", *columns)
-        .count()
-        .where(F.col("count") > 1)
-        .select("topic", "message_id", F.lit(True).alias(flag))
-        .distinct()
-    )
-
-
 def duplicate_causes(source_fingerprints: DataFrame, sink_fingerprints: DataFrame) -> DataFrame:
     """Per duplicated id of a pipeline's sink (per sink topic): copies, one flag per cause
     that applies, and `cause`, the first applicable one in CAUSES order (UNKNOWN if none).
@@ -113,8 +98,21 @@ def duplicate_causes(source_fingerprints: DataFrame, sink_fingerprints: DataFram
     The source is taken as a whole (all its topics): upstream when it holds two or more
     committed copies of the id, aborted read when it holds the id only in aborted records.
     """
-    copies = duplicate_copies(sink_fingerprints)
-    ids = copies.select("topic", "message_id", "copies").distinct()
+    # A value repeats among an id's copies iff it counts more often than it counts distinct
+    # (both skip nulls), so one aggregation finds both sink-side causes.
+    send = F.when(
+        F.col("producer").isNotNull() & F.col("seq").isNotNull(), F.struct("producer", "seq")
+    )
+    duplicated = (
+        _identified(sink_fingerprints)
+        .groupBy("topic", "message_id")
+        .agg(
+            F.count(F.lit(1)).alias("copies"),
+            (F.count(send) > F.count_distinct(send)).alias("producer_retry"),
+            (F.count("lineage") > F.count_distinct("lineage")).alias("reprocessing"),
+        )
+        .where(F.col("copies") > 1)
+    )
     source = (
         source_fingerprints.where(F.col("message_id").isNotNull())
         .groupBy("message_id")
@@ -128,12 +126,7 @@ def duplicate_causes(source_fingerprints: DataFrame, sink_fingerprints: DataFram
             ((F.col("_committed") == 0) & (F.col("_aborted") > 0)).alias("aborted_read"),
         )
     )
-    per_id = ["topic", "message_id"]
-    joined = (
-        ids.join(_repeats(copies, ["producer", "seq"], "producer_retry"), per_id, "left")
-        .join(_repeats(copies, ["lineage"], "reprocessing"), per_id, "left")
-        .join(source, ["message_id"], "left")
-    )
+    joined = duplicated.join(source, ["message_id"], "left")
     flags = {c: F.coalesce(F.col(c.replace(" ", "_")), F.lit(False)) for c in CAUSES}
     cause: Column = F.lit(UNKNOWN)
     for name in reversed(CAUSES):
@@ -141,7 +134,7 @@ def duplicate_causes(source_fingerprints: DataFrame, sink_fingerprints: DataFram
     return joined.select(
         "topic",
         "message_id",
-        "copies",
+        F.col("copies").cast("long"),
         *(flags[c].alias(c.replace(" ", "_")) for c in CAUSES),
         cause.alias("cause"),
     )

@@ -141,12 +141,13 @@ def mark_committed(uncommitted_view: DataFrame, committed_view: DataFrame) -> Da
     iff the record's (topic, partition, offset) is in `committed_view`, a read_committed read
     of the same range (any columns, as long as it has topic, partition and offset).
 
-    Semi and anti joins keep each record exactly once, however the committed view repeats.
+    One left join against the committed view's distinct coordinates: each record is kept
+    exactly once however that view repeats, and each view is scanned once (a semi plus an
+    anti join would read the uncommitted view, i.e. the topic, twice).
     """
-    seen = committed_view.select(*COORDINATES)
-    others = [F.col(f.name) for f in FINGERPRINT.fields if f.name != "committed"]
-    committed = uncommitted_view.join(seen, list(COORDINATES), "left_semi")
-    aborted = uncommitted_view.join(seen, list(COORDINATES), "left_anti")
-    return committed.select(*others, F.lit(True).alias("committed")).unionByName(
-        aborted.select(*others, F.lit(False).alias("committed"))
+    seen = committed_view.select(*COORDINATES).distinct().withColumn("_seen", F.lit(True))
+    marked = uncommitted_view.drop("committed").join(seen, list(COORDINATES), "left")
+    committed = F.coalesce(F.col("_seen"), F.lit(False)).alias("committed")
+    return marked.select(
+        *(committed if f.name == "committed" else f.name for f in FINGERPRINT.fields)
     )

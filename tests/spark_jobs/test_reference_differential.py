@@ -52,7 +52,7 @@ def row(
     topic: str,
     partition: int,
     offset: int,
-    at: datetime,
+    at: datetime | None,
     message_id: str | None,
     producer: str | None,
     seq: int | None,
@@ -96,7 +96,7 @@ def compare_all(spark: Any, table: pa.Table) -> dict[str, int]:
 RECORD = st.tuples(
     st.sampled_from(["s", "t"]),
     st.integers(0, 1),
-    st.integers(0, 3),
+    st.one_of(st.none(), st.integers(0, 3)),  # a null timestamp sorts first in both
     st.sampled_from([None, "i0", "i1", "i2", "i3"]),
     st.sampled_from([None, "p0", "p1"]),
     st.one_of(st.none(), st.integers(0, 6)),
@@ -111,7 +111,7 @@ def small_table(records: list[tuple[Any, ...]]) -> pa.Table:
     for topic, partition, second, message_id, producer, seq, lineage, committed in records:
         offset = offsets[topic, partition]
         offsets[topic, partition] += 1
-        at = T0 + timedelta(seconds=second)
+        at = None if second is None else T0 + timedelta(seconds=second)
         rows.append(
             row(topic, partition, offset, at, message_id, producer, seq, lineage, committed)
         )
