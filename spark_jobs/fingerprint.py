@@ -55,6 +55,8 @@ FINGERPRINT = StructType(
 )
 
 COORDINATES = ("topic", "partition", "offset")
+# What fingerprints() reads from a Spark Kafka source row.
+KAFKA_COLUMNS = ("key", "value", *COORDINATES, "timestamp", "headers")
 
 # Digit runs short enough for their type, so the casts below can never overflow.
 _SEQ = r"^[0-9]{1,18}$"
@@ -114,6 +116,12 @@ def fingerprints(records: DataFrame, rule: MessageIdRule) -> DataFrame:
     `committed` starts true: a read of a topic that never saw a transaction needs no second
     view. Where the topic has seen transactions, pass the result to `mark_committed`.
     """
+    missing = [name for name in KAFKA_COLUMNS if name not in records.columns]
+    if missing:
+        raise ValueError(
+            f"fingerprints need the Spark Kafka source's columns, missing {', '.join(missing)}"
+            " (headers come only with includeHeaders=true)"
+        )
     lineage = header(headers.SRC)
     seq = header(headers.SEQ)
     columns = {

@@ -67,6 +67,12 @@ def test_schema_is_the_documented_one(spark: Any) -> None:
     assert first["committed"] is True  # until mark_committed says otherwise
 
 
+def test_rows_without_headers_are_refused_with_the_reason(spark: Any) -> None:
+    without = kafka_rows(spark, (None, b"v", None)).drop("headers")
+    with pytest.raises(ValueError, match=r"missing headers .*includeHeaders=true"):
+        fingerprints(without, MessageIdRule())
+
+
 def test_header_rule_takes_the_last_non_null_value(spark: Any) -> None:
     rows = kafka_rows(
         spark,
