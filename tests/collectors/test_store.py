@@ -86,3 +86,9 @@ def test_latest_rows_are_those_of_the_newest_file_and_this_cluster(tmp_path: Pat
     store.write("events", [event("new"), event("other", cluster_id="c2")])
     assert [r["event"] for r in latest_rows(store, "events", "c1")] == ["new"]
     assert latest_rows(store, "offsets", "c1") == []
+
+
+def test_sample_times_must_be_utc_aware(tmp_path: Path) -> None:
+    naive = Event(AT.replace(tzinfo=None), "c1", "collector_start", "detail")
+    with pytest.raises(ValueError, match="naive datetime"):
+        SampleStore(tmp_path).write("events", [naive])
