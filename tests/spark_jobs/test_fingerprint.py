@@ -9,7 +9,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import IsolationLevel, Producer, TopicPartition
+from confluent_kafka.admin import OffsetSpec
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
@@ -22,6 +23,7 @@ from pyspark.sql.types import (
 )
 
 from dgm.config_schema import MessageIdRule
+from dgm.waiting import wait_until
 from spark_jobs.duplicates import duplicate_summary
 from spark_jobs.fingerprint import FINGERPRINT, fingerprints, mark_committed
 
@@ -226,10 +228,29 @@ def produce_committed_aborted_and_unidentified(kafka: Any, topic: str) -> None:
     assert plain.flush(30) == 0
 
 
+def wait_for_stable_end(kafka: Any, topic: str) -> None:
+    """Until the abort marker lands the LSO stays below the high watermark, and a
+    read_committed view of "latest" would stop short of the later records."""
+    partition = TopicPartition(topic, 0)
+
+    def end(isolation: IsolationLevel) -> int:
+        offsets = kafka.admin().list_offsets(
+            {partition: OffsetSpec.latest()}, isolation_level=isolation
+        )
+        return int(offsets[partition].result(timeout=10).offset)
+
+    wait_until(
+        lambda: end(IsolationLevel.READ_COMMITTED) == end(IsolationLevel.READ_UNCOMMITTED) == 10,
+        30,
+        f"{topic}'s LSO to reach its high watermark (10)",
+    )
+
+
 @pytest.mark.slow
 def test_real_topic_committed_aborted_and_unidentified(spark: Any, kafka: Any) -> None:
     topic = kafka.new_topic("fingerprint")
     produce_committed_aborted_and_unidentified(kafka, topic)
+    wait_for_stable_end(kafka, topic)
 
     def read(isolation: str) -> Any:
         return (
