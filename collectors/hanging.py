@@ -6,6 +6,11 @@ coordinator should have aborted it. A candidate is hanging when its coordinator 
 it: no transactional id holds the producer id, the transactional id is unknown, the
 coordinator has moved on to a newer epoch, or its transaction does not include the
 partition. A candidate the coordinator still knows as its own is left to the coordinator.
+
+One deviation, seen on a real broker: while a coordinator writes the markers that end a
+transaction (PrepareCommit, PrepareAbort, PrepareEpochFence) it may already hold the bumped
+epoch while the partition still shows the transaction open. That is a transaction being
+ended, not a hanging one, so it is not flagged.
 """
 
 from __future__ import annotations
@@ -14,6 +19,8 @@ from dataclasses import dataclass
 
 # Kafka's default transaction.max.timeout.ms (15 minutes), used when the broker's is unknown.
 DEFAULT_MAX_TRANSACTION_TIMEOUT_MS = 900_000
+# Coordinator states in which it is writing the markers that end the transaction.
+ENDING = frozenset({"PrepareCommit", "PrepareAbort", "PrepareEpochFence"})
 
 
 @dataclass(frozen=True)
@@ -34,6 +41,7 @@ class CoordinatorView:
     producer_id: int
     producer_epoch: int
     partitions: frozenset[tuple[str, int]]
+    state: str = "Ongoing"
 
 
 def is_candidate(txn: OpenTransaction, now_ms: int, max_transaction_timeout_ms: int) -> bool:
@@ -55,6 +63,8 @@ def hanging_reason(
         return f"{idle}; no transactional id holds producer id {txn.producer_id}"
     if coordinator is None:
         return f"{idle}; transactional id {transactional_id!r} is unknown to its coordinator"
+    if coordinator.state in ENDING:
+        return None
     if coordinator.producer_epoch > txn.producer_epoch:
         return (
             f"{idle}; the coordinator is at epoch {coordinator.producer_epoch}, "

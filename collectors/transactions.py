@@ -153,6 +153,7 @@ def coordinator_views(descriptions: Mapping[str, Any]) -> dict[str, CoordinatorV
             d.producer_id,
             d.producer_epoch,
             frozenset((tp.topic, tp.partition) for tp in d.topic_partitions),
+            d.state.value,
         )
         for txn_id, d in descriptions.items()
     }
@@ -184,6 +185,13 @@ def _fetch(
     cluster_id: str,
 ) -> TransactionSample:
     admin = clients.transactions_admin()
+    # The coordinators first, the partitions after: a partition's view then is never older
+    # than its coordinator's, so a transaction ended in between is not mistaken for hanging.
+    listings = admin.list_transactions()
+    transactional_ids = {
+        t.producer_id: t.transactional_id for found in listings.values() for t in found
+    }
+    descriptions = _describe(admin, sorted(set(transactional_ids.values())))
     by_leader: dict[int, list[TopicPartition]] = defaultdict(list)
     for p in view.partitions:
         if p.leader is not None:
@@ -195,11 +203,6 @@ def _fetch(
         except BrokerResponseError:  # e.g. leadership moved since the metadata: next cycle
             continue
         states.update({(tp.topic, tp.partition): s.active_producers for tp, s in answer.items()})
-    listings = admin.list_transactions()
-    transactional_ids = {
-        t.producer_id: t.transactional_id for found in listings.values() for t in found
-    }
-    descriptions = _describe(admin, sorted(set(transactional_ids.values())))
     return TransactionSample(
         producers_rows(
             states,

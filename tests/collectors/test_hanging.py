@@ -39,3 +39,11 @@ def test_coordinator_transaction_without_the_partition_is_hanging() -> None:
     elsewhere = CoordinatorView(42, 5, frozenset({("orders", 4)}))
     reason = hanging_reason(TXN, NOW, MAX, "tx-1", elsewhere)
     assert reason is not None and "does not include this partition" in reason
+
+
+def test_a_transaction_its_coordinator_is_ending_is_not_hanging() -> None:
+    # Seen on a real broker: the coordinator bumps the epoch before the abort marker lands.
+    aborting = CoordinatorView(42, 6, frozenset(), state="PrepareAbort")
+    assert hanging_reason(TXN, NOW, MAX, "tx-1", aborting) is None
+    done = CoordinatorView(42, 6, frozenset(), state="CompleteAbort")
+    assert hanging_reason(TXN, NOW, MAX, "tx-1", done) is not None  # ended, yet still open
