@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, Union, get_args, get_or
 
 from dgm.config_schema import (
     SEMANTICS,
+    AnalysisSettings,
     ClusterConfig,
     CollectorSettings,
     ConfigError,
@@ -36,6 +37,7 @@ from dgm.config_toml import pipeline_block, splice, write_atomically
 
 __all__ = [
     "SEMANTICS",
+    "AnalysisSettings",
     "ClusterConfig",
     "CollectorSettings",
     "ConfigError",

@@ -122,6 +122,14 @@ class PipelineConfig:
         if not self.sink_topics and self.external_sink is None:
             yield "", "expected sink_topics or an external_sink table, got neither"
 
+    def sink_names(self) -> tuple[str, ...]:
+        """The sink topics, and for an external sink the name its fingerprints carry as their
+        topic ('external:<pipeline>:<table>'), unique per pipeline."""
+        external = (
+            (f"external:{self.name}:{self.external_sink.table}",) if self.external_sink else ()
+        )
+        return (*self.sink_topics, *external)
+
 
 @dataclass(frozen=True, repr=False)  # repr below redacts credentials
 class ClusterConfig:
@@ -181,6 +189,39 @@ class CollectorSettings:
 
 
 @dataclass(frozen=True)
+class AnalysisSettings:
+    """How `dgm analyze` audits and judges (see DESIGN.md's definitions)."""
+
+    # Seconds between two analysis runs of `dgm analyze` without --once; > 0.
+    interval_s: float = 60.0
+    # Length of a metrics window in seconds (by the records' Kafka timestamps); >= 1.
+    window_s: int = 60
+    # A source record below the group's committed offset counts as lost only when it is older
+    # than this and still has no sink copy: the sink write may simply not be visible yet.
+    grace_s: float = 30.0
+    # Fingerprints older than this many hours are compacted away; duplicate detection spans
+    # the retention, not one batch. > 0.
+    retention_h: float = 168.0
+    # Spark master URL; local[*] runs Spark inside dgm. DGM_SPARK_MASTER overrides it.
+    spark_master: str = "local[*]"
+    # Fewer checked records than this gives the verdict "insufficient evidence". >= 1.
+    min_records: int = 100
+
+    def problems(self) -> Iterator[Problem]:
+        for key in ("interval_s", "grace_s", "retention_h"):
+            value = getattr(self, key)
+            bound = ">= 0" if key == "grace_s" else "> 0"
+            if not (math.isfinite(value) and (value >= 0 if bound == ">= 0" else value > 0)):
+                yield key, f"expected a number {bound}, got {value!r}"
+        if self.window_s < 1:
+            yield "window_s", f"expected a whole number of seconds >= 1, got {self.window_s!r}"
+        if self.min_records < 1:
+            yield "min_records", f"expected a count >= 1, got {self.min_records!r}"
+        if not self.spark_master.strip():
+            yield "spark_master", "expected a Spark master URL like local[*], got ''"
+
+
+@dataclass(frozen=True)
 class DgmConfig:
     """The whole of dgm.toml, after validation, defaults and environment overrides."""
 
@@ -191,6 +232,7 @@ class DgmConfig:
     state_dir: Path = Path(".dgm")
     cluster: ClusterConfig = field(default_factory=ClusterConfig)
     collectors: CollectorSettings = field(default_factory=CollectorSettings)
+    analysis: AnalysisSettings = field(default_factory=AnalysisSettings)
     pipelines: tuple[PipelineConfig, ...] = ()
 
     def pipeline(self, name: str) -> PipelineConfig:
