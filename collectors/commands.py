@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import logging
-import math
 import signal
 import threading
 from types import FrameType
@@ -15,21 +14,12 @@ from collectors.clients import Clients, check_bootstrap
 from collectors.cycle import Collector
 from collectors.runner import Runner
 from collectors.store import SampleStore, samples_dir
+from dgm.arguments import seconds
 from dgm.config import load_config
 from dgm.connection import bootstrap_servers, client_config
 from dgm.errors import UserFacingError
 
 log = logging.getLogger("dgm.collect")
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, got {text!r}")
-    return value
 
 
 def register(commands: Any) -> None:
@@ -43,18 +33,18 @@ def register(commands: Any) -> None:
     )
     collect.add_argument("--once", action="store_true", help="one cycle, then exit")
     collect.add_argument(
-        "--interval", type=_seconds, help="seconds between cycles (default: collectors.interval_s)"
+        "--interval", type=seconds, help="seconds between cycles (default: collectors.interval_s)"
     )
     collect.add_argument("--bootstrap", help="host:port[,...] (default: from dgm.toml)")
     collect.add_argument(
         "--request-timeout",
-        type=_seconds,
+        type=seconds,
         default=10.0,
         help="seconds one admin request may take (default: 10)",
     )
     collect.add_argument(
         "--connect-timeout",
-        type=_seconds,
+        type=seconds,
         default=30.0,
         help="seconds to reach the cluster at start before giving up (default: 30)",
     )
