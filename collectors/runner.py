@@ -13,6 +13,7 @@ from collectors.cycle import Collector, CycleSummary, utc_now
 from collectors.events import Event
 from collectors.partitions import ClusterView
 from dgm.errors import UserFacingError
+from dgm.waiting import next_delay
 
 log = logging.getLogger(__name__)
 
@@ -22,13 +23,6 @@ MAX_DELAY_S = 30.0
 
 class CannotCollect(UserFacingError):
     pass
-
-
-def next_delay(
-    previous: float | None, first: float = FIRST_DELAY_S, cap: float = MAX_DELAY_S
-) -> float:
-    """Exponential backoff: `first`, then doubling, never above `cap`."""
-    return first if previous is None else min(cap, previous * 2)
 
 
 class Runner:
@@ -69,7 +63,7 @@ class Runner:
                         f"cannot reach Kafka at {clients.bootstrap_servers} within "
                         f"{self.connect_timeout_s:g}s: {reason}"
                     ) from None
-            delay = next_delay(delay)
+            delay = next_delay(delay, FIRST_DELAY_S, MAX_DELAY_S)
             if self.stop.wait(min(delay, max(0.0, deadline - time.monotonic()))):
                 raise KeyboardInterrupt
 
@@ -95,7 +89,7 @@ class Runner:
             except ClusterUnreachable as error:
                 if outage is None:
                     outage = (began, self._outage_started(error))
-                delay = next_delay(delay)
+                delay = next_delay(delay, FIRST_DELAY_S, MAX_DELAY_S)
                 self.stop.wait(delay)
                 continue
             if outage is not None:

@@ -29,3 +29,8 @@ def wait_until(
         if time.monotonic() >= deadline:
             raise TimedOut(f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})")
         time.sleep(interval)
+
+
+def next_delay(previous: float | None, first: float = 0.5, cap: float = 30.0) -> float:
+    """Exponential backoff: `first`, then doubling, never above `cap`."""
+    return first if previous is None else min(cap, previous * 2)
