@@ -1,0 +1,50 @@
+"""The collectors' samples as Spark DataFrames, one per sample kind.
+
+Files live in `<state_dir>/samples/<kind>/*.parquet` (collectors.store); temp files start with
+'.' and end in '.tmp', so the glob never sees half a file. The Spark schema of a kind is the
+collectors' Arrow schema converted, so a kind without files still has its columns.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.pandas.types import from_arrow_type
+from pyspark.sql.types import StructField, StructType
+
+from collectors.schemas import SCHEMAS
+from collectors.store import samples_dir
+
+KINDS: tuple[str, ...] = tuple(SCHEMAS)
+
+
+def spark_schema(kind: str) -> StructType:
+    """The Spark schema of sample `kind`, converted from collectors.schemas (nullability
+    kept; ms timestamps become Spark timestamps)."""
+    if kind not in SCHEMAS:
+        raise ValueError(f"unknown sample kind {kind!r} (known: {', '.join(SCHEMAS)})")
+    arrow: pa.Schema = SCHEMAS[kind]
+    return StructType(
+        [StructField(f.name, from_arrow_type(f.type), f.nullable) for f in arrow]  # type: ignore[no-untyped-call]
+    )
+
+
+def empty_samples(spark: SparkSession, kind: str) -> DataFrame:
+    """A DataFrame of sample `kind` without rows."""
+    return spark.createDataFrame([], spark_schema(kind))
+
+
+def read_samples(spark: SparkSession, state_dir: Path, kind: str) -> DataFrame:
+    """Every sample of `kind` under `state_dir`; empty (with the kind's columns) without files."""
+    schema = spark_schema(kind)
+    folder = samples_dir(Path(state_dir)) / kind
+    if not folder.is_dir() or not any(folder.glob("*.parquet")):
+        return empty_samples(spark, kind)
+    return spark.read.schema(schema).parquet(str(folder / "*.parquet"))
+
+
+def read_all_samples(spark: SparkSession, state_dir: Path) -> dict[str, DataFrame]:
+    """Sample kind -> DataFrame, for every kind collectors.schemas declares."""
+    return {kind: read_samples(spark, state_dir, kind) for kind in KINDS}
