@@ -1,0 +1,78 @@
+"""Entry point: `streamlit run dashboard/app.py` (or `dgm dashboard`).
+
+Pages over the tables `dgm analyze` publishes; the sidebar says how fresh they are and
+warns, loudly, when they are STALE.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+
+from dashboard import queries, ui
+from dgm.config import ConfigError
+
+HERE = Path(__file__).parent
+PAGES = HERE / "pages"
+
+st.set_page_config(
+    page_title="dgm: delivery guarantees", page_icon=":material/verified:", layout="wide"
+)
+
+page = st.navigation(
+    [
+        st.Page(
+            PAGES / "overview.py",
+            title="Overview",
+            icon=":material/dashboard:",
+            url_path="overview",
+            default=True,
+        ),
+        st.Page(
+            PAGES / "topic.py", title="Topic drill-down", icon=":material/search:", url_path="topic"
+        ),
+        st.Page(
+            PAGES / "transactions.py",
+            title="Transactions & LSO",
+            icon=":material/receipt_long:",
+            url_path="transactions",
+        ),
+        st.Page(
+            PAGES / "groups.py", title="Consumer groups", icon=":material/group:", url_path="groups"
+        ),
+        st.Page(
+            PAGES / "alerts.py", title="Alerts", icon=":material/notifications:", url_path="alerts"
+        ),
+    ]
+)
+
+
+def _freshness() -> None:
+    try:
+        fresh = ui.freshness()
+    except (queries.NoDatabase, queries.UnreadableDatabase, ConfigError):
+        st.warning(
+            "**No readable analysis**: nothing to judge freshness by.", icon=":material/warning:"
+        )
+        return
+    st.markdown("**Data freshness**")
+    st.caption(
+        f"Last analysis: {ui.ago(fresh.finished_at)}  \n"
+        f"Last collected sample: {ui.ago(fresh.last_sample_at)}"
+    )
+    if fresh.stale:
+        st.error("**STALE** — " + "; ".join(fresh.reasons), icon=":material/warning:")
+    else:
+        st.success("Fresh", icon=":material/check_circle:")
+
+
+with st.sidebar:
+
+    @st.fragment(run_every=ui.refresh_every())
+    def freshness() -> None:
+        _freshness()
+
+    freshness()
+
+page.run()

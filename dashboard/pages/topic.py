@@ -1,0 +1,178 @@
+"""Topic drill-down (shareable: `?topic=NAME`): rates over time, heat map, duplicates, lost ids.
+
+Only ids, keys and record coordinates are shown: the published tables hold no payloads.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import pandas as pd
+import streamlit as st
+
+from dashboard import charts, queries, ui
+
+DUPLICATE_COLUMNS = [
+    "message_id",
+    "copy_number",
+    "copies",
+    "cause",
+    "partition",
+    "offset",
+    "timestamp",
+    "key",
+    "producer",
+    "seq",
+    "lineage",
+    "pipeline",
+]
+LOST_COLUMNS = [
+    "message_id",
+    "cause",
+    "partition",
+    "offset",
+    "timestamp",
+    "producer",
+    "seq",
+    "missing",
+    "pipeline",
+]
+
+
+def _pick_topic(topics: list[str]) -> str | None:
+    wanted = st.query_params.get("topic")
+    if wanted and wanted not in topics:
+        st.warning(f"Topic `{wanted}` is not in the published tables; pick another.")
+    index = topics.index(wanted) if wanted in topics else 0
+    # No key: the widget follows the URL, and a choice goes back into it (a shareable link).
+    topic: str | None = st.selectbox("Topic", topics, index=index)
+    if topic is not None and topic != wanted:
+        st.query_params["topic"] = topic
+    return topic
+
+
+def _time_range(frame: pd.DataFrame, key: str) -> tuple[datetime, datetime] | None:
+    times = frame["timestamp"].dropna()
+    if times.empty or times.min() == times.max():
+        return None
+    low, high = times.min().to_pydatetime(), times.max().to_pydatetime()
+    chosen = st.slider("Time range", low, high, (low, high), format="MM-DD HH:mm:ss", key=key)
+    return None if chosen == (low, high) else (chosen[0], chosen[1])
+
+
+def _matching(frame: pd.DataFrame, key: str, text_label: str) -> pd.Series:
+    """Row mask from the filter widgets: text (id or key), partitions, causes, time range."""
+    left, middle, right = st.columns([2, 1, 2])
+    text = left.text_input(text_label, key=f"{key}-text").strip()
+    partitions = middle.multiselect(
+        "Partition", sorted(frame["partition"].dropna().unique()), key=f"{key}-partition"
+    )
+    causes = right.multiselect(
+        "Cause", sorted(frame["cause"].dropna().unique()), key=f"{key}-cause"
+    )
+    window = _time_range(frame, f"{key}-time")
+    mask = pd.Series(True, index=frame.index)
+    if text:
+        fields = ["message_id", "key"] if "key" in frame else ["message_id"]
+        hits = [frame[f].fillna("").str.contains(text, case=False, regex=False) for f in fields]
+        mask &= pd.concat(hits, axis=1).any(axis=1)
+    if partitions:
+        mask &= frame["partition"].isin(partitions)
+    if causes:
+        mask &= frame["cause"].isin(causes)
+    if window is not None:
+        ts = frame["timestamp"]
+        mask &= ts.notna() & (ts >= window[0]) & (ts <= window[1])
+    return mask
+
+
+def _download(frame: pd.DataFrame, name: str, key: str) -> None:
+    st.download_button(
+        f"Download {name} (CSV)",
+        frame.to_csv(index=False).encode(),
+        file_name=name,
+        mime="text/csv",
+        key=key,
+        icon=":material/download:",
+    )
+
+
+def _duplicates(topic: str) -> None:
+    st.header("Duplicates", anchor=False)
+    frame = queries.duplicates(topic)
+    if frame.empty:
+        st.success("No duplicated ids in this topic.")
+        return
+    mask = _matching(frame, f"dup-{topic}", "Message id or key contains")
+    # A match on any copy shows the id with every copy.
+    ids = frame.loc[mask, "message_id"].unique()
+    shown = frame[frame["message_id"].isin(ids)]
+    total = frame["message_id"].nunique()
+    extra = int(shown["is_extra_copy"].sum())
+    of = "" if len(ids) == total else f" (of {total})"
+    st.markdown(f"**{len(ids)} duplicated ids**{of}, {extra} extra copies")
+    by_cause = shown[shown["is_extra_copy"]].groupby("cause").size()
+    if not by_cause.empty:
+        st.caption("Extra copies by cause: " + ", ".join(f"{c}: {n}" for c, n in by_cause.items()))
+    st.dataframe(shown[DUPLICATE_COLUMNS], hide_index=True, width="stretch")
+    _download(shown[DUPLICATE_COLUMNS], f"duplicates-{topic}.csv", f"dup-csv-{topic}")
+
+
+def _lost(topic: str) -> None:
+    st.header("Lost", anchor=False)
+    frame = queries.lost(topic)
+    if frame.empty:
+        st.success("No lost ids with this topic as their source.")
+        return
+    shown = frame[_matching(frame, f"lost-{topic}", "Message id contains")]
+    missing = int(shown["missing"].fillna(1).sum())
+    st.markdown(
+        f"**{len(shown)} lost rows**, {missing} missing records (a sequence gap counts its length)"
+    )
+    st.dataframe(shown[LOST_COLUMNS], hide_index=True, width="stretch")
+    _download(shown[LOST_COLUMNS], f"lost-{topic}.csv", f"lost-csv-{topic}")
+
+
+def _totals(topic: str) -> None:
+    totals = queries.topic_totals()
+    row = totals[totals["topic"] == topic]
+    if row.empty:
+        return
+    r = row.iloc[0]
+    cells = st.columns(5)
+    cells[0].metric("Committed records", ui.count(r["records"]))
+    cells[1].metric("Distinct ids", ui.count(r["distinct_ids"]))
+    cells[2].metric("Extra copies", ui.count(r["duplicate_copies"]))
+    cells[3].metric("Duplicate rate", ui.rate(r["duplicate_rate"]))
+    cells[4].metric("Aborted records", ui.count(r["aborted"]))
+
+
+def render() -> None:
+    st.title("Topic drill-down")
+    ui.stale_banner()
+    topics = queries.topics()
+    if not topics:
+        st.info("The published tables name no topic yet.")
+        return
+    topic = _pick_topic(topics)
+    if topic is None:
+        return
+    _totals(topic)
+    st.plotly_chart(
+        charts.rates_over_time(queries.topic_windows(topic), queries.loss_windows(topic)),
+        key="rates",
+    )
+    value = st.radio(
+        "Heat map of",
+        ["duplicate_copies", "aborted", "records"],
+        horizontal=True,
+        format_func=lambda v: v.replace("_", " "),
+    )
+    st.plotly_chart(
+        charts.partition_heatmap(queries.partition_windows(topic), value), key="heatmap"
+    )
+    _duplicates(topic)
+    _lost(topic)
+
+
+ui.run_page(render, "topic")

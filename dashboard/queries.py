@@ -1,0 +1,210 @@
+"""Read-only, cached queries over the published `<state_dir>/dgm.duckdb` (spark_jobs/tables.py).
+
+`dgm analyze` replaces the file by rename after each run, so every query batch opens it
+read-only, reads, and closes it; nothing here holds it open or writes to it. Results are
+cached per (path, mtime, size): a new publication is a new key and is read on the next rerun.
+The dashboard only reads these tables; it never computes over raw records.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+import pyarrow as pa
+import streamlit as st
+
+from dgm.config import DgmConfig, load_config
+from spark_jobs.tables import PUBLISHED_FILE, TABLES
+
+ENV_CONFIG = "DGM_CONFIG"
+CACHE_TTL_S = 300  # the mtime key already catches new publications; this bounds memory
+_INTS = {
+    pa.int8(): pd.Int64Dtype(),
+    pa.int16(): pd.Int64Dtype(),
+    pa.int32(): pd.Int64Dtype(),
+    pa.int64(): pd.Int64Dtype(),
+}
+
+
+class NoDatabase(Exception):
+    """Nothing published yet: `dgm analyze` has not run (or state_dir points elsewhere)."""
+
+
+class UnreadableDatabase(Exception):
+    """The file exists but cannot be read: locked, corrupt, or not dgm's tables."""
+
+
+@dataclass(frozen=True)
+class Source:
+    """The published file as one snapshot key: path, mtime and size."""
+
+    path: str
+    mtime_ns: int
+    size: int
+
+
+def config() -> DgmConfig:
+    """dgm.toml from DGM_CONFIG (set by `dgm dashboard`), else ./dgm.toml, else defaults.
+
+    DGM_STATE_DIR overrides the state directory (load_config applies it).
+    """
+    return load_config(os.environ.get(ENV_CONFIG) or None)
+
+
+def database_path() -> Path:
+    return Path(config().state_dir) / PUBLISHED_FILE
+
+
+def source() -> Source:
+    """The current snapshot of the published file; NoDatabase if there is none."""
+    path = database_path()
+    try:
+        stat = path.stat()
+    except FileNotFoundError:
+        raise NoDatabase(str(path)) from None
+    except OSError as error:
+        raise UnreadableDatabase(f"{path}: {error.strerror}") from None
+    return Source(str(path), stat.st_mtime_ns, stat.st_size)
+
+
+@st.cache_data(ttl=CACHE_TTL_S, show_spinner=False, max_entries=256)
+def _read(src: Source, sql: str, params: tuple[object, ...] = ()) -> pd.DataFrame:
+    """One query on one snapshot. Exceptions are not cached, so Retry reads the file again."""
+    try:
+        with duckdb.connect(src.path, read_only=True) as con:
+            con.execute("SET TimeZone = 'UTC'")
+            table = con.sql(sql, params=list(params) or None).to_arrow_table()
+    except duckdb.CatalogException as error:
+        raise UnreadableDatabase(
+            f"{src.path} lacks a table or column the dashboard reads ({error}); "
+            "was it written by this version of `dgm analyze`?"
+        ) from None
+    except (duckdb.Error, OSError) as error:
+        raise UnreadableDatabase(f"{src.path}: {error}") from None
+    return table.to_pandas(types_mapper=_INTS.get)
+
+
+def read(sql: str, *params: object) -> pd.DataFrame:
+    return _read(source(), sql, tuple(params))
+
+
+def check() -> None:
+    """Raise NoDatabase / UnreadableDatabase unless every contract table is readable."""
+    read(
+        " UNION ALL ".join(f"SELECT '{t.name}' AS t FROM \"{t.name}\" WHERE false" for t in TABLES)
+    )
+
+
+def runs() -> pd.DataFrame:
+    return read("SELECT * FROM runs ORDER BY finished_at DESC")
+
+
+def verdicts() -> pd.DataFrame:
+    return read("SELECT * FROM verdicts ORDER BY pipeline")
+
+
+def pipeline_windows() -> pd.DataFrame:
+    return read("SELECT * FROM pipeline_windows ORDER BY pipeline, window_start")
+
+
+def topics() -> list[str]:
+    """Every topic any table names, monitored or a pipeline's source or sink."""
+    frame = read(
+        """SELECT DISTINCT topic FROM (
+             SELECT topic FROM topic_windows UNION ALL SELECT topic FROM partition_offsets
+             UNION ALL SELECT topic FROM duplicates UNION ALL SELECT topic FROM lost
+             UNION ALL SELECT unnest(source_topics) FROM verdicts
+             UNION ALL SELECT unnest(sink) FROM verdicts) WHERE topic IS NOT NULL ORDER BY 1"""
+    )
+    return [str(t) for t in frame["topic"]]
+
+
+def topic_windows(topic: str) -> pd.DataFrame:
+    return read(
+        "SELECT * FROM topic_windows WHERE topic = ? AND window_start IS NOT NULL "
+        "ORDER BY window_start",
+        topic,
+    )
+
+
+def topic_totals() -> pd.DataFrame:
+    """The cumulative row of every topic (window_start null)."""
+    return read("SELECT * FROM topic_windows WHERE window_start IS NULL ORDER BY topic")
+
+
+def loss_windows(topic: str) -> pd.DataFrame:
+    """pipeline_windows of the pipelines that read `topic` (loss is per pipeline)."""
+    return read(
+        "SELECT w.* FROM pipeline_windows w JOIN verdicts v USING (pipeline) "
+        "WHERE list_contains(v.source_topics, ?) ORDER BY w.pipeline, w.window_start",
+        topic,
+    )
+
+
+def partition_windows(topic: str) -> pd.DataFrame:
+    return read(
+        "SELECT * FROM partition_windows WHERE topic = ? ORDER BY window_start, partition", topic
+    )
+
+
+def duplicates(topic: str) -> pd.DataFrame:
+    return read("SELECT * FROM duplicates WHERE topic = ? ORDER BY message_id, copy_number", topic)
+
+
+def lost(topic: str) -> pd.DataFrame:
+    return read(
+        'SELECT * FROM lost WHERE topic = ? ORDER BY pipeline, "timestamp" NULLS LAST, seq', topic
+    )
+
+
+_LATEST = "sampled_at = (SELECT max(sampled_at) FROM {table})"
+
+
+def latest_offsets() -> pd.DataFrame:
+    """partition_offsets at the newest sample."""
+    table = "partition_offsets"
+    return read(f"SELECT * FROM {table} WHERE {_LATEST.format(table=table)} ORDER BY 2, 3")
+
+
+def partition_offsets(topic: str) -> pd.DataFrame:
+    return read(
+        "SELECT * FROM partition_offsets WHERE topic = ? ORDER BY sampled_at, partition", topic
+    )
+
+
+def group_lag() -> pd.DataFrame:
+    return read("SELECT * FROM group_lag ORDER BY sampled_at, group_id, topic, partition")
+
+
+def transactions() -> pd.DataFrame:
+    table = "transactions"
+    return read(
+        f"SELECT * FROM {table} WHERE {_LATEST.format(table=table)} "
+        "ORDER BY hanging DESC, age_ms DESC"
+    )
+
+
+def faults() -> pd.DataFrame:
+    return read("SELECT * FROM faults ORDER BY at")
+
+
+def cluster_summary() -> dict[str, int]:
+    """Topics and partitions at the newest offsets sample, groups, open and hanging txns."""
+    frame = read(
+        f"""SELECT
+          (SELECT count(DISTINCT topic) FROM partition_offsets
+            WHERE {_LATEST.format(table="partition_offsets")}) AS topics,
+          (SELECT count(*) FROM partition_offsets
+            WHERE {_LATEST.format(table="partition_offsets")}) AS partitions,
+          (SELECT count(DISTINCT group_id) FROM group_lag
+            WHERE {_LATEST.format(table="group_lag")}) AS groups,
+          (SELECT count(*) FROM transactions
+            WHERE {_LATEST.format(table="transactions")}) AS open_transactions,
+          (SELECT count(*) FILTER (WHERE hanging) FROM transactions
+            WHERE {_LATEST.format(table="transactions")}) AS hanging_transactions"""
+    )
+    return {str(k): int(v) if pd.notna(v) else 0 for k, v in frame.iloc[0].items()}

@@ -1,0 +1,173 @@
+"""What every page shares: freshness, the verdict badge, empty and error states, formats."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+import pandas as pd
+import streamlit as st
+
+from dashboard import queries
+from dgm.config import ConfigError
+
+# Data older than this many analysis intervals is STALE: the analysis or the collectors stopped.
+STALE_AFTER_INTERVALS = 3
+ENV_REFRESH = "DGM_DASHBOARD_REFRESH_S"
+
+RUN_HINT = (
+    "Run the collectors and the analysis: `dgm collect` and `dgm analyze` "
+    "(or `dgm demo` for a ready-made example), then press Retry."
+)
+
+
+def refresh_every() -> timedelta | None:
+    """How often pages re-read the published file (DGM_DASHBOARD_REFRESH_S; 0 = never)."""
+    seconds = float(os.environ.get(ENV_REFRESH) or 30)
+    return timedelta(seconds=seconds) if seconds > 0 else None
+
+
+@dataclass(frozen=True)
+class Freshness:
+    finished_at: datetime | None
+    last_sample_at: datetime | None
+    stale: bool
+    reasons: tuple[str, ...] = field(default=())
+
+
+def _when(value: object) -> datetime | None:
+    if value is None or (not isinstance(value, datetime) and pd.isna(value)):  # type: ignore[arg-type]
+        return None
+    stamp: datetime = pd.Timestamp(value).to_pydatetime()  # type: ignore[arg-type]
+    return stamp
+
+
+def freshness(now: datetime | None = None) -> Freshness:
+    """Is the published run recent enough to be believed? Raises the queries' errors."""
+    now = now or datetime.now(UTC)
+    settings = queries.config()
+    runs = queries.runs()
+    if runs.empty:
+        return Freshness(None, None, True, ("the published file has no run",))
+    finished = _when(runs.iloc[0]["finished_at"])
+    sample = _when(runs.iloc[0]["last_sample_at"])
+    analysis_s = settings.analysis.interval_s
+    limit = timedelta(seconds=STALE_AFTER_INTERVALS * analysis_s)
+    reasons = []
+    if finished is None or now - finished > limit:
+        reasons.append(
+            f"the last analysis finished {ago(finished, now)} (it runs every "
+            f"{analysis_s:g} s): is `dgm analyze` running?"
+        )
+    # The analysis can only see samples up to its own start, so allow one analysis interval.
+    sample_limit = limit + timedelta(seconds=analysis_s + settings.collectors.interval_s)
+    if sample is None:
+        reasons.append("the last analysis read no collector samples: is `dgm collect` running?")
+    elif now - sample > sample_limit:
+        reasons.append(
+            f"the newest collector sample is from {ago(sample, now)}: is `dgm collect` running?"
+        )
+    return Freshness(finished, sample, bool(reasons), tuple(reasons))
+
+
+def ago(when: datetime | None, now: datetime | None = None) -> str:
+    if when is None:
+        return "never"
+    seconds = ((now or datetime.now(UTC)) - when).total_seconds()
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.1f} {unit} ago"
+    return f"{max(seconds, 0):.0f} s ago"
+
+
+def stale_banner() -> bool:
+    """A red STALE banner at the top of a page when the data is old; True when stale."""
+    fresh = freshness()
+    if fresh.stale:
+        st.error(
+            "**STALE DATA**: what follows is not the current state.\n\n- "
+            + "\n- ".join(fresh.reasons),
+            icon=":material/warning:",
+        )
+    return fresh.stale
+
+
+def verdict_badge(meets: object, achieved: str, stale: bool) -> None:
+    """MEETS (green) / VIOLATES (red) / INSUFFICIENT EVIDENCE (grey); orange-tinted when stale."""
+    if achieved == "insufficient evidence" or meets is None or pd.isna(meets):  # type: ignore[arg-type]
+        label, color = "INSUFFICIENT EVIDENCE", "gray"
+    elif bool(meets):
+        label, color = "MEETS", "green"
+    else:
+        label, color = "VIOLATES", "red"
+    if stale:
+        label, color = f"{label} (STALE)", ("red" if color == "red" else "orange")
+    st.badge(label, color=color)  # type: ignore[arg-type]
+
+
+def rate(value: object) -> str:
+    if value is None or pd.isna(value):  # type: ignore[arg-type]
+        return "n/a"
+    number = float(value)  # type: ignore[arg-type]
+    return "0%" if number == 0 else f"{number:.3%}" if number < 0.01 else f"{number:.2%}"
+
+
+def count(value: object) -> str:
+    if value is None or pd.isna(value):  # type: ignore[arg-type]
+        return "n/a"
+    return f"{int(value):,}"  # type: ignore[call-overload]
+
+
+def duration_ms(value: object) -> str:
+    if value is None or pd.isna(value):  # type: ignore[arg-type]
+        return "n/a"
+    seconds = float(value) / 1000  # type: ignore[arg-type]
+    if not math.isfinite(seconds):
+        return "n/a"
+    return ago(datetime.now(UTC) - timedelta(seconds=seconds)).removesuffix(" ago")
+
+
+def guarded(render: Callable[[], None], where: str) -> None:
+    """Run a page body; a missing or unreadable file or a bad config is a message, no traceback."""
+    try:
+        render()
+    except queries.NoDatabase as missing:
+        st.info(
+            f"**No analysis published yet** (looked for `{missing}`).\n\n{RUN_HINT}",
+            icon=":material/hourglass_empty:",
+        )
+        _retry(where)
+    except queries.UnreadableDatabase as error:
+        st.error(
+            f"**The published database cannot be read.** It may be locked by another "
+            f"process, corrupt, or from another dgm version.\n\n`{error}`\n\n"
+            "The next `dgm analyze` run replaces it; press Retry then.",
+            icon=":material/error:",
+        )
+        _retry(where)
+    except ConfigError as error:
+        st.error(f"**dgm.toml is invalid**: {error}", icon=":material/error:")
+        _retry(where)
+
+
+def _retry(where: str) -> None:
+    if st.button("Retry", key=f"retry-{where}", type="primary"):
+        st.cache_data.clear()
+        st.rerun()
+
+
+def run_page(render: Callable[[], None], where: str) -> None:
+    """Render a page body in a fragment that re-reads the published file every refresh."""
+
+    def checked() -> None:
+        queries.check()  # a file without the contract's tables fails here, as one message
+        render()
+
+    @st.fragment(run_every=refresh_every())
+    def body() -> None:
+        guarded(checked, where)
+
+    body()
