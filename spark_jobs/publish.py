@@ -1,0 +1,143 @@
+"""Publish a run's tables atomically: a new DuckDB file renamed over `<state_dir>/dgm.duckdb`.
+
+Every table of spark_jobs.tables is created (empty when the run gave no rows), filled through
+Arrow, checkpointed and fsynced in a hidden temp file beside the published one; `os.replace`
+then swaps it in. A reader that opened the old file keeps reading it (POSIX rename keeps the
+open inode) and never blocks the writer; a publish that dies before the rename leaves the
+published file untouched and at most a temp file, which the next publish removes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TypeAlias
+
+import duckdb
+import pyarrow as pa
+from pyspark.sql import DataFrame
+
+from spark_jobs.tables import PUBLISHED_FILE, TABLES
+
+Published: TypeAlias = pa.Table | DataFrame
+
+_TEMP_PREFIX = f".{PUBLISHED_FILE}."
+_TEMP_SUFFIX = ".tmp"
+
+
+def published_path(state_dir: Path) -> Path:
+    return Path(state_dir) / PUBLISHED_FILE
+
+
+def _arrow(data: Published) -> pa.Table:
+    if isinstance(data, pa.Table):
+        return data
+    return data.toArrow()
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _remove(path: Path) -> None:
+    for leftover in (path, path.with_name(path.name + ".wal")):
+        leftover.unlink(missing_ok=True)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)  # signal 0: only asks whether the process exists
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_stale_temps(state_dir: Path) -> list[Path]:
+    """Temp files of publishes whose process is gone (killed before the rename); removed."""
+    removed = []
+    for path in Path(state_dir).glob(f"{_TEMP_PREFIX}*{_TEMP_SUFFIX}"):
+        pid = path.name[len(_TEMP_PREFIX) :].split(".", 1)[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not _pid_alive(int(pid)):
+            _remove(path)
+            removed.append(path)
+    return removed
+
+
+def write_tables(path: Path, tables: Mapping[str, Published]) -> None:
+    """A complete DuckDB file at `path`: every contract table, filled from `tables`."""
+    with duckdb.connect(str(path)) as connection:
+        # A naive Arrow timestamp going into TIMESTAMPTZ is read as UTC, whatever the host says.
+        connection.execute("SET TimeZone = 'UTC'")
+        for table in TABLES:
+            connection.execute(table.ddl())
+            data = tables.get(table.name)
+            if data is None:
+                continue
+            arrow = _arrow(data)
+            missing = [name for name in table.names if name not in arrow.column_names]
+            if missing:
+                raise ValueError(f"table {table.name!r} lacks columns {', '.join(missing)}")
+            if arrow.num_rows == 0:
+                continue
+            connection.register("_rows", arrow.select(list(table.names)))
+            columns = ", ".join(f'"{name}"' for name in table.names)
+            connection.execute(
+                f'INSERT INTO "{table.name}" ({columns}) SELECT {columns} FROM _rows'
+            )
+            connection.unregister("_rows")
+        connection.execute("CHECKPOINT")
+
+
+def publish(tables: Mapping[str, Published], state_dir: Path) -> Path:
+    """Write `tables` (name -> Arrow table or Spark DataFrame) as the published DuckDB file of
+    `state_dir`, atomically; the published path."""
+    unknown = sorted(set(tables) - {t.name for t in TABLES})
+    if unknown:
+        raise ValueError(f"not tables of the contract: {', '.join(unknown)}")
+    state_dir = Path(state_dir)
+    state_dir.mkdir(parents=True, exist_ok=True)
+    remove_stale_temps(state_dir)
+    target = published_path(state_dir)
+    temp = state_dir / f"{_TEMP_PREFIX}{os.getpid()}.{time.monotonic_ns()}{_TEMP_SUFFIX}"
+    try:
+        write_tables(temp, tables)
+        _fsync(temp)
+        os.replace(temp, target)
+    except BaseException:
+        _remove(temp)
+        raise
+    with contextlib.suppress(OSError):  # the entry is durable on most systems anyway
+        _fsync(state_dir)
+    return target
+
+
+def read_only_connection(state_dir: Path) -> duckdb.DuckDBPyConnection:
+    """A read-only connection to the published tables (the dashboard's and the alerts' way
+    in); it keeps seeing the run it opened while newer ones are published, and a new call
+    sees the newest run even while older connections stay open."""
+    path = published_path(state_dir)
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: nothing published yet (run dgm analyze)")
+    # ATTACH to a fresh in-memory database, not duckdb.connect(path): connect() reuses the
+    # process's open instance of a path, which would hold the file of an older run.
+    connection = duckdb.connect()
+    try:
+        connection.execute(f"ATTACH '{_quoted(path)}' AS published (READ_ONLY)")
+        connection.execute("USE published")
+    except BaseException:
+        connection.close()
+        raise
+    return connection
+
+
+def _quoted(path: Path) -> str:
+    return str(path).replace("'", "''")
