@@ -221,6 +221,126 @@ class AnalysisSettings:
             yield "spark_master", "expected a Spark master URL like local[*], got ''"
 
 
+# Alert metrics (computed by alerts/metrics.py) and the scope kinds each is measured per; the
+# first kind is the one a bare scope pattern means. "run" is the published analysis as a whole.
+ALERT_METRICS: dict[str, tuple[str, ...]] = {
+    "duplicate_rate": ("pipeline", "topic"),
+    "loss_rate": ("pipeline",),
+    "lost": ("pipeline",),
+    "aborted_reads": ("pipeline",),
+    "verdict_violates": ("pipeline",),
+    "lso_lag": ("topic",),
+    "lso_stuck_s": ("topic",),
+    "hanging_transactions": ("topic",),
+    "consumer_lag_from_lso": ("group",),
+    "staleness_s": ("run",),
+}
+ALERT_COMPARISONS = (">", ">=", "<", "<=", "==")
+ALERT_WINDOWS = ("cumulative", "latest")
+ALERT_SEVERITIES = ("info", "warning", "critical")
+_SCOPE_KINDS = ("pipeline", "topic", "group", "run")
+
+
+def split_scope(scope: str, metric: str) -> tuple[str, str]:
+    """(kind, fnmatch pattern) of a rule's scope: 'topic:orders-*' names the kind; a bare
+    pattern ('orders-*') means the metric's first kind. A name containing ':' needs the kind."""
+    kind, colon, pattern = scope.partition(":")
+    if colon and kind in _SCOPE_KINDS:
+        return kind, pattern
+    return ALERT_METRICS.get(metric, ("pipeline",))[0], scope
+
+
+def _scope_problems(scope: str, metric: str) -> Iterator[str]:
+    kind, colon, _ = scope.partition(":")
+    if colon and kind not in _SCOPE_KINDS:
+        yield f"unknown scope kind {kind!r} (expected {', '.join(_SCOPE_KINDS)})"
+        return
+    kind, pattern = split_scope(scope, metric)
+    if not pattern or pattern != pattern.strip() or not pattern.isprintable():
+        yield f"expected an fnmatch pattern like 'orders-*', got {pattern!r}"
+    elif pattern.count("[") != pattern.count("]") or "[]" in pattern:
+        yield f"expected balanced [...] in the pattern, got {pattern!r}"
+    elif kind == "run" and pattern != "*":
+        yield f"a run-wide metric has one subject: expected '*', got {pattern!r}"
+    if metric in ALERT_METRICS and kind not in ALERT_METRICS[metric]:
+        fits = " or ".join(ALERT_METRICS[metric])
+        yield f"metric {metric!r} is measured per {fits}, not per {kind}"
+
+
+@dataclass(frozen=True, kw_only=True)  # kw_only: a required field follows a defaulted one
+class AlertRule:
+    """One [[alerts]] rule: fire when `metric` `comparison` `threshold` holds for `for_s`."""
+
+    # Unique across dgm.toml's rules and the rules added on the dashboard's Alerts page.
+    name: str
+    # One of ALERT_METRICS: duplicate_rate, loss_rate, lost, aborted_reads, verdict_violates
+    # (1 when a pipeline's verdict does not meet its declared semantic), lso_lag (records),
+    # lso_stuck_s, hanging_transactions (count), consumer_lag_from_lso (records), staleness_s
+    # (seconds since the newest sample the published analysis read).
+    metric: str
+    # Which subjects: an fnmatch pattern over pipeline, topic or group names, optionally
+    # prefixed by its kind ('topic:orders-*'); a bare pattern means the metric's own kind.
+    scope: str = "*"
+    # >, >=, <, <= or ==; the rule holds when `value comparison threshold`.
+    comparison: str = ">"
+    threshold: float
+    # cumulative: totals over the retention; latest: the newest window (pipeline and topic
+    # rates and counts only; offsets, lag and transactions are always the latest sample).
+    window: str = "cumulative"
+    # Seconds the condition must hold before the rule fires; >= 0.
+    for_s: float = 0.0
+    # info, warning or critical.
+    severity: str = "warning"
+    # Seconds between repeated notifications while the rule keeps firing; 0 = never repeat.
+    renotify_s: float = 0.0
+
+    def problems(self) -> Iterator[Problem]:
+        rule = f"rule {self.name!r}"
+        if not self.name.strip() or self.name != self.name.strip() or len(self.name) > 100:
+            yield "name", f"expected a name of 1 to 100 characters, got {self.name!r}"
+        if self.metric not in ALERT_METRICS:
+            close = difflib.get_close_matches(self.metric, ALERT_METRICS, n=1)
+            known = "expected one of " + ", ".join(ALERT_METRICS)
+            hint = f"did you mean {close[0]!r}?" if close else known
+            yield "metric", f"{rule}: unknown metric {self.metric!r} ({hint})"
+        for problem in _scope_problems(self.scope, self.metric):
+            yield "scope", f"{rule}: {problem}"
+        for key, allowed in (
+            ("comparison", ALERT_COMPARISONS),
+            ("window", ALERT_WINDOWS),
+            ("severity", ALERT_SEVERITIES),
+        ):
+            if getattr(self, key) not in allowed:
+                expected = ", ".join(repr(a) for a in allowed)
+                yield key, f"{rule}: expected one of {expected}, got {getattr(self, key)!r}"
+        if not math.isfinite(self.threshold):
+            yield "threshold", f"{rule}: expected a finite number, got {self.threshold!r}"
+        for key in ("for_s", "renotify_s"):
+            value = getattr(self, key)
+            if not (math.isfinite(value) and value >= 0):
+                yield key, f"{rule}: expected a number of seconds >= 0, got {value!r}"
+
+
+@dataclass(frozen=True)
+class AlertWebhook:
+    """[alerts_webhook]: where alert notifications are POSTed as JSON, besides the log line."""
+
+    # http:// or https:// URL; "" sends log lines only. Never logged whole (it may hold a token).
+    url: str = ""
+    # Base URL of the dashboard, for the link each notification carries.
+    dashboard_url: str = "http://localhost:8501"
+    # Seconds one POST may take; > 0. A failed POST is retried on later evaluations.
+    timeout_s: float = 5.0
+
+    def problems(self) -> Iterator[Problem]:
+        for key in ("url", "dashboard_url"):
+            value = getattr(self, key)
+            if value and not value.startswith(("http://", "https://")):
+                yield key, "expected an http:// or https:// URL"
+        if not (math.isfinite(self.timeout_s) and self.timeout_s > 0):
+            yield "timeout_s", f"expected a number of seconds > 0, got {self.timeout_s!r}"
+
+
 @dataclass(frozen=True)
 class DgmConfig:
     """The whole of dgm.toml, after validation, defaults and environment overrides."""
@@ -234,6 +354,9 @@ class DgmConfig:
     collectors: CollectorSettings = field(default_factory=CollectorSettings)
     analysis: AnalysisSettings = field(default_factory=AnalysisSettings)
     pipelines: tuple[PipelineConfig, ...] = ()
+    # [[alerts]] rules, evaluated after every analysis run (see alerts/).
+    alerts: tuple[AlertRule, ...] = ()
+    alerts_webhook: AlertWebhook = field(default_factory=AlertWebhook)
 
     def pipeline(self, name: str) -> PipelineConfig:
         """The pipeline called `name`; ConfigError (with a suggestion) if there is none."""
@@ -262,3 +385,12 @@ class DgmConfig:
                     f"(first at pipelines[{first_index[pipeline.name]}])",
                 )
             first_index.setdefault(pipeline.name, index)
+        first_rule: dict[str, int] = {}
+        for index, rule in enumerate(self.alerts):
+            if rule.name in first_rule:
+                yield (
+                    f"alerts[{index}].name",
+                    f"expected a unique rule name, got {rule.name!r} again "
+                    f"(first at alerts[{first_rule[rule.name]}])",
+                )
+            first_rule.setdefault(rule.name, index)
