@@ -77,6 +77,8 @@ def _read(src: Source, sql: str, params: tuple[object, ...] = ()) -> pd.DataFram
     try:
         with duckdb.connect(src.path, read_only=True) as con:
             con.execute("SET TimeZone = 'UTC'")
+            # A missing table must be an error, not a scan of a Python variable of that name.
+            con.execute("SET python_enable_replacements = false")
             table = con.sql(sql, params=list(params) or None).to_arrow_table()
     except duckdb.CatalogException as error:
         raise UnreadableDatabase(

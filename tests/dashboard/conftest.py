@@ -1,0 +1,59 @@
+"""Fixtures: one published file for the session, and AppTest runs of the dashboard over it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests.dashboard.published import Expected, build
+
+APP = Path(__file__).resolve().parents[2] / "dashboard" / "app.py"
+
+
+@pytest.fixture(scope="session")
+def published(tmp_path_factory: pytest.TempPathFactory) -> Expected:
+    return build(tmp_path_factory.mktemp("published"))
+
+
+def write_config(directory: Path) -> Path:
+    config = directory / "dgm.toml"
+    config.write_text(
+        'state_dir = "."\n[analysis]\ninterval_s = 60\n[collectors]\ninterval_s = 10\n'
+    )
+    return config
+
+
+@pytest.fixture
+def use_state_dir(monkeypatch: pytest.MonkeyPatch) -> Callable[[Path], None]:
+    """Point the dashboard at a state directory (its own dgm.toml there, no auto-refresh)."""
+
+    def point(state_dir: Path) -> None:
+        monkeypatch.setenv("DGM_CONFIG", str(write_config(state_dir)))
+        monkeypatch.setenv("DGM_STATE_DIR", str(state_dir))
+        monkeypatch.setenv("DGM_DASHBOARD_REFRESH_S", "0")
+
+    return point
+
+
+@pytest.fixture
+def app(published: Expected, use_state_dir: Callable[[Path], None]) -> Iterator[AppTest]:
+    use_state_dir(published.path.parent)
+    yield AppTest.from_file(str(APP), default_timeout=60)
+
+
+def page(at: AppTest, name: str, **params: str) -> AppTest:
+    """Run the app once, then the page `pages/<name>.py` with URL query parameters."""
+    at.run()
+    at.query_params.update(params)
+    return at.switch_page(f"pages/{name}.py").run()
+
+
+def markdown(at: AppTest) -> list[str]:
+    return [str(m.value) for m in at.markdown]
+
+
+def no_exception(at: AppTest) -> None:
+    assert not at.exception, [e.message for e in at.exception]
