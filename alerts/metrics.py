@@ -1,0 +1,163 @@
+"""A rule's current value per subject, read from the published DuckDB file (spark_jobs/tables).
+
+One short-lived read-only connection per evaluation; the analysis renames a new file over the
+published one, so an open connection keeps reading the run it opened. Each metric is one SQL
+string and one function; a subject whose value is null (no ids, nothing checked) is left out,
+and a left-out subject never satisfies a rule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from datetime import datetime
+from pathlib import Path
+
+import duckdb
+
+from alerts.rules import AlertRule, matches, scope_kind
+from dgm.errors import UserFacingError
+from spark_jobs.tables import PUBLISHED_FILE
+
+# subject (pipeline, topic or group name; RUN_SUBJECT for run-wide metrics) -> value
+Values = dict[str, float]
+Connection = duckdb.DuckDBPyConnection
+RUN_SUBJECT = "analysis"
+
+
+class MetricsUnavailable(UserFacingError):
+    """No published analysis to read (yet), or it cannot be read."""
+
+
+# Per pipeline, cumulative over the retention: {column} is a verdicts column or expression.
+VERDICTS_SQL = "SELECT pipeline, {column} FROM verdicts"
+# Per pipeline, the newest window only.
+LATEST_PIPELINE_WINDOW_SQL = """
+SELECT pipeline, {column} FROM pipeline_windows
+QUALIFY row_number() OVER (PARTITION BY pipeline ORDER BY window_start DESC) = 1
+"""
+TOPIC_CUMULATIVE_SQL = "SELECT topic, {column} FROM topic_windows WHERE window_start IS NULL"
+LATEST_TOPIC_WINDOW_SQL = """
+SELECT topic, {column} FROM topic_windows WHERE window_start IS NOT NULL
+QUALIFY row_number() OVER (PARTITION BY topic ORDER BY window_start DESC) = 1
+"""
+# Per topic, over its partitions at the topic's latest sample; {aggregate} of partition rows.
+LATEST_OFFSETS_SQL = """
+SELECT topic, {aggregate} FROM (
+    SELECT * FROM partition_offsets QUALIFY sampled_at = max(sampled_at) OVER (PARTITION BY topic)
+) GROUP BY topic
+"""
+# The transactions table holds the last sample only.
+HANGING_SQL = "SELECT topic, count(*) FILTER (WHERE hanging) FROM transactions GROUP BY topic"
+# Per group, summed over its partitions at the group's latest sample.
+GROUP_LAG_SQL = """
+SELECT group_id, sum(lag_from_lso) FROM (
+    SELECT * FROM group_lag QUALIFY sampled_at = max(sampled_at) OVER (PARTITION BY group_id)
+) GROUP BY group_id
+"""
+# Seconds since the epoch of the newest sample the run read, or of the run's end without one.
+FRESHNESS_SQL = """
+SELECT epoch_ms(coalesce(last_sample_at, finished_at)) / 1000.0 FROM runs
+ORDER BY finished_at DESC LIMIT 1
+"""
+
+# verdicts / pipeline_windows column (or expression) per pipeline metric.
+_PIPELINE_COLUMNS = {
+    "duplicate_rate": "duplicate_rate",
+    "loss_rate": "loss_rate",
+    "lost": "lost",
+    "aborted_reads": "aborted_reads",
+    "verdict_violates": "(meets_declared IS FALSE)::INTEGER",
+}
+
+
+def _rows(db: Connection, sql: str) -> Values:
+    return {
+        str(s): float(v) for s, v in db.execute(sql).fetchall() if s is not None and v is not None
+    }
+
+
+def pipeline_metric(db: Connection, metric: str, window: str) -> Values:
+    """duplicate_rate, loss_rate, lost, aborted_reads or verdict_violates per pipeline."""
+    sql = VERDICTS_SQL if window == "cumulative" else LATEST_PIPELINE_WINDOW_SQL
+    return _rows(db, sql.format(column=_PIPELINE_COLUMNS[metric]))
+
+
+def topic_duplicate_rate(db: Connection, window: str) -> Values:
+    """duplicate_rate per topic: the cumulative row, or the topic's newest window."""
+    sql = TOPIC_CUMULATIVE_SQL if window == "cumulative" else LATEST_TOPIC_WINDOW_SQL
+    return _rows(db, sql.format(column="duplicate_rate"))
+
+
+def lso_lag(db: Connection) -> Values:
+    """High watermark - LSO, the largest over the topic's partitions at its latest sample."""
+    return _rows(db, LATEST_OFFSETS_SQL.format(aggregate="max(lso_lag)"))
+
+
+def lso_stuck_s(db: Connection) -> Values:
+    """Seconds the LSO has not moved with records above it, the longest over the partitions."""
+    return _rows(db, LATEST_OFFSETS_SQL.format(aggregate="max(lso_stuck_ms) / 1000.0"))
+
+
+def hanging_transactions(db: Connection) -> Values:
+    """Hanging transactions per topic with open transactions at the last sample."""
+    return _rows(db, HANGING_SQL)
+
+
+def consumer_lag_from_lso(db: Connection) -> Values:
+    """LSO - committed offset (transaction-correct lag), summed over the group's partitions."""
+    return _rows(db, GROUP_LAG_SQL)
+
+
+def staleness_s(db: Connection, now: datetime) -> Values:
+    """Seconds from the newest sample the published run read (or its end) to `now`."""
+    row = db.execute(FRESHNESS_SQL).fetchone()
+    if row is None or row[0] is None:
+        return {}
+    return {RUN_SUBJECT: now.timestamp() - float(row[0])}
+
+
+def _all_subjects(db: Connection, rule: AlertRule, now: datetime) -> Values:
+    metric, kind = rule.metric, scope_kind(rule)
+    if metric == "duplicate_rate" and kind == "topic":
+        return topic_duplicate_rate(db, rule.window)
+    if metric in _PIPELINE_COLUMNS:
+        return pipeline_metric(db, metric, rule.window)
+    readers: dict[str, Callable[[Connection], Values]] = {
+        "lso_lag": lso_lag,
+        "lso_stuck_s": lso_stuck_s,
+        "hanging_transactions": hanging_transactions,
+        "consumer_lag_from_lso": consumer_lag_from_lso,
+        "staleness_s": lambda connection: staleness_s(connection, now),
+    }
+    return readers[metric](db)
+
+
+def rule_values(db: Connection, rule: AlertRule, now: datetime) -> Values:
+    """The rule's metric for every subject within its scope."""
+    values = _all_subjects(db, rule, now)
+    return {subject: value for subject, value in values.items() if matches(rule, subject)}
+
+
+def read_values(
+    state_dir: Path, rules: Iterable[AlertRule], now: datetime
+) -> dict[str, Values | str]:
+    """Per rule name: its values, or why they could not be read (a query error).
+
+    MetricsUnavailable when nothing is published yet or the file cannot be opened: then no
+    rule can be judged, and none should change state.
+    """
+    path = state_dir / PUBLISHED_FILE
+    if not path.exists():
+        raise MetricsUnavailable(f"no analysis published yet ({path} does not exist)")
+    try:
+        db = duckdb.connect(str(path), read_only=True)
+    except duckdb.Error as error:
+        raise MetricsUnavailable(f"cannot read {path}: {error}") from None
+    results: dict[str, Values | str] = {}
+    with db:
+        for rule in rules:
+            try:
+                results[rule.name] = rule_values(db, rule, now)
+            except duckdb.Error as error:
+                results[rule.name] = f"cannot compute {rule.metric} from {path}: {error}"
+    return results
