@@ -1,0 +1,109 @@
+"""Entry point for the analysis job: evaluate every rule after a publication, notify, remember.
+
+`evaluate_after_analysis` never raises and never runs long (webhook posts have timeouts and a
+budget): whatever goes wrong is logged on dgm.alerts and listed in the summary's `errors`, and
+the analysis carries on.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from alerts.evaluate import Notification, evaluate
+from alerts.metrics import MetricsUnavailable, Values, read_values
+from alerts.notify import DeliveryReport, deliver_due, log_notification, payload
+from alerts.rules import AlertRule, merge_rules
+from alerts.store import AlertStore
+from dgm.config_schema import DgmConfig
+
+log = logging.getLogger("dgm.alerts")
+
+
+@dataclass(frozen=True)
+class EvaluationSummary:
+    """What one evaluation did."""
+
+    at: datetime
+    rules: int  # rules in effect
+    pending: int  # (rule, subject) pairs whose condition holds, for_s not reached yet
+    firing: int
+    notifications: tuple[Notification, ...]  # firings, repeats and resolutions sent now
+    delivered: int  # webhook notifications delivered in this run (earlier ones included)
+    delivery_failures: int  # webhook notifications that failed in this run (will be retried)
+    waiting: int  # webhook notifications still pending
+    errors: tuple[str, ...]  # rule name clashes, unreadable metrics, unexpected errors
+
+
+def config_file(config: DgmConfig) -> str:
+    return str(config.source) if config.source is not None else "dgm.toml"
+
+
+def rules_in_effect(
+    config: DgmConfig, store: AlertStore | None = None
+) -> tuple[tuple[AlertRule, ...], list[str]]:
+    """dgm.toml's [[alerts]] then the page's rules, and the errors (name clashes naming both,
+    stored page rules that no longer validate); a clashing page rule is left out."""
+    store = store or AlertStore(config.state_dir)
+    page_rules, errors = store.page_rules()
+    rules, clashes = merge_rules(config.alerts, page_rules, config_file(config))
+    return rules, errors + clashes
+
+
+def evaluate_after_analysis(config: DgmConfig, now: datetime | None = None) -> EvaluationSummary:
+    """Evaluate every rule in effect against the published analysis at `now` (default: the
+    current time), log and queue the notifications, and deliver the due webhook ones."""
+    now = now or datetime.now(UTC)
+    errors: list[str] = []
+    try:
+        return _evaluate(config, now, errors)
+    except Exception as error:  # alerting must never fail the analysis
+        log.exception("alert evaluation failed")
+        errors.append(f"alert evaluation failed: {type(error).__name__}: {error}")
+        return EvaluationSummary(now, 0, 0, 0, (), 0, 0, 0, tuple(errors))
+
+
+def _evaluate(config: DgmConfig, now: datetime, errors: list[str]) -> EvaluationSummary:
+    store = AlertStore(config.state_dir)
+    rules, rule_errors = rules_in_effect(config, store)
+    errors += rule_errors
+    values: dict[str, Values] = {}
+    try:
+        for name, result in read_values(config.state_dir, rules, now).items():
+            if isinstance(result, str):
+                errors.append(f"rule {name!r}: {result}")
+            else:
+                values[name] = result
+    except MetricsUnavailable as error:  # nothing to judge: every state stays as it is
+        errors.append(str(error))
+    for message in errors:
+        log.error("alerts: %s", message)
+    evaluation = evaluate(rules, values, store.states(), now)
+    for notification in evaluation.notifications:
+        log_notification(notification)
+    webhook = config.alerts_webhook
+    queued = (
+        [(n, payload(n, webhook.dashboard_url)) for n in evaluation.notifications]
+        if webhook.url
+        else []
+    )
+    store.apply(evaluation, queued)
+    report = DeliveryReport()
+    try:
+        report = deliver_due(store, webhook, now)
+    except Exception as error:  # recorded per notification inside; this is a store failure
+        log.exception("alert webhook delivery failed")
+        errors.append(f"webhook delivery failed: {type(error).__name__}: {error}")
+    statuses = [state.status for state in evaluation.states.values()]
+    return EvaluationSummary(
+        at=now,
+        rules=len(rules),
+        pending=statuses.count("pending"),
+        firing=statuses.count("firing"),
+        notifications=evaluation.notifications,
+        delivered=report.delivered,
+        delivery_failures=report.failed,
+        waiting=report.waiting,
+        errors=tuple(errors),
+    )
