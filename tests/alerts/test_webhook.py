@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import socket
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
@@ -212,3 +214,30 @@ def test_nothing_published_changes_nothing(tmp_path: Path) -> None:
     summary = evaluate_after_analysis(config, now=at(100))
     assert summary.firing == 0 and len(summary.errors) == 1
     assert "no analysis published yet" in summary.errors[0]
+
+
+def test_a_silent_receiver_costs_bounded_time(tmp_path: Path) -> None:
+    with socket.socket() as silent:  # accepts connections (backlog), never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}/hook"
+        config = configure(tmp_path, url)
+        config = dataclasses.replace(
+            config, alerts_webhook=dataclasses.replace(config.alerts_webhook, timeout_s=0.2)
+        )
+        publish_duplicates(config.state_dir)
+        started = time.monotonic()
+        summary = evaluate_after_analysis(config, now=at(100))
+        assert time.monotonic() - started < 10
+    assert summary.errors == () and summary.delivery_failures == 1
+    [failed] = AlertStore(config.state_dir).deliveries()
+    assert failed.error is not None and "timed out" in failed.error
+
+
+def test_an_unusable_store_is_reported_not_raised(tmp_path: Path) -> None:
+    config = configure(tmp_path, "")
+    publish_duplicates(config.state_dir)
+    (config.state_dir / "alerts.sqlite").mkdir()
+    summary = evaluate_after_analysis(config, now=at(100))
+    assert summary.firing == 0 and len(summary.errors) == 1
+    assert summary.errors[0].startswith("alert evaluation failed: OperationalError")
