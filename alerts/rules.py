@@ -14,10 +14,22 @@ from collections.abc import Callable, Iterable, Mapping
 from fnmatch import fnmatchcase
 from typing import Any
 
-from dgm.config_schema import ALERT_METRICS, AlertRule, Problem, split_scope
+from dgm.config_schema import (
+    ALERT_COMPARISONS,
+    ALERT_METRICS,
+    ALERT_SEVERITIES,
+    ALERT_WINDOWS,
+    AlertRule,
+    Problem,
+    split_scope,
+)
 
+# What the dashboard's rule form offers: metric -> scope kinds it fits, and the choices.
 __all__ = [
+    "ALERT_COMPARISONS",
     "ALERT_METRICS",
+    "ALERT_SEVERITIES",
+    "ALERT_WINDOWS",
     "AlertRule",
     "Problem",
     "holds",
