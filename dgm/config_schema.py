@@ -325,8 +325,9 @@ class AlertRule:
 class AlertWebhook:
     """[alerts_webhook]: where alert notifications are POSTed as JSON, besides the log line."""
 
-    # http:// or https:// URL; "" sends log lines only. Never logged whole (it may hold a token).
-    url: str = ""
+    # http:// or https:// URL; "" sends log lines only. Never logged or shown in repr (it may
+    # hold a token).
+    url: str = field(default="", repr=False)
     # Base URL of the dashboard, for the link each notification carries.
     dashboard_url: str = "http://localhost:8501"
     # Seconds one POST may take; > 0. A failed POST is retried on later evaluations.
