@@ -34,6 +34,18 @@ def build_parser() -> argparse.ArgumentParser:
     from dgm.lab.commands import register as register_lab
 
     register_lab(commands)
+    from spark_jobs.commands import register as register_analyze
+
+    register_analyze(commands)
+    from spark_jobs.verdicts_command import register as register_verdicts
+
+    register_verdicts(commands)
+    from alerts.commands import register as register_alerts
+
+    register_alerts(commands)
+    from dgm.dashboard_command import register as register_dashboard
+
+    register_dashboard(commands)
     return parser
 
 
