@@ -100,10 +100,11 @@ def read_range(
 ) -> DataFrame:
     """The records of `ranges` as the Spark Kafka source gives them, headers included.
 
-    failOnDataLoss=false only for read_committed: that consumer skips aborted records and
-    markers, which the source would otherwise take for lost data. The read_uncommitted read
-    keeps the check, so offsets deleted between sampling and reading fail the audit (the
-    next sample's log start moves past them) instead of vanishing silently.
+    failOnDataLoss stays true for both isolation levels. Spark's source itself skips offsets
+    a read_committed consumer cannot see (markers, aborted records): tested on Kafka 4.1.1,
+    including a range that ends in an abort marker. So offsets that retention deletes between
+    sampling and reading fail the audit (the next sample's log start moves past them) rather
+    than vanish, or, in the read_committed view, pass for aborted records.
     """
     return (
         spark.read.format("kafka")
@@ -113,7 +114,7 @@ def read_range(
         .option("endingOffsets", offsets_json(ranges, end=True))
         .option("includeHeaders", "true")
         .option("kafka.isolation.level", isolation)
-        .option("failOnDataLoss", "false" if isolation == "read_committed" else "true")
+        .option("failOnDataLoss", "true")
         .load()
     )
 

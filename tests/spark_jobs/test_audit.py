@@ -178,6 +178,21 @@ def test_an_open_transaction_is_audited_only_once_it_ends(
     ]
 
 
+def test_a_range_ending_in_an_abort_marker_is_all_aborted(
+    spark: Any, kafka: Any, tmp_path: Path
+) -> None:
+    """The read_committed view sees nothing at all here; the Spark source must skip to the
+    end of the range without taking the invisible offsets for lost data."""
+    topic = kafka.new_topic("audit-abort")
+    producer = transactional_producer(kafka)
+    in_transaction(producer, topic, 3)  # 0, 1, 2
+    producer.abort_transaction(30)  # marker at 3
+    wait_for_lso(kafka, tmp_path, topic, 4)
+    result = audit(spark, config(tmp_path, pipeline(topic)), kafka.bootstrap_servers)
+    assert result.ranges == (OffsetRange(topic, 0, 0, 4),) and result.transactional == (topic,)
+    assert seen(spark, tmp_path) == [(0, None, False), (1, None, False), (2, None, False)]
+
+
 def wait_for_lso(kafka: Any, state_dir: Path, topic: str, lso: int) -> None:
     """Sample until the collector sees the LSO at `lso` (the commit marker lands async)."""
 
