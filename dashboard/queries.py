@@ -72,15 +72,20 @@ def source() -> Source:
 
 
 @st.cache_data(ttl=CACHE_TTL_S, show_spinner=False, max_entries=256)
-def _read(src: Source, sql: str, params: tuple[object, ...] = ()) -> pd.DataFrame:
+def _read(
+    src: Source, sql: str, params: tuple[object, ...], named: tuple[tuple[str, object], ...]
+) -> pd.DataFrame:
     """One query on one snapshot. Exceptions are not cached, so Retry reads the file again."""
     try:
         with duckdb.connect(src.path, read_only=True) as con:
             con.execute("SET TimeZone = 'UTC'")
             # A missing table must be an error, not a scan of a Python variable of that name.
             con.execute("SET python_enable_replacements = false")
-            table = con.sql(sql, params=list(params) or None).to_arrow_table()
-    except duckdb.CatalogException as error:
+            args = dict(named) if named else list(params) or None
+            table = con.sql(sql, params=args).to_arrow_table()
+    except duckdb.ParserException:
+        raise  # a bug in the dashboard's SQL, not a problem with the file
+    except (duckdb.CatalogException, duckdb.BinderException) as error:
         raise UnreadableDatabase(
             f"{src.path} lacks a table or column the dashboard reads ({error}); "
             "was it written by this version of `dgm analyze`?"
@@ -90,8 +95,9 @@ def _read(src: Source, sql: str, params: tuple[object, ...] = ()) -> pd.DataFram
     return table.to_pandas(types_mapper=_INTS.get)
 
 
-def read(sql: str, *params: object) -> pd.DataFrame:
-    return _read(source(), sql, tuple(params))
+def read(sql: str, *params: object, **named: object) -> pd.DataFrame:
+    """`sql` with ? parameters (params) or $name parameters (named) on the current snapshot."""
+    return _read(source(), sql, params, tuple(sorted(named.items())))
 
 
 def check() -> None:
@@ -138,12 +144,18 @@ def topic_totals() -> pd.DataFrame:
     return read("SELECT * FROM topic_windows WHERE window_start IS NULL ORDER BY topic")
 
 
+_PIPELINES_OF = (
+    "SELECT pipeline FROM verdicts WHERE list_contains(source_topics, $topic) "
+    "OR list_contains(sink, $topic)"
+)
+
+
 def loss_windows(topic: str) -> pd.DataFrame:
-    """pipeline_windows of the pipelines that read `topic` (loss is per pipeline)."""
+    """pipeline_windows of the pipelines reading or writing `topic` (loss is per pipeline)."""
     return read(
-        "SELECT w.* FROM pipeline_windows w JOIN verdicts v USING (pipeline) "
-        "WHERE list_contains(v.source_topics, ?) ORDER BY w.pipeline, w.window_start",
-        topic,
+        f"SELECT * FROM pipeline_windows WHERE pipeline IN ({_PIPELINES_OF}) "
+        "ORDER BY pipeline, window_start",
+        topic=topic,
     )
 
 
@@ -158,8 +170,11 @@ def duplicates(topic: str) -> pd.DataFrame:
 
 
 def lost(topic: str) -> pd.DataFrame:
+    """Lost ids read from `topic`, or lost by a pipeline reading or writing it."""
     return read(
-        'SELECT * FROM lost WHERE topic = ? ORDER BY pipeline, "timestamp" NULLS LAST, seq', topic
+        f"SELECT * FROM lost WHERE topic = $topic OR pipeline IN ({_PIPELINES_OF}) "
+        'ORDER BY pipeline, "timestamp" NULLS LAST, seq',
+        topic=topic,
     )
 
 
@@ -191,7 +206,7 @@ def transactions() -> pd.DataFrame:
 
 
 def faults() -> pd.DataFrame:
-    return read("SELECT * FROM faults ORDER BY at")
+    return read('SELECT * FROM faults ORDER BY "at"')
 
 
 def cluster_summary() -> dict[str, int]:

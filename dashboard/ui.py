@@ -95,8 +95,11 @@ def stale_banner() -> bool:
     return fresh.stale
 
 
+_SOLID = {"green": "#1b7f3b", "red": "#c62828", "gray": "#6b7280", "orange": "#d97706"}
+
+
 def verdict_badge(meets: object, achieved: str, stale: bool) -> None:
-    """MEETS (green) / VIOLATES (red) / INSUFFICIENT EVIDENCE (grey); orange-tinted when stale."""
+    """MEETS (green) / VIOLATES (red) / INSUFFICIENT EVIDENCE (grey); never green when stale."""
     if achieved == "insufficient evidence" or meets is None or pd.isna(meets):  # type: ignore[arg-type]
         label, color = "INSUFFICIENT EVIDENCE", "gray"
     elif bool(meets):
@@ -104,8 +107,14 @@ def verdict_badge(meets: object, achieved: str, stale: bool) -> None:
     else:
         label, color = "VIOLATES", "red"
     if stale:
-        label, color = f"{label} (STALE)", ("red" if color == "red" else "orange")
-    st.badge(label, color=color)  # type: ignore[arg-type]
+        # Stale data must not look healthy: a green MEETS turns orange.
+        label, color = f"{label} (STALE)", ("orange" if color == "green" else color)
+    st.markdown(
+        f'<span data-verdict="{label}" data-color="{color}" style="background:{_SOLID[color]};'
+        "color:white;font-weight:700;font-size:1.05rem;letter-spacing:0.04em;"
+        f'padding:0.3rem 0.9rem;border-radius:0.4rem;white-space:nowrap">{label}</span>',
+        unsafe_allow_html=True,
+    )
 
 
 def rate(value: object) -> str:

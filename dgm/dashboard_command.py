@@ -75,6 +75,8 @@ def streamlit_command(host: str, port: int) -> list[str]:
         "false",
         "--server.fileWatcherType",
         "none",
+        "--client.toolbarMode",
+        "viewer",
     ]
 
 

@@ -113,6 +113,8 @@ def _cluster() -> None:
 
 
 def render() -> None:
+    if "topic" in st.query_params:  # a shared `/?topic=NAME` link means the drill-down
+        st.switch_page(TOPIC_PAGE, query_params={"topic": st.query_params["topic"]})
     st.title("Delivery guarantees")
     stale = ui.stale_banner()
     verdicts = queries.verdicts()
@@ -124,10 +126,8 @@ def render() -> None:
             "No pipeline verdicts yet: declare pipelines in dgm.toml (`dgm lab run` adds "
             "one), then let `dgm analyze` run."
         )
-    columns = st.columns(2)
-    for index, (_, v) in enumerate(verdicts.iterrows()):
-        with columns[index % 2]:
-            _card(v, windows, offsets, stale)
+    for _, v in verdicts.iterrows():
+        _card(v, windows, offsets, stale)
     st.header("Cluster", anchor=False)
     _cluster()
 

@@ -5,7 +5,7 @@ Only ids, keys and record coordinates are shown: the published tables hold no pa
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import pandas as pd
 import streamlit as st
@@ -56,7 +56,15 @@ def _time_range(frame: pd.DataFrame, key: str) -> tuple[datetime, datetime] | No
     if times.empty or times.min() == times.max():
         return None
     low, high = times.min().to_pydatetime(), times.max().to_pydatetime()
-    chosen = st.slider("Time range", low, high, (low, high), format="MM-DD HH:mm:ss", key=key)
+    chosen = st.slider(
+        "Time range",
+        low,
+        high,
+        (low, high),
+        step=timedelta(seconds=1),
+        format="MM-DD HH:mm:ss",
+        key=key,
+    )
     return None if chosen == (low, high) else (chosen[0], chosen[1])
 
 
@@ -120,9 +128,10 @@ def _duplicates(topic: str) -> None:
 
 def _lost(topic: str) -> None:
     st.header("Lost", anchor=False)
+    st.caption("Ids of the pipelines that read or write this topic, at their source coordinates.")
     frame = queries.lost(topic)
     if frame.empty:
-        st.success("No lost ids with this topic as their source.")
+        st.success("No lost ids read from this topic or by a pipeline writing it.")
         return
     shown = frame[_matching(frame, f"lost-{topic}", "Message id contains")]
     missing = int(shown["missing"].fillna(1).sum())

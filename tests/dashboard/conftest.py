@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -10,6 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from tests.dashboard.published import Expected, build
 
+BADGE = re.compile(r'data-verdict="([^"]*)" data-color="(\w+)"')
 APP = Path(__file__).resolve().parents[2] / "dashboard" / "app.py"
 
 
@@ -57,3 +59,16 @@ def markdown(at: AppTest) -> list[str]:
 
 def no_exception(at: AppTest) -> None:
     assert not at.exception, [e.message for e in at.exception]
+
+
+def healthy(at: AppTest) -> None:
+    """No exception, and no query or config error turned into a message."""
+    no_exception(at)
+    failed = [e.value for e in at.error if "cannot be read" in e.value or "invalid" in e.value]
+    assert not failed, failed
+
+
+def badges(at: AppTest) -> list[tuple[str, str]]:
+    """(color, label) of every badge, in page order."""
+    found = (BADGE.search(str(m.value)) for m in at.markdown)
+    return [(b[2], b[1]) for b in found if b]

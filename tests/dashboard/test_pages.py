@@ -7,18 +7,19 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
-from tests.dashboard.conftest import markdown, no_exception, page
+from tests.dashboard.conftest import badges, healthy, markdown, no_exception, page
 from tests.dashboard.published import Expected, build
 
 
 def test_overview_badges(app: AppTest) -> None:
     at = app.run()
-    no_exception(at)
+    healthy(at)  # fresh data: no STALE error either
+    assert badges(at) == [  # pipelines by name
+        ("gray", "INSUFFICIENT EVIDENCE"),
+        ("green", "MEETS"),
+        ("red", "VIOLATES"),
+    ]
     text = markdown(at)
-    assert ":green-badge[MEETS]" in text
-    assert ":red-badge[VIOLATES]" in text
-    assert ":gray-badge[INSUFFICIENT EVIDENCE]" in text
-    assert not [e for e in at.error if "STALE" in str(e.value)]
     assert any("weaker evidence" in t and "Untested" in t for t in text)
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Hanging transactions"] == "1"
@@ -31,10 +32,10 @@ def test_overview_cards_carry_the_pipeline_numbers(app: AppTest) -> None:
     by_label: dict[str, list[str]] = {}
     for m in at.metric:
         by_label.setdefault(m.label, []).append(str(m.value))
-    # Two columns of cards by name: audit-trail and payments-eos left, orders-alo right.
-    assert by_label["Loss rate"] == ["0%", "0.208%", "0%"]
-    assert by_label["Aborted reads"] == ["0", "1", "0"]
-    assert by_label["LSO lag"][1] == "480"  # the hanging transaction pins payments-ledger
+    # Cards by name: audit-trail, orders-alo, payments-eos.
+    assert by_label["Loss rate"] == ["0%", "0%", "0.208%"]
+    assert by_label["Aborted reads"] == ["0", "0", "1"]
+    assert by_label["LSO lag"][2] == "480"  # the hanging transaction pins payments-ledger
 
 
 def test_stale_data_never_looks_healthy(
@@ -45,15 +46,16 @@ def test_stale_data_never_looks_healthy(
     at = AppTest.from_file(str(Path(__file__).parents[2] / "dashboard/app.py")).run(timeout=60)
     no_exception(at)
     assert any("STALE" in str(e.value) for e in at.error)
-    text = markdown(at)
-    assert ":green-badge[MEETS]" not in text
-    assert ":orange-badge[MEETS (STALE)]" in text
-    assert ":red-badge[VIOLATES (STALE)]" in text
+    assert badges(at) == [
+        ("gray", "INSUFFICIENT EVIDENCE (STALE)"),
+        ("orange", "MEETS (STALE)"),
+        ("red", "VIOLATES (STALE)"),
+    ]
 
 
 def test_topic_by_url_lists_every_duplicated_id(app: AppTest, published: Expected) -> None:
     at = page(app, "topic", topic="payments-ledger")
-    no_exception(at)
+    healthy(at)
     assert at.selectbox[0].value == "payments-ledger"
     ids = published.duplicated_ids["payments-ledger"]
     assert f"**{ids} duplicated ids**, 4 extra copies" in markdown(at)
@@ -76,12 +78,12 @@ def test_topic_filters(app: AppTest) -> None:
     at.multiselect[0].select(1).run()  # partition 1: pay-0042 with all three copies
     table = at.dataframe[0].value
     assert set(table["message_id"]) == {"pay-0042"} and len(table) == 3
-    no_exception(at)
+    healthy(at)
 
 
 def test_topic_lost_ids(app: AppTest, published: Expected) -> None:
     at = page(app, "topic", topic="payments")
-    no_exception(at)
+    healthy(at)
     assert f"**{published.lost_ids['payments']} lost rows**, 5 missing records" in " ".join(
         markdown(at)
     )
@@ -90,13 +92,13 @@ def test_topic_lost_ids(app: AppTest, published: Expected) -> None:
 
 def test_unknown_topic_in_url_says_so(app: AppTest) -> None:
     at = page(app, "topic", topic="no-such-topic")
-    no_exception(at)
+    healthy(at)
     assert any("no-such-topic" in str(w.value) for w in at.warning)
 
 
 def test_transactions_page(app: AppTest) -> None:
     at = page(app, "transactions")
-    no_exception(at)
+    healthy(at)
     assert at.selectbox[0].value == "payments-ledger"  # largest LSO lag first
     assert {m.label: m.value for m in at.metric}["Hanging"] == "1"
     assert any("hanging transaction" in str(e.value) for e in at.error)
@@ -108,7 +110,7 @@ def test_transactions_page(app: AppTest) -> None:
 def test_groups_page_shows_both_lags(app: AppTest) -> None:
     at = page(app, "groups")
     at.selectbox[0].select("ledger-auditor").run()
-    no_exception(at)
+    healthy(at)
     metrics = {m.label: int(str(m.value).replace(",", "")) for m in at.metric}
     assert metrics["Lag from HW (other tools)"] > metrics["Lag from LSO (transaction-correct)"]
     assert any("control markers" in t for t in markdown(at))
@@ -117,3 +119,11 @@ def test_groups_page_shows_both_lags(app: AppTest) -> None:
 def test_alerts_placeholder(app: AppTest) -> None:
     at = page(app, "alerts")
     assert "alert rules arrive with the alerts feature" in at.info[0].value.lower()
+
+
+def test_topic_param_on_the_overview_opens_the_drill_down(app: AppTest) -> None:
+    app.query_params["topic"] = "orders-enriched"
+    at = app.run()
+    healthy(at)
+    assert at.title[0].value == "Topic drill-down"
+    assert at.selectbox[0].value == "orders-enriched"
