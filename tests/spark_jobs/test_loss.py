@@ -6,6 +6,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from pyspark.sql import functions as F
+
 from spark_jobs import loss
 from spark_jobs.fingerprint import FINGERPRINT
 from spark_jobs.samples import spark_schema
@@ -33,8 +35,9 @@ def fp(
     return (topic, partition, offset, at, message_id, None, producer, seq, lineage, *src, committed)
 
 
-def frame(spark: Any, *rows: tuple[Any, ...]) -> Any:
-    return spark.createDataFrame(list(rows), FINGERPRINT)
+def frame(spark: Any, *rows: tuple[Any, ...], pipeline: str = "p") -> Any:
+    """FINGERPRINT rows of one pipeline's source or sink (the `pipeline` column set)."""
+    return spark.createDataFrame(list(rows), FINGERPRINT).withColumn("pipeline", F.lit(pipeline))
 
 
 def group_offsets(spark: Any, *rows: tuple[str, str, int, int, int]) -> Any:
@@ -47,7 +50,10 @@ def group_offsets(spark: Any, *rows: tuple[str, str, int, int, int]) -> Any:
 
 
 def claimed(spark: Any, *rows: tuple[str, int, int]) -> Any:
-    return spark.createDataFrame(list(rows), "topic string, partition int, claimed_offset long")
+    return spark.createDataFrame(
+        [("p", *r) for r in rows],
+        "pipeline string, topic string, partition int, claimed_offset long",
+    )
 
 
 def test_latest_committed_takes_the_newest_sample_per_partition_of_the_group(spark: Any) -> None:
@@ -59,15 +65,19 @@ def test_latest_committed_takes_the_newest_sample_per_partition_of_the_group(spa
         ("g", "s", 1, 2, 1),
         ("other", "s", 0, 100, 9),  # another group
     )
-    found = sorted(tuple(r) for r in loss.latest_committed(offsets, "g").collect())
-    assert found == [("s", 0, 9), ("s", 1, 2)]
+    groups = spark.createDataFrame(
+        [("p", "g"), ("q", "g")], "pipeline string, consumer_group string"
+    )
+    found = sorted(tuple(r) for r in loss.latest_committed(offsets, groups).collect())
+    # Two pipelines of one group share its commits.
+    assert found == [("p", "s", 0, 9), ("p", "s", 1, 2), ("q", "s", 0, 9), ("q", "s", 1, 2)]
 
 
 def test_claimed_offsets_of_an_external_sink_fall_back_to_the_offsets_it_holds(
     spark: Any,
 ) -> None:
     committed = spark.createDataFrame(
-        [("s", 0, 3)], "topic string, partition int, committed_offset long"
+        [("p", "s", 0, 3)], "pipeline string, topic string, partition int, committed_offset long"
     )
     sink = frame(
         spark,
@@ -77,9 +87,10 @@ def test_claimed_offsets_of_an_external_sink_fall_back_to_the_offsets_it_holds(
         fp("external:p:t", 0, 3, "d", lineage="s/1/2"),  # s/1: highest held 4, so 5
         fp("external:p:t", 0, 4, "e"),  # no lineage: says nothing
     )
-    assert sorted(tuple(r) for r in loss.claimed_offsets(committed).collect()) == [("s", 0, 3)]
+    only_group = [tuple(r) for r in loss.claimed_offsets(committed).collect()]
+    assert only_group == [("p", "s", 0, 3)]
     found = sorted(tuple(r) for r in loss.claimed_offsets(committed, sink).collect())
-    assert found == [("s", 0, 3), ("s", 1, 5)]
+    assert found == [("p", "s", 0, 3), ("p", "s", 1, 5)]
 
 
 def test_lost_ids_are_checked_source_records_without_a_committed_sink_copy(spark: Any) -> None:
@@ -167,3 +178,25 @@ def test_aborted_reads_are_sink_records_of_ids_the_source_only_aborted(spark: An
     )
     found = sorted((r.message_id, r.offset) for r in loss.aborted_reads(source, sink).collect())
     assert found == [("a", 0), ("a", 1)]
+
+
+def test_pipelines_are_judged_apart_even_on_a_shared_source(spark: Any) -> None:
+    rows = (fp("s", 0, 0, "a", producer="p", seq=1), fp("s", 0, 1, "b", producer="p", seq=2))
+    source = frame(spark, *rows).unionByName(frame(spark, *rows, pipeline="r"))
+    # a reached p's sink only, b reached r's sink only.
+    sink = frame(spark, fp("k", 0, 0, "a")).unionByName(
+        frame(spark, fp("j", 0, 0, "b"), pipeline="r")
+    )
+    bounds = claimed(spark, ("s", 0, 9)).unionByName(
+        claimed(spark, ("s", 0, 9)).withColumn("pipeline", F.lit("r"))
+    )
+    found = sorted(
+        (r.pipeline, r.cause, r.message_id or "-", r.seq)
+        for r in loss.lost(source, sink, bounds, CUTOFF).collect()
+    )
+    assert found == [
+        ("p", "not in sink", "b", 2),
+        ("p", "sequence gap", "-", 0),
+        ("r", "not in sink", "a", 1),
+        ("r", "sequence gap", "-", 0),
+    ]
