@@ -58,8 +58,8 @@ def _freshness() -> None:
         return
     st.markdown("**Data freshness**")
     st.caption(
-        f"Last analysis: {ui.ago(fresh.finished_at)}  \n"
-        f"Last collected sample: {ui.ago(fresh.last_sample_at)}"
+        f"Last analysis: {ui.when(fresh.finished_at)}  \n"
+        f"Last collected sample: {ui.when(fresh.last_sample_at)}"
     )
     if fresh.stale:
         st.error("**STALE** — " + "; ".join(fresh.reasons), icon=":material/warning:")

@@ -26,7 +26,10 @@ RUN_HINT = (
 
 def refresh_every() -> timedelta | None:
     """How often pages re-read the published file (DGM_DASHBOARD_REFRESH_S; 0 = never)."""
-    seconds = float(os.environ.get(ENV_REFRESH) or 30)
+    try:
+        seconds = float(os.environ.get(ENV_REFRESH) or 30)
+    except ValueError:
+        seconds = 30  # a typo in the variable must not take the dashboard down
     return timedelta(seconds=seconds) if seconds > 0 else None
 
 
@@ -81,6 +84,13 @@ def ago(when: datetime | None, now: datetime | None = None) -> str:
         if seconds >= size:
             return f"{seconds / size:.1f} {unit} ago"
     return f"{max(seconds, 0):.0f} s ago"
+
+
+def when(moment: datetime | None) -> str:
+    """`2026-11-23 08:01:02 UTC (26 s ago)`, or `never`."""
+    if moment is None:
+        return "never"
+    return f"{moment.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC ({ago(moment)})"
 
 
 def stale_banner() -> bool:

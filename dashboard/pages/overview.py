@@ -12,8 +12,8 @@ from dashboard import charts, queries, ui
 TOPIC_PAGE = "pages/topic.py"
 
 EVIDENCE = {
-    "tested": "**Tested**: {faults} fault(s) observed while the {checked} checked records "
-    "flowed, so the result held (or broke) under failure.",
+    "tested": "**Tested**: {faults} fault(s) (rebalances, restarts, producer epoch bumps, "
+    "outages) observed while the {checked} checked records flowed.",
     "untested": "**Untested**: no fault was seen while the {checked} checked records flowed. "
     "Zero anomalies with no fault seen is weaker evidence than zero anomalies across crashes "
     "and rebalances.",
