@@ -193,8 +193,21 @@ def partition_offsets(topic: str) -> pd.DataFrame:
     )
 
 
-def group_lag() -> pd.DataFrame:
-    return read("SELECT * FROM group_lag ORDER BY sampled_at, group_id, topic, partition")
+def group_ids() -> list[str]:
+    """Groups, those whose HW lag exceeds their LSO lag most at the newest sample first."""
+    frame = read(
+        f"""SELECT group_id, sum(lag_from_hw - lag_from_lso)
+              FILTER (WHERE {_LATEST.format(table="group_lag")}) AS gap
+            FROM group_lag WHERE group_id IS NOT NULL GROUP BY group_id
+            ORDER BY gap DESC NULLS LAST, group_id"""
+    )
+    return [str(g) for g in frame["group_id"]]
+
+
+def group_lag(group: str) -> pd.DataFrame:
+    return read(
+        "SELECT * FROM group_lag WHERE group_id = ? ORDER BY sampled_at, topic, partition", group
+    )
 
 
 def transactions() -> pd.DataFrame:

@@ -34,17 +34,13 @@ def _faults(group: str) -> None:
 def render() -> None:
     st.title("Consumer groups")
     ui.stale_banner()
-    lag = queries.group_lag()
-    if lag.empty:
+    groups = queries.group_ids()
+    if not groups:
         st.info("No consumer group offsets sampled yet: is `dgm collect` running?")
         return
-    latest_all = lag[lag["sampled_at"] == lag["sampled_at"].max()]
-    gap = (latest_all["lag_from_hw"] - latest_all["lag_from_lso"]).groupby(latest_all["group_id"])
-    groups = list(gap.sum().sort_values(ascending=False, kind="stable").index)
-    groups += sorted(set(lag["group_id"].dropna()) - set(groups))
     help_text = "ordered by how much HW lag exceeds LSO lag, largest first"
     group = str(st.selectbox("Group", groups, index=0, help=help_text))
-    mine = lag[lag["group_id"] == group]
+    mine = queries.group_lag(group)
     latest = mine[mine["sampled_at"] == mine["sampled_at"].max()]
     state = latest["group_state"].dropna()
     st.caption(f"State at the newest sample: {state.iloc[0] if not state.empty else 'unknown'}")

@@ -26,6 +26,7 @@ DUPLICATE_COLUMNS = [
     "lineage",
     "pipeline",
 ]
+MAX_ROWS = 5000  # shown in the table; the CSV download has every row
 LOST_COLUMNS = [
     "message_id",
     "cause",
@@ -94,6 +95,12 @@ def _matching(frame: pd.DataFrame, key: str, text_label: str) -> pd.Series:
     return mask
 
 
+def _table(frame: pd.DataFrame) -> None:
+    if len(frame) > MAX_ROWS:
+        st.caption(f"Showing the first {MAX_ROWS:,} of {len(frame):,} rows; the CSV has them all.")
+    st.dataframe(frame.head(MAX_ROWS), hide_index=True, width="stretch")
+
+
 def _download(frame: pd.DataFrame, name: str, key: str) -> None:
     st.download_button(
         f"Download {name} (CSV)",
@@ -122,7 +129,7 @@ def _duplicates(topic: str) -> None:
     by_cause = shown[shown["is_extra_copy"]].groupby("cause").size()
     if not by_cause.empty:
         st.caption("Extra copies by cause: " + ", ".join(f"{c}: {n}" for c, n in by_cause.items()))
-    st.dataframe(shown[DUPLICATE_COLUMNS], hide_index=True, width="stretch")
+    _table(shown[DUPLICATE_COLUMNS])
     _download(shown[DUPLICATE_COLUMNS], f"duplicates-{topic}.csv", f"dup-csv-{topic}")
 
 
@@ -138,7 +145,7 @@ def _lost(topic: str) -> None:
     st.markdown(
         f"**{len(shown)} lost rows**, {missing} missing records (a sequence gap counts its length)"
     )
-    st.dataframe(shown[LOST_COLUMNS], hide_index=True, width="stretch")
+    _table(shown[LOST_COLUMNS])
     _download(shown[LOST_COLUMNS], f"lost-{topic}.csv", f"lost-csv-{topic}")
 
 

@@ -109,6 +109,10 @@ def test_transactions_page(app: AppTest) -> None:
 
 def test_groups_page_shows_both_lags(app: AppTest) -> None:
     at = page(app, "groups")
+    assert at.selectbox[0].value == "ledger-auditor"  # the largest HW - LSO gap comes first
+    at.selectbox[0].select("orders-enricher").run()
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Lag from HW (other tools)"] == metrics["Lag from LSO (transaction-correct)"]
     at.selectbox[0].select("ledger-auditor").run()
     healthy(at)
     metrics = {m.label: int(str(m.value).replace(",", "")) for m in at.metric}
