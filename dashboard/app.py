@@ -14,7 +14,9 @@ from dashboard import queries, ui
 from dgm.config import ConfigError
 
 HERE = Path(__file__).parent
-PAGES = HERE / "pages"
+# Not "pages/": Streamlit runs a pages/ folder as v1 pages, and a direct link like
+# /topic?topic=X would then run the page without this script (no navigation, no freshness).
+VIEWS = HERE / "views"
 
 st.set_page_config(
     page_title="dgm: delivery guarantees", page_icon=":material/verified:", layout="wide"
@@ -23,26 +25,26 @@ st.set_page_config(
 page = st.navigation(
     [
         st.Page(
-            PAGES / "overview.py",
+            VIEWS / "overview.py",
             title="Overview",
             icon=":material/dashboard:",
             url_path="overview",
             default=True,
         ),
         st.Page(
-            PAGES / "topic.py", title="Topic drill-down", icon=":material/search:", url_path="topic"
+            VIEWS / "topic.py", title="Topic drill-down", icon=":material/search:", url_path="topic"
         ),
         st.Page(
-            PAGES / "transactions.py",
+            VIEWS / "transactions.py",
             title="Transactions & LSO",
             icon=":material/receipt_long:",
             url_path="transactions",
         ),
         st.Page(
-            PAGES / "groups.py", title="Consumer groups", icon=":material/group:", url_path="groups"
+            VIEWS / "groups.py", title="Consumer groups", icon=":material/group:", url_path="groups"
         ),
         st.Page(
-            PAGES / "alerts.py", title="Alerts", icon=":material/notifications:", url_path="alerts"
+            VIEWS / "alerts.py", title="Alerts", icon=":material/notifications:", url_path="alerts"
         ),
     ]
 )

@@ -47,10 +47,10 @@ def app(published: Expected, use_state_dir: Callable[[Path], None]) -> Iterator[
 
 
 def page(at: AppTest, name: str, **params: str) -> AppTest:
-    """Run the app once, then the page `pages/<name>.py` with URL query parameters."""
+    """Run the app once, then the page `views/<name>.py` with URL query parameters."""
     at.run()
     at.query_params.update(params)
-    return at.switch_page(f"pages/{name}.py").run()
+    return at.switch_page(f"views/{name}.py").run()
 
 
 def markdown(at: AppTest) -> list[str]:

@@ -172,3 +172,13 @@ def test_a_new_publication_shows_without_a_reload(tmp_path: Path) -> None:
         page.get_by_text("MEETS (STALE)", exact=True).wait_for(timeout=WAIT_MS)
         page.get_by_text("STALE DATA", exact=False).first.wait_for(timeout=WAIT_MS)
         assert page.get_by_text("MEETS", exact=True).count() == 0
+
+
+def test_a_shared_topic_link_is_the_first_request(published: Expected) -> None:
+    """A fresh server whose first visitor opens `/topic?topic=NAME` gets the whole app."""
+    ids = published.duplicated_ids["payments-ledger"]
+    with serving(published.path.parent) as url, chromium() as page:
+        page.goto(f"{url}/topic?topic=payments-ledger", timeout=WAIT_MS)
+        page.get_by_text(f"{ids} duplicated ids", exact=False).wait_for(timeout=WAIT_MS)
+        page.get_by_text("Data freshness").wait_for(timeout=WAIT_MS)  # app.py ran too
+        page.get_by_role("link", name="Transactions & LSO").wait_for(timeout=WAIT_MS)

@@ -17,7 +17,7 @@ PAGES = ["overview", "topic", "transactions", "groups"]
 def _run(name: str) -> AppTest:
     at = AppTest.from_file(str(APP), default_timeout=60).run()
     if name != "overview":
-        at.switch_page(f"pages/{name}.py").run()
+        at.switch_page(f"views/{name}.py").run()
     no_exception(at)
     return at
 

@@ -115,8 +115,8 @@ def test_groups_page_shows_both_lags(app: AppTest) -> None:
     assert metrics["Lag from HW (other tools)"] == metrics["Lag from LSO (transaction-correct)"]
     at.selectbox[0].select("ledger-auditor").run()
     healthy(at)
-    metrics = {m.label: int(str(m.value).replace(",", "")) for m in at.metric}
-    assert metrics["Lag from HW (other tools)"] > metrics["Lag from LSO (transaction-correct)"]
+    lags = {m.label: int(str(m.value).replace(",", "")) for m in at.metric}
+    assert lags["Lag from HW (other tools)"] > lags["Lag from LSO (transaction-correct)"]
     assert any("control markers" in t for t in markdown(at))
 
 

@@ -34,5 +34,5 @@ def test_every_page_renders_a_real_publication(
     monkeypatch.setenv("DGM_STATE_DIR", str(real))
     at = AppTest.from_file(str(APP), default_timeout=120).run()
     if name != "overview":
-        at.switch_page(f"pages/{name}.py").run()
+        at.switch_page(f"views/{name}.py").run()
     healthy(at)

@@ -9,7 +9,7 @@ import streamlit as st
 
 from dashboard import charts, queries, ui
 
-TOPIC_PAGE = "pages/topic.py"
+TOPIC_PAGE = "views/topic.py"
 
 EVIDENCE = {
     "tested": "**Tested**: {faults} fault(s) (rebalances, restarts, producer epoch bumps, "
