@@ -1,0 +1,1 @@
+"""The dashboard's pages, run by dashboard/app.py through st.navigation (not a pages/ folder)."""
