@@ -101,7 +101,7 @@ def partition_heatmap(windows: pd.DataFrame, value: str) -> go.Figure:
             hovertemplate="%{y} %{x|%H:%M}: %{z}<extra></extra>",
         )
     )
-    fig.update_layout(title=title, height=120 + 28 * len(grid.index), margin=_MARGIN)
+    fig.update_layout(title=title, height=min(120 + 28 * len(grid.index), 900), margin=_MARGIN)
     return fig
 
 
