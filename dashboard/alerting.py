@@ -1,0 +1,245 @@
+"""What the Alerts page shows, apart from Streamlit: value formats, links, tables, form values.
+
+The page reads `<state_dir>/alerts.sqlite` (alerts/store.py) and adds or deletes page rules
+there; evaluation happens after every analysis run (alerts/run.py), never in the browser.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import pandas as pd
+
+from alerts.evaluate import AlertState
+from alerts.rules import ALERT_METRICS, AlertRule, Problem, scope_kind
+from alerts.store import Delivery, HistoryEntry
+from dashboard import ui
+
+RATES = ("duplicate_rate", "loss_rate")
+SECONDS = ("lso_stuck_s", "staleness_s")
+METRIC_HELP = {
+    "duplicate_rate": "extra copies / distinct ids (a fraction: 0.001 = 0.1%)",
+    "loss_rate": "lost / records checked (a fraction: 0.001 = 0.1%)",
+    "lost": "lost records",
+    "aborted_reads": "sink records read from aborted transactions",
+    "verdict_violates": "1 when the verdict does not meet the declared guarantee",
+    "lso_lag": "high watermark - LSO, records",
+    "lso_stuck_s": "seconds the LSO has not moved",
+    "hanging_transactions": "hanging transactions",
+    "consumer_lag_from_lso": "LSO - committed offset, records",
+    "staleness_s": "seconds since the newest sample the analysis read",
+}
+# What a rule in dgm.toml looks like (the empty state shows it).
+TOML_EXAMPLE = """[[alerts]]
+name = "sink-duplicates"
+metric = "duplicate_rate"      # per pipeline or topic
+scope = "topic:orders-*"       # fnmatch over names; 'topic:' / 'pipeline:' / 'group:' kinds
+comparison = ">"
+threshold = 0.001              # rates are fractions: 0.001 = 0.1%
+window = "cumulative"          # or "latest" (the newest window)
+for_s = 300                    # the condition must hold this long before it fires
+severity = "critical"          # info, warning or critical
+renotify_s = 3600              # repeat while firing; 0 = never
+
+[alerts_webhook]               # optional: POST every firing and resolution as JSON
+url = "https://hooks.example.com/dgm"
+"""
+# The form's fields, in the order they are shown and validated.
+FIELDS = (
+    "name",
+    "metric",
+    "scope",
+    "comparison",
+    "threshold",
+    "window",
+    "for_s",
+    "severity",
+    "renotify_s",
+)
+
+
+def metric_label(metric: str) -> str:
+    """`duplicate_rate — per pipeline or topic`, for the metric picker."""
+    return f"{metric} — per {' or '.join(ALERT_METRICS.get(metric, ('?',)))}"
+
+
+def number(metric: str, value: float | None) -> str:
+    """A metric's value as people read it: rates in %, seconds as a duration, else a number."""
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "no value"
+    if metric in RATES:
+        return ui.rate(value)
+    if metric in SECONDS:
+        return ui.duration_ms(value * 1000)
+    if metric == "verdict_violates":
+        return "violates" if value >= 1 else "meets"
+    return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.4g}"
+
+
+def condition(rule: AlertRule) -> str:
+    """`> 0.100%`: when the rule holds."""
+    return f"{rule.comparison} {number(rule.metric, rule.threshold)}"
+
+
+def form_values(raw: Mapping[str, object]) -> dict[str, object]:
+    """The [[alerts]] keys the form's widgets hold: text stripped, an empty scope is '*';
+    numbers are left as typed for `validate_rule`, so a bad one is reported naming its field."""
+    values: dict[str, object] = {}
+    for key in FIELDS:
+        value = raw.get(key)
+        values[key] = value.strip() if isinstance(value, str) else value
+    if values["scope"] in ("", None):
+        values["scope"] = "*"
+    return values
+
+
+def problem_lines(problems: Sequence[Problem]) -> str:
+    """One markdown bullet per problem, the field first: `- **threshold**: ...`."""
+    return "\n".join(f"- **{key}**: {message}" for key, message in problems)
+
+
+@dataclass(frozen=True)
+class Link:
+    """Where the dashboard shows an alert's subject: a page (views/...) and its parameters."""
+
+    page: str
+    label: str
+    query: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def url(self) -> str:
+        """The shareable path, e.g. `/topic?topic=orders`."""
+        slug = self.page.removeprefix("views/").removesuffix(".py")
+        return f"/{slug}" + (
+            "?" + "&".join(f"{k}={v}" for k, v in self.query) if self.query else ""
+        )
+
+
+def links(kind: str, subject: str, sinks: Mapping[str, Sequence[str]]) -> list[Link]:
+    """A topic's drill-down; a pipeline's sink topics' drill-downs (the overview when its sink
+    is unknown); a group's Consumer groups page; the overview for run-wide metrics."""
+    if kind == "topic":
+        return [Link("views/topic.py", f"topic {subject}", (("topic", subject),))]
+    if kind == "pipeline":
+        topics = sinks.get(subject) or ()
+        if topics:
+            return [Link("views/topic.py", f"sink {t}", (("topic", t),)) for t in topics]
+        return [Link("views/overview.py", f"pipeline {subject} (overview)")]
+    if kind == "group":
+        return [Link("views/groups.py", f"group {subject}", (("group", subject),))]
+    return [Link("views/overview.py", "overview")]
+
+
+@dataclass(frozen=True)
+class Active:
+    """A firing or pending (rule, subject), with its rule when the rule is still in effect."""
+
+    state: AlertState
+    rule: AlertRule | None
+
+    @property
+    def kind(self) -> str:
+        return scope_kind(self.rule) if self.rule else "?"
+
+    @property
+    def severity(self) -> str:
+        return self.rule.severity if self.rule else "?"
+
+
+_SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
+
+
+def active(states: Iterable[AlertState], rules: Iterable[AlertRule]) -> list[Active]:
+    """Firing before pending, then by severity (critical first), rule and subject."""
+    by_name = {rule.name: rule for rule in rules}
+    found = [Active(state, by_name.get(state.rule)) for state in states]
+    return sorted(
+        found,
+        key=lambda a: (
+            a.state.status != "firing",
+            _SEVERITY_ORDER.get(a.severity, 3),
+            a.state.rule,
+            a.state.subject,
+        ),
+    )
+
+
+def _at(moment: datetime | None) -> datetime | None:
+    return None if moment is None else moment.astimezone(UTC)
+
+
+def history_table(entries: Sequence[HistoryEntry]) -> pd.DataFrame:
+    """Every firing and resolution, newest first (as the store returns them)."""
+    return pd.DataFrame(
+        {
+            "at": [_at(e.at) for e in entries],
+            "state": [e.state for e in entries],
+            "rule": [e.rule for e in entries],
+            "severity": [e.severity for e in entries],
+            "subject": [e.subject for e in entries],
+            "metric": [e.metric for e in entries],
+            "value": [number(e.metric, e.value) for e in entries],
+            "fires when": [f"{e.comparison} {number(e.metric, e.threshold)}" for e in entries],
+        },
+        columns=["at", "state", "rule", "severity", "subject", "metric", "value", "fires when"],
+    )
+
+
+def deliveries_table(deliveries: Sequence[Delivery]) -> pd.DataFrame:
+    """Webhook notifications not delivered: failed (given up) or waiting for a (re)try."""
+    rows = sorted(deliveries, key=lambda d: d.id, reverse=True)
+    return pd.DataFrame(
+        {
+            "status": [
+                "failed (given up)"
+                if d.status == "failed"
+                else "waiting for retry"
+                if d.attempts
+                else "queued"
+                for d in rows
+            ],
+            "error": [d.error or "" for d in rows],
+            "attempts": [d.attempts for d in rows],
+            "next retry": [None if d.status == "failed" else _at(d.next_attempt_at) for d in rows],
+            "last attempt": [_at(d.last_attempt_at) for d in rows],
+            "notification": [f"{d.state}: {d.rule} / {d.subject}" for d in rows],
+            "created": [_at(d.created_at) for d in rows],
+        },
+        columns=[
+            "status",
+            "error",
+            "attempts",
+            "next retry",
+            "last attempt",
+            "notification",
+            "created",
+        ],
+    )
+
+
+def rules_table(rules: Sequence[AlertRule]) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "name": [r.name for r in rules],
+            "metric": [r.metric for r in rules],
+            "scope": [r.scope for r in rules],
+            "fires when": [condition(r) for r in rules],
+            "window": [r.window for r in rules],
+            "for": [f"{r.for_s:g} s" for r in rules],
+            "severity": [r.severity for r in rules],
+            "renotify": [f"every {r.renotify_s:g} s" if r.renotify_s else "never" for r in rules],
+        },
+        columns=[
+            "name",
+            "metric",
+            "scope",
+            "fires when",
+            "window",
+            "for",
+            "severity",
+            "renotify",
+        ],
+    )
