@@ -9,6 +9,7 @@ so the differential test compares two readings of the definitions, not one twice
 from __future__ import annotations
 
 import os
+from datetime import datetime
 from typing import Any, TypeAlias
 
 import duckdb
@@ -111,6 +112,57 @@ FROM bounded WHERE seq - previous > 1
 """
 
 
+# Lost ids of one pipeline (spark_jobs.loss.lost without `pipeline`): `committed` holds the
+# group's (topic, partition, committed_offset); with $external the sink's own highest src_offset
+# + 1 stands in where the group committed nothing. Gaps are counted from the distinct sequences
+# each session wrote, and dated by the earliest record of the sequence after the gap.
+LOST = """
+WITH held AS (
+    SELECT src_topic AS topic, src_partition AS "partition", max(src_offset) + 1 AS held
+    FROM sink WHERE $external AND committed AND src_offset IS NOT NULL
+    GROUP BY src_topic, src_partition
+), claimed AS (
+    SELECT coalesce(c.topic, h.topic) AS topic,
+           coalesce(c."partition", h."partition") AS "partition",
+           coalesce(c.committed_offset, h.held) AS claimed_offset
+    FROM committed c FULL JOIN held h ON c.topic = h.topic AND c."partition" = h."partition"
+), checked AS (
+    SELECT s.* FROM source s JOIN claimed c ON s.topic = c.topic AND s."partition" = c."partition"
+    WHERE s.committed AND s.message_id IS NOT NULL AND s.timestamp < $cutoff
+      AND s."offset" < c.claimed_offset
+), not_in_sink AS (
+    SELECT message_id, topic, "partition", "offset", timestamp, producer, seq,
+           1::BIGINT AS missing, 'not in sink' AS cause, timestamp AS window_at
+    FROM checked k
+    WHERE NOT EXISTS (
+        SELECT 1 FROM sink WHERE sink.committed AND sink.message_id = k.message_id
+    )
+    QUALIFY row_number() OVER (
+        PARTITION BY message_id
+        ORDER BY timestamp ASC NULLS FIRST, topic, "partition", "offset"
+    ) = 1
+), present AS (
+    SELECT topic, "partition", producer, seq, min(timestamp) AS next_at
+    FROM source WHERE producer IS NOT NULL AND seq IS NOT NULL
+    GROUP BY topic, "partition", producer, seq
+), runs AS (
+    SELECT *, lag(seq) OVER (PARTITION BY topic, "partition", producer ORDER BY seq) AS previous
+    FROM present
+), gaps AS (
+    SELECT NULL::VARCHAR AS message_id, topic, "partition", NULL::BIGINT AS "offset",
+           NULL::TIMESTAMPTZ AS timestamp, producer,
+           (CASE WHEN previous IS NOT NULL THEN previous ELSE $first_seq - 1 END) + 1 AS seq,
+           seq - (CASE WHEN previous IS NOT NULL THEN previous ELSE $first_seq - 1 END) - 1
+               AS missing,
+           'sequence gap' AS cause, next_at AS window_at
+    FROM runs
+)
+SELECT * FROM not_in_sink
+UNION ALL
+SELECT * FROM gaps WHERE missing > 0 AND window_at < $cutoff
+"""
+
+
 def _scan(connection: duckdb.DuckDBPyConnection, name: str, data: Fingerprints) -> None:
     if isinstance(data, str | os.PathLike):
         connection.read_parquet(os.fspath(data)).create_view(name)
@@ -142,3 +194,22 @@ def duplicate_causes(
 
 def sequence_gaps(fingerprints: Fingerprints, first_seq: int | None = 0) -> pa.Table:
     return query(SEQUENCE_GAPS, {"first_seq": first_seq}, fingerprints=fingerprints)
+
+
+def lost(
+    source_fingerprints: Fingerprints,
+    sink_fingerprints: Fingerprints,
+    committed: Fingerprints,
+    cutoff: datetime,
+    external: bool = False,
+    first_seq: int = 0,
+) -> pa.Table:
+    """Lost ids and sequence gaps of one pipeline; `committed` as (topic, partition,
+    committed_offset) rows, `cutoff` aware (now - grace)."""
+    return query(
+        LOST,
+        {"cutoff": cutoff, "external": external, "first_seq": first_seq},
+        source=source_fingerprints,
+        sink=sink_fingerprints,
+        committed=committed,
+    )
