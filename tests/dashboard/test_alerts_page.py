@@ -4,10 +4,11 @@ after an analysis run wrote (states, history, failed webhook deliveries) is show
 from __future__ import annotations
 
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import timedelta
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -41,8 +42,12 @@ def open_alerts() -> AppTest:
     return at
 
 
-def submit(at: AppTest, replace: bool = False, **values: str) -> AppTest:
+def submit(at: AppTest, *, replace: bool = False, **values: str) -> AppTest:
     """Fill the rule form (text fields typed, choices picked) and press Add rule."""
+    return submit_values(at, values, replace=replace)
+
+
+def submit_values(at: AppTest, values: Mapping[str, str], *, replace: bool = False) -> AppTest:
     for field, value in values.items():
         key = f"alert-{field}"
         if field in ("name", "scope", "threshold"):
@@ -102,7 +107,7 @@ def test_no_rules_explains_how_to_add_one(state: Expected, tmp_path: Path) -> No
 def test_an_invalid_rule_names_the_field_and_stores_nothing(
     state: Expected, tmp_path: Path, values: dict[str, str], field: str, says: str
 ) -> None:
-    at = submit(open_alerts(), **{"name": "dups", **values})
+    at = submit_values(open_alerts(), {"name": "dups", **values})
     problems = errors(at)
     assert "not stored" in problems and f"**{field}**" in problems and says in problems
     assert not at.exception
@@ -186,7 +191,7 @@ def test_history_shows_the_firing_then_the_resolution(state: Expected, tmp_path:
     ]
     assert history[0]["fires when"] == "> 50.00%" and history[1]["fires when"] == "> 0.100%"
     assert history[1]["value"] == ui.rate(LEDGER_RATE)
-    assert history[0]["at"] > history[1]["at"]
+    assert pd.Timestamp(history[0]["at"]) > pd.Timestamp(history[1]["at"])
 
 
 def test_a_failed_webhook_delivery_is_listed_with_its_error(
