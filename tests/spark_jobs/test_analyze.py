@@ -19,6 +19,7 @@ from dgm.config_schema import (
 )
 from spark_jobs.analyze import SPARK_TYPES, analyze, fill_run
 from spark_jobs.fingerprint import FINGERPRINT
+from spark_jobs.publish import publish, read_only_connection
 from spark_jobs.samples import read_all_samples, spark_schema
 from spark_jobs.tables import TABLES
 
@@ -180,8 +181,18 @@ def samples(spark: Any) -> dict[str, Any]:
     }
 
 
+def _naive(value: Any) -> Any:
+    if isinstance(value, datetime) and value.tzinfo is not None:
+        return value.astimezone(UTC).replace(tzinfo=None)
+    return value
+
+
 @pytest.fixture(scope="module")
-def published(spark: Any) -> Iterator[dict[str, list[dict[str, Any]]]]:
+def published(
+    spark: Any, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, list[dict[str, Any]]]]:
+    """The tables of one analyze run, as published to DuckDB (rows as the Arrow tables that
+    went in, timestamps naive UTC)."""
     before = spark.conf.get("spark.sql.shuffle.partitions")
     spark.conf.set("spark.sql.shuffle.partitions", "1")
     try:
@@ -192,7 +203,17 @@ def published(spark: Any) -> Iterator[dict[str, list[dict[str, Any]]]]:
             assert frames[table.name].columns == list(table.names), table.name
             types = [f.dataType.simpleString() for f in frames[table.name].schema]
             assert types == [SPARK_TYPES[c.sql_type] for c in table.columns], table.name
-        yield {name: [r.asDict() for r in frame.collect()] for name, frame in frames.items()}
+        arrow = {name: frame.toArrow() for name, frame in frames.items()}
+        state_dir = tmp_path_factory.mktemp("state")
+        publish(arrow, state_dir)
+        with read_only_connection(state_dir) as connection:
+            for name, table in arrow.items():
+                count = connection.execute(f'SELECT count(*) FROM "{name}"').fetchone()
+                assert count == (table.num_rows,), name
+        yield {
+            name: [{k: _naive(v) for k, v in row.items()} for row in table.to_pylist()]
+            for name, table in arrow.items()
+        }
         fingerprints.unpersist()
     finally:
         spark.conf.set("spark.sql.shuffle.partitions", before)
