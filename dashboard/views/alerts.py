@@ -28,6 +28,19 @@ from dgm.config import ConfigError
 from dgm.config_schema import DgmConfig
 
 KEYS = {field: f"alert-{field}" for field in (*alerting.FIELDS, "replace")}
+# The form's initial values (and after a rule is stored).
+DEFAULTS: dict[str, object] = {
+    "name": "",
+    "metric": next(iter(ALERT_METRICS)),
+    "scope": "*",
+    "comparison": ">",
+    "threshold": "",
+    "window": "cumulative",
+    "for_s": 0.0,
+    "severity": "warning",
+    "renotify_s": 0.0,
+    "replace": False,
+}
 RESULT = "alert-form-result"  # what the last submission did: ("error" | "success", text)
 DELETED = "alert-deleted"
 MAX_HISTORY = 500
@@ -125,7 +138,8 @@ def _active(found: list[alerting.Active], sinks: dict[str, list[str]]) -> None:
 
 
 def _deliveries(store: AlertStore, config: DgmConfig) -> None:
-    st.header("Webhook deliveries not delivered", anchor=False)
+    st.header("Notification deliveries", anchor=False)
+    st.caption("Webhook notifications that failed or wait for a (re)try.")
     undelivered = store.deliveries(MAX_DELIVERIES, "pending") + store.deliveries(
         MAX_DELIVERIES, "failed"
     )
@@ -225,8 +239,8 @@ def _live() -> None:
         if rules or states:
             _active(alerting.active(states.values(), rules), _sinks())
         if exists:
-            _deliveries(store, config)
             _history(store)
+            _deliveries(store, config)
         _rules(config, page_rules, errors + clashes, len(rules))
     except sqlite3.Error as error:
         st.error(
@@ -263,8 +277,8 @@ def _submit() -> None:
         f"Rule `{result.name}` is stored in `alerts.sqlite`. It will be evaluated after the "
         "next analysis run (`dgm analyze`); this page shows it when it fires.",
     )
-    for key in KEYS.values():  # a fresh form for the next rule
-        state.pop(key, None)
+    for field, value in DEFAULTS.items():  # a fresh form for the next rule
+        state[KEYS[field]] = value
 
 
 def _form() -> None:
@@ -280,6 +294,8 @@ def _form() -> None:
             st.success(text, icon=":material/check_circle:")
         else:
             st.error(text, icon=":material/error:")
+    for field, value in DEFAULTS.items():  # set here, not as widget arguments: see _submit
+        st.session_state.setdefault(KEYS[field], value)
     with st.form("add-alert-rule", border=True):
         first = st.columns(3)
         first[0].text_input("Name", key=KEYS["name"], placeholder="sink-duplicates")
@@ -288,7 +304,6 @@ def _form() -> None:
         )
         first[2].text_input(
             "Scope",
-            value="*",
             key=KEYS["scope"],
             help="fnmatch pattern over pipeline, topic or group names, e.g. `orders-*` or "
             "`topic:payments-*`",
@@ -312,7 +327,7 @@ def _form() -> None:
         third[0].number_input(
             "For (s)",
             min_value=0.0,
-            value=0.0,
+            format="%g",
             step=60.0,
             key=KEYS["for_s"],
             help="How long the condition must hold before the rule fires",
@@ -320,13 +335,12 @@ def _form() -> None:
         third[1].selectbox(
             "Severity",
             ALERT_SEVERITIES,
-            index=ALERT_SEVERITIES.index("warning"),
             key=KEYS["severity"],
         )
         third[2].number_input(
             "Renotify every (s)",
             min_value=0.0,
-            value=0.0,
+            format="%g",
             step=300.0,
             key=KEYS["renotify_s"],
             help="Repeat the notification while the rule keeps firing; 0 = never",
