@@ -1,0 +1,75 @@
+"""The Alerts page in a real browser (Debian's Chromium via Playwright, `dgm dashboard` served
+as in test_browser.py): a rule added with the form fires after the next evaluation, and the
+open page shows it without a reload. Screenshot: $DGM_ARTIFACTS/dashboard/alerts.png."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("playwright.sync_api", reason="needs the playwright package")
+
+from playwright.sync_api import expect
+
+from alerts.run import evaluate_after_analysis
+from alerts.store import AlertStore
+from dgm.config import load_config
+from tests.dashboard.published import build
+from tests.dashboard.test_browser import CHROMIUM, WAIT_MS, chromium, serving
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not CHROMIUM.exists(), reason=f"needs Debian's Chromium at {CHROMIUM}"),
+]
+
+
+@pytest.fixture
+def artifacts(tmp_path: Path) -> Path:
+    directory = Path(os.environ.get("DGM_ARTIFACTS") or tmp_path) / "dashboard"
+    directory.mkdir(parents=True, exist_ok=True)
+    return directory
+
+
+def test_a_rule_added_in_the_browser_fires_after_the_next_analysis(
+    tmp_path: Path, artifacts: Path
+) -> None:
+    state_dir = tmp_path / "state"
+    build(state_dir)
+    with serving(state_dir, refresh_s=2) as url, chromium() as page:
+        page.goto(f"{url}/alerts", timeout=WAIT_MS)
+        page.get_by_text("No alert rules yet", exact=False).wait_for(timeout=WAIT_MS)
+
+        # duplicate_rate is the metric picked by default; payments-ledger's rate is 0.24%.
+        page.get_by_label("Name", exact=True).fill("ledger-dups")
+        page.get_by_label("Scope", exact=True).fill("topic:payments-ledger")
+        page.get_by_label("Threshold", exact=True).fill("0.001")
+        page.get_by_label("Threshold", exact=True).press("Tab")
+        page.get_by_role("button", name="Add rule").click()
+        page.get_by_text("evaluated after the next analysis run", exact=False).wait_for(
+            timeout=WAIT_MS
+        )
+        expect(page.get_by_label("Name", exact=True)).to_have_value("", timeout=WAIT_MS)
+        listed = page.get_by_text("duplicate_rate > 0.100% on topic:payments-ledger", exact=False)
+        listed.wait_for(timeout=WAIT_MS)
+        rules, _ = AlertStore(state_dir).page_rules()
+        assert [(r.name, r.metric, r.threshold) for r in rules] == [
+            ("ledger-dups", "duplicate_rate", 0.001)
+        ]
+        assert page.get_by_text("FIRING", exact=True).count() == 0
+
+        # What `dgm analyze` does after its next run; the open page refreshes by itself.
+        summary = evaluate_after_analysis(load_config(str(state_dir / "dgm.toml")))
+        assert summary.firing == 1, summary.errors
+        page.get_by_text("FIRING", exact=True).wait_for(timeout=WAIT_MS)
+        page.get_by_text("1 firing", exact=False).wait_for(timeout=WAIT_MS)
+        link = page.get_by_role("link", name="topic payments-ledger")
+        link.wait_for(timeout=WAIT_MS)
+        assert "topic?topic=payments-ledger" in (link.get_attribute("href") or "")
+        page.wait_for_selector('[data-testid="stStatusWidget"]', state="detached", timeout=WAIT_MS)
+        page.screenshot(path=artifacts / "alerts.png", full_page=True)
+
+        link.click()  # the alert's link opens the topic's drill-down
+        page.get_by_text("3 duplicated ids", exact=False).wait_for(timeout=WAIT_MS)
+        assert "topic=payments-ledger" in page.url
