@@ -244,8 +244,9 @@ def _live() -> None:
         _rules(config, page_rules, errors + clashes, len(rules))
     except sqlite3.Error as error:
         st.error(
-            f"**`{store.path}` cannot be read**: {error}. It may be locked for longer than "
-            "usual by an evaluation; press Retry.",
+            f"**`{store.path}` cannot be read**: {error}. An evaluation may hold it for longer "
+            "than usual (press Retry), or it is damaged: moving it away starts afresh, without "
+            "the page rules, alert states and history it holds.",
             icon=":material/error:",
         )
         _retry("alerts-store")

@@ -17,7 +17,7 @@ from alerts.store import STORE_FILE, AlertStore
 from dashboard import ui
 from dgm.config import load_config
 from dgm.config_schema import DgmConfig
-from tests.dashboard.conftest import APP, healthy, markdown, page, write_config
+from tests.dashboard.conftest import APP, healthy, markdown, no_exception, page, write_config
 from tests.dashboard.published import Expected, build
 
 # payments-ledger: 4 extra copies over 10 windows of 167 records (tests/dashboard/published.py)
@@ -59,7 +59,7 @@ def submit_values(at: AppTest, values: Mapping[str, str], *, replace: bool = Fal
     if replace:
         at.checkbox(key="alert-replace").check()
     next(b for b in at.button if b.label == "Add rule").click().run()
-    healthy(at)
+    no_exception(at)
     return at
 
 
@@ -232,3 +232,22 @@ def test_no_analysis_yet_still_takes_rules(
     assert any("No analysis published yet" in str(i.value) for i in at.info)
     at = submit(at, name="dups", threshold="0.001")
     assert "`dups` is stored" in successes(at)
+
+
+def test_a_rule_holding_less_than_for_s_is_pending(state: Expected, tmp_path: Path) -> None:
+    submit(open_alerts(), name="slow", scope="topic:payments-ledger", threshold="0", for_s="600")
+    evaluate_after_analysis(config_of(tmp_path), now=state.now)
+    at = open_alerts()
+    assert "**0 firing**, 1 pending" in markdown(at)
+    card = next(t for t in markdown(at) if "PENDING" in t)
+    assert "`slow`" in card and "fires after 600 s" in card
+
+
+def test_an_unreadable_alerts_file_is_a_message_with_retry(state: Expected, tmp_path: Path) -> None:
+    (tmp_path / STORE_FILE).write_bytes(b"not sqlite" * 1000)
+    at = page(AppTest.from_file(str(APP), default_timeout=60), "alerts")
+    no_exception(at)
+    assert "cannot be read" in errors(at)
+    assert "Retry" in [b.label for b in at.button]
+    at = submit(at, name="dups", threshold="0.001")
+    assert "not stored" in errors(at)
