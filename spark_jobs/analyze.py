@@ -158,7 +158,8 @@ def faults(
 
 
 def _counted_faults(spark: SparkSession, config: DgmConfig, fault_rows: DataFrame) -> DataFrame:
-    """(pipeline, at) of the faults that count for each pipeline's evidence."""
+    """(pipeline, at) of the faults that count for each pipeline's evidence, one row per
+    event (events of one collector cycle share their time and still count apart)."""
     own = fault_rows.where(
         F.col("pipeline").isNotNull() & F.col("event").isin(*GROUP_FAULTS, *PRODUCER_FAULTS)
     ).select("pipeline", "at")
@@ -166,10 +167,9 @@ def _counted_faults(spark: SparkSession, config: DgmConfig, fault_rows: DataFram
     cluster = (
         fault_rows.where(F.col("event").isin(*CLUSTER_FAULTS))
         .select("at")
-        .distinct()
         .crossJoin(F.broadcast(names))
     )
-    return own.distinct().unionByName(cluster.select("pipeline", "at"))
+    return own.unionByName(cluster.select("pipeline", "at"))
 
 
 def _keyed_causes(source: DataFrame, sink: DataFrame, key: str) -> DataFrame:

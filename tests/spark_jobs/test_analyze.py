@@ -159,6 +159,7 @@ def samples(spark: Any) -> dict[str, Any]:
     offsets |= {"lso": 11, "lso_lag": 1, "lso_since": at(0), "lso_stuck_ms": 5}
     events = [
         {"sampled_at": at(50), "event": "rebalance", "group_id": "g-eo"},
+        {"sampled_at": at(50), "event": "member_left", "group_id": "g-eo"},  # same cycle
         {"sampled_at": at(7200), "event": "member_joined", "group_id": "g-alo"},  # too late
         {"sampled_at": at(100), "event": "broker_left", "broker_id": 1},  # cluster-wide
         {"sampled_at": at(-3600), "event": "outage_start"},  # before any record
@@ -271,13 +272,14 @@ def test_faults_are_counted_while_the_checked_records_flowed(
 ) -> None:
     found = {name: (v["faults_observed"], v["evidence"]) for name, v in verdicts(published).items()}
     # broker_left at 100 s is within every span [0, 90 + 30 grace] except few's (1000 s on).
-    assert found["eo"] == (2, "tested")  # + its group's rebalance
+    assert found["eo"] == (3, "tested")  # + its group's rebalance and member_left
     assert found["amo"] == (2, "tested")  # + the epoch bump of a producer on its sink
     assert found["alo"] == (1, "tested")  # its member_joined came an hour too late
     assert found["few"] == (0, "untested")
     rows = {(r["event"], r["pipeline"], r["group_id"]) for r in published["faults"]}
     assert rows == {
         ("rebalance", "eo", "g-eo"),
+        ("member_left", "eo", "g-eo"),
         ("member_joined", "alo", "g-alo"),
         ("broker_left", None, None),
         ("outage_start", None, None),
@@ -298,7 +300,7 @@ def test_pipeline_windows_have_counts_and_a_verdict_each(
     eo0, eo60 = windows["eo", naive(0)], windows["eo", naive(60)]
     assert (eo0["records_checked"], eo0["faults_observed"], eo0["achieved"]) == (
         6,
-        1,
+        2,
         "exactly-once",
     )
     assert (eo60["records_checked"], eo60["faults_observed"]) == (4, 1)
@@ -382,6 +384,21 @@ def test_samples_are_read_from_parquet_or_empty(spark: Any, tmp_path: Path) -> N
     pq.write_table(frame.toArrow(), folder / "0000000000001-000000.parquet")
     (folder / ".123-4.parquet.tmp").write_bytes(b"half")
     read = read_all_samples(spark, tmp_path)
-    assert read["events"].count() == 7
+    assert read["events"].count() == 8
     assert read["offsets"].count() == 0
     assert read["offsets"].columns == spark_schema("offsets").names
+
+
+def test_no_pipelines_no_fingerprints_no_samples_still_give_every_table(
+    spark: Any, tmp_path: Path
+) -> None:
+    empty = spark.createDataFrame([], FINGERPRINT)
+    frames = analyze(spark, DgmConfig(), empty, {}, NOW)
+    assert sorted(frames) == sorted(t.name for t in TABLES)
+    publish(frames, tmp_path)
+    with read_only_connection(tmp_path) as connection:
+        for table in TABLES:
+            (count,) = connection.execute(f'SELECT count(*) FROM "{table.name}"').fetchone() or ()
+            assert count == (1 if table.name == "runs" else 0), table.name
+        run = connection.execute("SELECT fingerprints, last_sample_at, window_s FROM runs")
+        assert run.fetchone() == (0, None, 60)
