@@ -109,14 +109,6 @@ class Link:
     label: str
     query: tuple[tuple[str, str], ...] = ()
 
-    @property
-    def url(self) -> str:
-        """The shareable path, e.g. `/topic?topic=orders`."""
-        slug = self.page.removeprefix("views/").removesuffix(".py")
-        return f"/{slug}" + (
-            "?" + "&".join(f"{k}={v}" for k, v in self.query) if self.query else ""
-        )
-
 
 def links(kind: str, subject: str, sinks: Mapping[str, Sequence[str]]) -> list[Link]:
     """A topic's drill-down; a pipeline's sink topics' drill-downs (the overview when its sink
