@@ -120,11 +120,6 @@ def test_groups_page_shows_both_lags(app: AppTest) -> None:
     assert any("control markers" in t for t in markdown(at))
 
 
-def test_alerts_placeholder(app: AppTest) -> None:
-    at = page(app, "alerts")
-    assert "alert rules arrive with the alerts feature" in at.info[0].value.lower()
-
-
 def test_topic_param_on_the_overview_opens_the_drill_down(app: AppTest) -> None:
     app.query_params["topic"] = "orders-enriched"
     at = app.run()
