@@ -4,6 +4,8 @@ and a publish that dies before the rename leaves the published file as it was.""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -152,3 +154,41 @@ def test_spark_dataframes_are_published_through_arrow(spark: Any, tmp_path: Path
         ).fetchall()
     assert got == [("p", ["s1", "s2"], MS, 7)]
     assert FAULTS.name == "faults"
+
+
+READER = """
+import sys
+from spark_jobs.publish import read_only_connection
+connection = read_only_connection(sys.argv[1])
+def show():
+    rows = connection.execute("SELECT detail FROM faults ORDER BY detail").fetchall()
+    print(",".join(r[0] for r in rows), flush=True)
+show()
+sys.stdin.readline()
+show()
+"""
+
+
+def test_a_reader_process_keeps_its_run_and_does_not_block_the_writer(tmp_path: Path) -> None:
+    publish({"faults": faults("first")}, tmp_path)
+    reader = subprocess.Popen(
+        [sys.executable, "-c", READER, str(tmp_path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    try:
+        assert reader.stdout is not None and reader.stdin is not None
+        assert reader.stdout.readline().strip() == "first"
+        publish({"faults": faults("second")}, tmp_path)  # while the reader holds the file
+        with read_only_connection(tmp_path) as connection:
+            assert details(connection) == ["second"]
+        reader.stdin.write("\n")
+        reader.stdin.flush()
+        assert reader.stdout.readline().strip() == "first"
+        assert reader.wait(timeout=30) == 0
+    finally:
+        if reader.poll() is None:
+            reader.kill()
+            reader.wait()
