@@ -12,17 +12,29 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 import duckdb
 import pyarrow as pa
 from pyspark.sql import DataFrame
 
-from spark_jobs.tables import PUBLISHED_FILE, TABLES
+from spark_jobs.tables import PUBLISHED_FILE, TABLES, Table
 
-Published: TypeAlias = pa.Table | DataFrame
+# A table's rows: Arrow, a Spark DataFrame, or a few rows as dicts (e.g. the runs row).
+Published: TypeAlias = pa.Table | DataFrame | Sequence[Mapping[str, Any]]
+
+# The contract's SQL types as Arrow types, for rows given as dicts.
+ARROW_TYPES: dict[str, pa.DataType] = {
+    "VARCHAR": pa.string(),
+    "BIGINT": pa.int64(),
+    "INTEGER": pa.int32(),
+    "DOUBLE": pa.float64(),
+    "BOOLEAN": pa.bool_(),
+    "TIMESTAMPTZ": pa.timestamp("us", tz="UTC"),
+    "VARCHAR[]": pa.list_(pa.string()),
+}
 
 _TEMP_PREFIX = f".{PUBLISHED_FILE}."
 _TEMP_SUFFIX = ".tmp"
@@ -32,10 +44,13 @@ def published_path(state_dir: Path) -> Path:
     return Path(state_dir) / PUBLISHED_FILE
 
 
-def _arrow(data: Published) -> pa.Table:
+def _arrow(data: Published, table: Table) -> pa.Table:
     if isinstance(data, pa.Table):
         return data
-    return data.toArrow()
+    if isinstance(data, DataFrame):
+        return data.toArrow()
+    schema = pa.schema([(c.name, ARROW_TYPES[c.sql_type]) for c in table.columns])
+    return pa.Table.from_pylist([{n: row.get(n) for n in table.names} for row in data], schema)
 
 
 def _fsync(path: Path) -> None:
@@ -82,7 +97,7 @@ def write_tables(path: Path, tables: Mapping[str, Published]) -> None:
             data = tables.get(table.name)
             if data is None:
                 continue
-            arrow = _arrow(data)
+            arrow = _arrow(data, table)
             missing = [name for name in table.names if name not in arrow.column_names]
             if missing:
                 raise ValueError(f"table {table.name!r} lacks columns {', '.join(missing)}")
@@ -98,8 +113,9 @@ def write_tables(path: Path, tables: Mapping[str, Published]) -> None:
 
 
 def publish(tables: Mapping[str, Published], state_dir: Path) -> Path:
-    """Write `tables` (name -> Arrow table or Spark DataFrame) as the published DuckDB file of
-    `state_dir`, atomically; the published path."""
+    """Write `tables` (name -> Arrow table, Spark DataFrame or list of row dicts) as the
+    published DuckDB file of `state_dir`, atomically; the published path. Missing tables are
+    created empty; row dicts may leave out columns (null)."""
     unknown = sorted(set(tables) - {t.name for t in TABLES})
     if unknown:
         raise ValueError(f"not tables of the contract: {', '.join(unknown)}")

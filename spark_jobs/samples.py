@@ -36,7 +36,7 @@ def empty_samples(spark: SparkSession, kind: str) -> DataFrame:
     return spark.createDataFrame([], spark_schema(kind))
 
 
-def read_samples(spark: SparkSession, state_dir: Path, kind: str) -> DataFrame:
+def read_kind(spark: SparkSession, state_dir: Path, kind: str) -> DataFrame:
     """Every sample of `kind` under `state_dir`; empty (with the kind's columns) without files."""
     schema = spark_schema(kind)
     folder = samples_dir(Path(state_dir)) / kind
@@ -45,6 +45,7 @@ def read_samples(spark: SparkSession, state_dir: Path, kind: str) -> DataFrame:
     return spark.read.schema(schema).parquet(str(folder / "*.parquet"))
 
 
-def read_all_samples(spark: SparkSession, state_dir: Path) -> dict[str, DataFrame]:
-    """Sample kind -> DataFrame, for every kind collectors.schemas declares."""
-    return {kind: read_samples(spark, state_dir, kind) for kind in KINDS}
+def read_samples(spark: SparkSession, state_dir: Path) -> dict[str, DataFrame]:
+    """Sample kind -> DataFrame, for every kind collectors.schemas declares (what `analyze`
+    takes as its `samples`)."""
+    return {kind: read_kind(spark, state_dir, kind) for kind in KINDS}

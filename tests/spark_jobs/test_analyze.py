@@ -20,7 +20,7 @@ from dgm.config_schema import (
 from spark_jobs.analyze import SPARK_TYPES, analyze, fill_run
 from spark_jobs.fingerprint import FINGERPRINT
 from spark_jobs.publish import publish, read_only_connection
-from spark_jobs.samples import read_all_samples, spark_schema
+from spark_jobs.samples import read_samples, spark_schema
 from spark_jobs.tables import TABLES
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -383,7 +383,7 @@ def test_samples_are_read_from_parquet_or_empty(spark: Any, tmp_path: Path) -> N
     frame = samples(spark)["events"]
     pq.write_table(frame.toArrow(), folder / "0000000000001-000000.parquet")
     (folder / ".123-4.parquet.tmp").write_bytes(b"half")
-    read = read_all_samples(spark, tmp_path)
+    read = read_samples(spark, tmp_path)
     assert read["events"].count() == 8
     assert read["offsets"].count() == 0
     assert read["offsets"].columns == spark_schema("offsets").names

@@ -192,3 +192,13 @@ def test_a_reader_process_keeps_its_run_and_does_not_block_the_writer(tmp_path: 
         if reader.poll() is None:
             reader.kill()
             reader.wait()
+
+
+def test_rows_given_as_dicts_are_typed_by_the_contract(tmp_path: Path) -> None:
+    run = {"run_id": "r1", "started_at": AT, "fingerprints": 5, "window_s": 60}
+    publish({"runs": [run]}, tmp_path)
+    with read_only_connection(tmp_path) as connection:
+        got = connection.execute(
+            "SELECT run_id, epoch_ms(started_at), fingerprints, window_s, spark_master FROM runs"
+        ).fetchall()
+    assert got == [("r1", MS, 5, 60, None)]
