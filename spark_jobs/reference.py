@@ -1,5 +1,6 @@
-"""The duplicate metrics of spark_jobs.duplicates in plain DuckDB SQL, over the same
-FINGERPRINT rows: an Arrow table, a pandas frame, or a Parquet file (path or glob).
+"""The duplicate metrics of spark_jobs.duplicates and the lost ids of spark_jobs.loss in plain
+DuckDB SQL, over the same FINGERPRINT rows: an Arrow table, a pandas frame, or a Parquet file
+(path or glob).
 
 A test oracle and a benchmark baseline, not a product path. Each query is written from
 DESIGN.md's definitions on its own terms (grouping and FILTER rather than Spark's joins),
