@@ -42,7 +42,9 @@ def read_kind(spark: SparkSession, state_dir: Path, kind: str) -> DataFrame:
     folder = samples_dir(Path(state_dir)) / kind
     if not folder.is_dir() or not any(folder.glob("*.parquet")):
         return empty_samples(spark, kind)
-    return spark.read.schema(schema).parquet(str(folder / "*.parquet"))
+    # The folder, not a glob: a glob path makes Spark log a stack trace while it looks for a
+    # streaming sink's metadata. Hidden temp files are skipped either way.
+    return spark.read.schema(schema).option("pathGlobFilter", "*.parquet").parquet(str(folder))
 
 
 def read_samples(spark: SparkSession, state_dir: Path) -> dict[str, DataFrame]:
