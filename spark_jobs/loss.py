@@ -67,8 +67,9 @@ def latest_committed(group_offsets: DataFrame, groups: DataFrame) -> DataFrame:
 def claimed_offsets(committed: DataFrame, external_sink: DataFrame | None = None) -> DataFrame:
     """(pipeline, topic, partition, claimed_offset): below it the pipeline claims to have
     processed the source partition. The group's committed offset; with `external_sink` (the
-    sink rows of pipelines writing to a table, which may store its offsets itself) the
-    highest src_offset it holds + 1 for the partitions the group has no commit for."""
+    sink rows of pipelines writing to a table, which stores its offsets itself and may commit
+    to the group only afterwards, for lag) the greater of that and the highest src_offset the
+    table holds + 1: the table's own rows are its claim."""
     keys = ["pipeline", "topic", "partition"]
     claimed = committed.select(*keys, F.col("committed_offset").alias("claimed_offset"))
     if external_sink is None:
@@ -86,7 +87,8 @@ def claimed_offsets(committed: DataFrame, external_sink: DataFrame | None = None
         "pipeline",
         "topic",
         F.col("partition").cast("int"),
-        F.coalesce("claimed_offset", "held").cast("long").alias("claimed_offset"),
+        # greatest() skips nulls: either side alone is the claim.
+        F.greatest("claimed_offset", "held").cast("long").alias("claimed_offset"),
     )
 
 

@@ -114,9 +114,9 @@ FROM bounded WHERE seq - previous > 1
 
 
 # Lost ids of one pipeline (spark_jobs.loss.lost without `pipeline`): `committed` holds the
-# group's (topic, partition, committed_offset); with $external the sink's own highest src_offset
-# + 1 stands in where the group committed nothing. Gaps are counted from the distinct sequences
-# each session wrote, and dated by the earliest record of the sequence after the gap.
+# group's (topic, partition, committed_offset); with $external the greater of that and the
+# sink's own highest src_offset + 1 (the table's rows are its claim). Gaps are counted from
+# the distinct sequences each session wrote, dated by the earliest record after the gap.
 LOST = """
 WITH held AS (
     SELECT src_topic AS topic, src_partition AS "partition", max(src_offset) + 1 AS held
@@ -125,7 +125,7 @@ WITH held AS (
 ), claimed AS (
     SELECT coalesce(c.topic, h.topic) AS topic,
            coalesce(c."partition", h."partition") AS "partition",
-           coalesce(c.committed_offset, h.held) AS claimed_offset
+           greatest(c.committed_offset, h.held) AS claimed_offset
     FROM committed c FULL JOIN held h ON c.topic = h.topic AND c."partition" = h."partition"
 ), checked AS (
     SELECT s.* FROM source s JOIN claimed c ON s.topic = c.topic AND s."partition" = c."partition"

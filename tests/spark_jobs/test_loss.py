@@ -73,7 +73,7 @@ def test_latest_committed_takes_the_newest_sample_per_partition_of_the_group(spa
     assert found == [("p", "s", 0, 9), ("p", "s", 1, 2), ("q", "s", 0, 9), ("q", "s", 1, 2)]
 
 
-def test_claimed_offsets_of_an_external_sink_fall_back_to_the_offsets_it_holds(
+def test_claimed_offsets_of_an_external_sink_are_the_greater_of_group_and_table(
     spark: Any,
 ) -> None:
     committed = spark.createDataFrame(
@@ -82,7 +82,7 @@ def test_claimed_offsets_of_an_external_sink_fall_back_to_the_offsets_it_holds(
     sink = frame(
         spark,
         fp("external:p:t", 0, 0, "a", lineage="s/0/0"),
-        fp("external:p:t", 0, 1, "b", lineage="s/0/7"),  # the group's commit wins on s/0
+        fp("external:p:t", 0, 1, "b", lineage="s/0/7"),  # the table holds s/0/7: 8 beats 3
         fp("external:p:t", 0, 2, "c", lineage="s/1/4"),
         fp("external:p:t", 0, 3, "d", lineage="s/1/2"),  # s/1: highest held 4, so 5
         fp("external:p:t", 0, 4, "e"),  # no lineage: says nothing
@@ -90,7 +90,15 @@ def test_claimed_offsets_of_an_external_sink_fall_back_to_the_offsets_it_holds(
     only_group = [tuple(r) for r in loss.claimed_offsets(committed).collect()]
     assert only_group == [("p", "s", 0, 3)]
     found = sorted(tuple(r) for r in loss.claimed_offsets(committed, sink).collect())
-    assert found == [("p", "s", 0, 3), ("p", "s", 1, 5)]
+    assert found == [("p", "s", 0, 8), ("p", "s", 1, 5)]
+    # A group that committed further than the table holds keeps its claim.
+    ahead = committed.withColumn("committed_offset", committed["committed_offset"] + 10)
+    assert sorted(tuple(r) for r in loss.claimed_offsets(ahead, sink).collect())[0] == (
+        "p",
+        "s",
+        0,
+        13,
+    )
 
 
 def test_lost_ids_are_checked_source_records_without_a_committed_sink_copy(spark: Any) -> None:
