@@ -90,6 +90,16 @@ def spark() -> Iterator[Any]:
         session.stop()
 
 
+@pytest.fixture(scope="session")
+def published_lab(
+    kafka: KafkaUnderTest, spark: Any, tmp_path_factory: pytest.TempPathFactory
+) -> Any:
+    """Every lab mode run through real faults, collected and analyzed: see published_lab.py."""
+    from tests.published_lab import build_published_lab
+
+    return build_published_lab(kafka, spark, tmp_path_factory.mktemp("published-lab"))
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # A test is an integration test exactly when it uses a broker: the marker follows the fixture.
     for item in items:

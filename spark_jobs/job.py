@@ -1,0 +1,148 @@
+"""One analysis run — audit, compact, analyze, publish — and the loop that repeats it.
+
+The SparkSession is built once and kept across runs (starting Spark costs seconds; a run on
+a quiet cluster costs less). A run that fails because the cluster went away is retried with
+backoff; a run interrupted half-way publishes nothing, and the next one redoes its work from
+the fingerprint batches that were committed (see fingerprint_store).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from dgm.config import DgmConfig
+from dgm.errors import UserFacingError
+from dgm.waiting import next_delay
+
+log = logging.getLogger("dgm.analyze")
+Progress = Callable[[str], None]
+
+FIRST_RETRY_S = 2.0
+MAX_RETRY_S = 60.0
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    run_id: str
+    records_audited: int
+    fingerprints: int
+    seconds: float
+    stages: dict[str, float]
+
+    def line(self) -> str:
+        stages = " ".join(f"{name} {s:.1f}s" for name, s in self.stages.items())
+        return (
+            f"analysis {self.run_id}: {self.records_audited} records audited, "
+            f"{self.fingerprints} fingerprints analyzed, published in {self.seconds:.1f}s "
+            f"({stages})"
+        )
+
+
+class AnalysisJob:
+    def __init__(
+        self,
+        config: DgmConfig,
+        bootstrap_servers: str,
+        master: str | None = None,
+        progress: Progress = print,
+        spark: Any = None,
+    ) -> None:
+        self.config = config
+        self.bootstrap_servers = bootstrap_servers
+        self.master = master or config.analysis.spark_master
+        self.progress = progress
+        # A session handed in (tests, a notebook) belongs to the caller: close() leaves it be.
+        self._spark: Any = spark
+        self._owns_spark = spark is None
+
+    @property
+    def spark(self) -> Any:
+        if self._spark is None:
+            from spark_jobs.session import build_session
+
+            began = time.monotonic()
+            self.progress(f"analyze: starting Spark ({self.master})")
+            self._spark = build_session(master=self.master, app_name="dgm-analyze")
+            self.progress(f"analyze: Spark ready in {time.monotonic() - began:.1f}s")
+        return self._spark
+
+    def run_once(self, now: datetime | None = None) -> RunSummary:
+        from alerts.run import evaluate_after_analysis
+        from spark_jobs.analyze import analyze, fill_run
+        from spark_jobs.audit import audit
+        from spark_jobs.fingerprint_store import compact, load_fingerprints
+        from spark_jobs.publish import publish
+        from spark_jobs.samples import read_samples
+
+        config, state_dir = self.config, self.config.state_dir
+        run_id = uuid.uuid4().hex[:12]
+        started_at = datetime.now(UTC)
+        began = time.monotonic()
+        stages: dict[str, float] = {}
+
+        def stage(name: str, work: Callable[[], Any]) -> Any:
+            self.progress(f"analyze: {name}…")
+            mark = time.monotonic()
+            result = work()
+            stages[name] = time.monotonic() - mark
+            return result
+
+        spark = self.spark
+        audited = stage(
+            "audit", lambda: audit(spark, config, self.bootstrap_servers, self.progress)
+        )
+        retention = timedelta(hours=config.analysis.retention_h)
+        stage("compact", lambda: compact(spark, state_dir, retention))
+        fingerprints = load_fingerprints(spark, state_dir).cache()
+        samples = read_samples(spark, state_dir)
+        analyzed_at = now or datetime.now(UTC)
+        # analyze() only plans: Spark computes the tables while publish() writes them.
+        tables = analyze(spark, config, fingerprints, samples, analyzed_at)
+        counted = int(stage("load", fingerprints.count))
+        audited_records = sum(audited.records.values())
+        tables["runs"] = fill_run(
+            tables["runs"], run_id, started_at, datetime.now(UTC), audited_records
+        )
+        stage("analyze+publish", lambda: publish(tables, state_dir))
+        fingerprints.unpersist()
+        # After publication, outside Spark: alerting reads what readers read, and its
+        # failures (a webhook down) are recorded by it, never raised into the analysis.
+        alerting = stage("alerts", lambda: evaluate_after_analysis(config))
+        for error in alerting.errors:
+            self.progress(f"alerts: {error}")
+        summary = RunSummary(run_id, audited_records, counted, time.monotonic() - began, stages)
+        self.progress(summary.line())
+        return summary
+
+    def run_forever(self, stop: threading.Event) -> None:
+        """A run every interval until `stop`; failures retried with capped backoff, each
+        failure logged once with its reason (the loop itself never dies of one)."""
+        delay: float | None = None
+        while not stop.is_set():
+            began = time.monotonic()
+            try:
+                self.run_once()
+                delay = None
+                wait = max(0.0, self.config.analysis.interval_s - (time.monotonic() - began))
+            except UserFacingError as error:
+                delay = next_delay(delay, FIRST_RETRY_S, MAX_RETRY_S)
+                self.progress(f"analyze: run failed: {error}; retrying in {delay:.0f}s")
+                wait = delay
+            except Exception as error:  # Spark and Kafka errors: keep the service alive
+                delay = next_delay(delay, FIRST_RETRY_S, MAX_RETRY_S)
+                log.warning("analysis run failed: %s; retrying in %.0fs", error, delay)
+                log.debug("analysis run failure", exc_info=True)
+                wait = delay
+            stop.wait(wait)
+
+    def close(self) -> None:
+        if self._spark is not None and self._owns_spark:
+            self._spark.stop()
+        self._spark = None

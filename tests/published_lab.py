@@ -1,0 +1,118 @@
+"""A real lab run, collected and analyzed once per test session: the DuckDB file that the
+analysis end-to-end tests check against the truth and the dashboard tests display.
+
+Every pipeline mode runs on the session's real broker through SIGKILLs, with the collectors
+sampling every second meanwhile (so their events are the faults the verdicts weigh); a sixth
+run sends its source through the fault proxy with idempotence off, so that dropped acks make
+the producer really retry. Then one `dgm analyze` run audits and publishes everything.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from collectors.clients import Clients
+from collectors.cycle import Collector
+from collectors.runner import Runner
+from collectors.store import SampleStore
+from dgm.config import DgmConfig, load_config
+from dgm.lab.run import LabReport, LabSettings, run_lab
+from spark_jobs.job import AnalysisJob
+from spark_jobs.tables import PUBLISHED_FILE
+
+MESSAGES = 600
+RATE = 60.0  # ~10 s of production per run: crashes land while the processor has work
+CRASHES = 3
+# mode -> extra LabSettings; "drop-acks" is an at-least-once pipeline fed by a producer whose
+# acks the fault proxy drops, with idempotence off.
+RUNS: dict[str, dict[str, Any]] = {
+    "at-most-once": {"crashes": CRASHES},
+    "at-least-once": {"crashes": CRASHES},
+    "exactly-once": {"crashes": CRASHES},
+    "exactly-once-broken": {},
+    "idempotent-sink": {"crashes": CRASHES},
+    "drop-acks": {"faults": ("drop-acks",), "producer_idempotence": False},
+}
+
+
+@dataclass(frozen=True)
+class PublishedLab:
+    state_dir: Path
+    config: DgmConfig
+    reports: dict[str, LabReport]  # by RUNS key
+
+    @property
+    def database(self) -> Path:
+        return self.state_dir / PUBLISHED_FILE
+
+    def pipeline(self, run: str) -> str:
+        return self.reports[run].pipeline
+
+
+@contextmanager
+def collecting(bootstrap_servers: str, config: DgmConfig, interval_s: float) -> Iterator[None]:
+    """The real collector loop in a thread for the duration of the block."""
+    clients = Clients({"bootstrap.servers": bootstrap_servers}, 10.0)
+    collector = Collector(clients, config.collectors, SampleStore(config.state_dir), 10.0)
+    stop = threading.Event()
+    runner = Runner(collector, interval_s, stop, 30.0, lambda line: None)
+    thread = threading.Thread(target=runner.run_forever, name="collector", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(60)
+        clients.close()
+        assert not thread.is_alive(), "the collector did not stop"
+
+
+def build_published_lab(kafka: Any, spark: Any, root: Path) -> PublishedLab:
+    state_dir = root / "state"
+    config_path = root / "dgm.toml"
+    config_path.write_text(f'state_dir = "{state_dir}"\n\n[analysis]\ngrace_s = 0\nwindow_s = 60\n')
+    reports: dict[str, LabReport] = {}
+    with collecting(kafka.bootstrap_servers, load_config(config_path), interval_s=1.0):
+        for run, extra in RUNS.items():
+            if "faults" in extra and kafka.embedded is None:
+                continue  # the fault proxy needs the embedded broker's FAULT listener
+            mode = "at-least-once" if run == "drop-acks" else run
+            settings = LabSettings(
+                pipeline=f"lab-{run}",
+                mode=mode,  # type: ignore[arg-type]
+                bootstrap_servers=kafka.bootstrap_servers,
+                lab_dir=root / "lab",
+                messages=MESSAGES,
+                rate=RATE,
+                cluster=kafka.embedded,
+                config_path=config_path,
+                progress=lambda line: None,
+                **extra,
+            )
+            report = run_lab(settings)
+            assert report.caught_up, f"{run}: the processor never caught up"
+            assert report.config_error is None, report.config_error
+            reports[run] = report
+        # One more full cycle after the last commit, so the samples hold the final offsets.
+        collected = _cycles(state_dir)
+        _wait_for_cycles(state_dir, collected + 2)
+    config = load_config(config_path)
+    job = AnalysisJob(config, kafka.bootstrap_servers, master="local[2]", spark=spark)
+    job.progress = lambda line: None
+    job.run_once()
+    return PublishedLab(state_dir, config, reports)
+
+
+def _cycles(state_dir: Path) -> int:
+    return len(list((state_dir / "samples" / "offsets").glob("*.parquet")))
+
+
+def _wait_for_cycles(state_dir: Path, count: int) -> None:
+    from dgm.waiting import wait_until
+
+    wait_until(lambda: _cycles(state_dir) >= count, 60, f"{count} collector cycles")
