@@ -12,49 +12,64 @@ import contextlib
 import dataclasses
 import json
 import os
-import sys
 import threading
 import time
-import uuid
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any
 
-from confluent_kafka import ConsumerGroupTopicPartitions, IsolationLevel, TopicPartition
-from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]
+from confluent_kafka.admin import AdminClient  # type: ignore[attr-defined]
 
 from dgm.broker.cluster import EmbeddedCluster
-from dgm.config import ConfigError, ExternalSink, PipelineConfig, Semantic, append_pipeline
+from dgm.config import ExternalSink, PipelineConfig
 from dgm.errors import UserFacingError
+from dgm.lab.faults import CRASH_WAIT, FAULT_KINDS, FaultDone, FaultKind, do_fault, drop_acks
 from dgm.lab.ledger import read_ledger
+from dgm.lab.offsets import group_offsets, source_lso
+from dgm.lab.pipeline import (
+    DECLARED,
+    DEFAULT_ABORT_EVERY,
+    DEFAULT_AIM,
+    SINK_TABLE,
+    PipelineNames,
+    add_to_config,
+    create_topics,
+    has_sink_topic,
+    kill_aim,
+    pipeline_config,
+    processor_settings,
+    producer_settings,
+    say_on_stderr,
+)
 from dgm.lab.processors.settings import MODES, Mode, ProcessorSettings
-from dgm.lab.processors.sqlite_sink import ID_COLUMN, SOURCE_COLUMNS, stored_offsets
+from dgm.lab.processors.sqlite_sink import stored_offsets
 from dgm.lab.producer import ProducerResult, ProducerSettings, run_producer
-from dgm.lab.proxy import FaultProxy, proxies_for
+from dgm.lab.proxy import FaultProxy
 from dgm.lab.supervisor import KILL_AIMS, KillAim, Supervisor
-from dgm.topics import create_topic
 from dgm.waiting import wait_until
 
-FaultKind = Literal["kill", "rebalance", "broker-restart", "drop-acks"]
-FAULT_KINDS: tuple[str, ...] = get_args(FaultKind)
-# The semantic each mode claims: what dgm's verdict is compared against.
-DECLARED: dict[str, Semantic] = {
-    "at-most-once": "at-most-once",
-    "at-least-once": "at-least-once",
-    "exactly-once": "exactly-once",
-    "exactly-once-broken": "exactly-once",
-    "idempotent-sink": "exactly-once",
-}
-# Where a kill shows what the mode is made of.
-DEFAULT_AIM: dict[str, KillAim] = {"at-most-once": "between-commit-and-produce"}
-# Every k-th source transaction aborted, for the modes whose source is transactional.
-DEFAULT_ABORT_EVERY = {"exactly-once": 4, "exactly-once-broken": 3}
-SINK_TABLE = "lab_sink"
-# How long a requested crash waits for the aimed phase; none comes once all is processed.
-CRASH_WAIT = 15.0
+# Re-exported: callers import these from here.
+__all__ = [
+    "CRASH_WAIT",
+    "DECLARED",
+    "DEFAULT_ABORT_EVERY",
+    "DEFAULT_AIM",
+    "FAULT_KINDS",
+    "SINK_TABLE",
+    "FaultDone",
+    "FaultKind",
+    "LabError",
+    "LabReport",
+    "LabSettings",
+    "fault_plan",
+    "group_offsets",
+    "run_lab",
+    "source_lso",
+]
+
 PROGRESS_EVERY = 5.0  # seconds between progress lines
 Progress = Callable[[str], None]
 
@@ -122,14 +137,6 @@ class LabSettings:
 
 
 @dataclass(frozen=True)
-class FaultDone:
-    kind: str
-    at: float  # unix time it began
-    ended_at: float
-    detail: dict[str, Any]
-
-
-@dataclass(frozen=True)
 class LabReport:
     pipeline: str
     mode: str
@@ -165,42 +172,28 @@ def fault_plan(crashes: int, faults: tuple[str, ...]) -> list[tuple[float, str]]
     return [((i + 1) / (len(kinds) + 1), kind) for i, (_, kind) in enumerate(ordered)]
 
 
-@dataclass(frozen=True)
-class _Names:
-    source: str
-    sink: str
-    group: str
-
-    @classmethod
-    def derive(cls, pipeline: str) -> _Names:
-        base = f"{pipeline}-{uuid.uuid4().hex[:8]}"
-        return cls(f"{base}-source", f"{base}-sink", base)
-
-
 def run_lab(settings: LabSettings) -> LabReport:
     problems = settings.problems()
     if problems:
         raise LabError("; ".join(problems))
-    say = settings.progress or (lambda line: print(line, file=sys.stderr, flush=True))
-    names = _Names.derive(settings.pipeline)
+    say = settings.progress or say_on_stderr
+    names = PipelineNames.derive(settings.pipeline)
     run_dir = settings.lab_dir / names.group
-    pipeline = _pipeline_config(settings, names, run_dir)
+    pipeline = pipeline_config(settings.pipeline, settings.mode, names, run_dir)
     bad = list(pipeline.problems())
     if bad:
         raise LabError("; ".join(f"pipeline {key or 'name'}: {why}" for key, why in bad))
     run_dir.mkdir(parents=True, exist_ok=True)
     started_at = time.time()
     admin = AdminClient({"bootstrap.servers": settings.bootstrap_servers, **settings.client})
-    for topic in (names.source, names.sink if settings.mode != "idempotent-sink" else None):
-        if topic:
-            create_topic(admin, topic, settings.partitions, settings.replication_factor)
+    create_topics(admin, settings.mode, names, settings.partitions, settings.replication_factor)
     say(f"lab {settings.pipeline}: {settings.mode}, source {names.source}, group {names.group}")
 
     supervisor = Supervisor(
         settings.mode,
         _processor_settings(settings, names, run_dir),
         run_dir / "logs",
-        settings.kill_at or DEFAULT_AIM.get(settings.mode, "between-produce-and-commit"),
+        kill_aim(settings.mode, settings.kill_at),
         settings.seed,
         say,
     )
@@ -219,7 +212,7 @@ def run_lab(settings: LabSettings) -> LabReport:
         for fraction, kind in fault_plan(settings.planned_crashes, settings.faults):
             _wait_for_progress(producer_settings, fraction, produced)
             say(f"{fraction:.0%} of the messages sent: {kind}")
-            faults += _do_fault(kind, settings, supervisor, admin, names.source, say)
+            faults += do_fault(kind, supervisor, admin, names.source, settings.cluster, say)
         while not wait_futures([produced], timeout=PROGRESS_EVERY).done:
             say(f"sent {_sent(producer_settings)}/{settings.messages} messages")
         result: ProducerResult = produced.result()
@@ -229,14 +222,14 @@ def run_lab(settings: LabSettings) -> LabReport:
             detail = {"probability": settings.drop_probability, "dropped_responses": dropped}
             faults.insert(0, FaultDone("drop-acks", producing_since, time.time(), detail))
         caught_up = _catch_up(settings, admin, names, pipeline, say)
-    config_error = _add_to_config(settings.config_path, pipeline, say)
+    config_error = add_to_config(settings.config_path, pipeline, say)
     report = LabReport(
         pipeline=settings.pipeline,
         mode=settings.mode,
         declared_semantic=DECLARED[settings.mode],
         bootstrap_servers=settings.bootstrap_servers,
         source_topic=names.source,
-        sink_topic=names.sink if settings.mode != "idempotent-sink" else None,
+        sink_topic=names.sink if has_sink_topic(settings.mode) else None,
         external_sink=_external_sink_json(pipeline.external_sink),
         consumer_group=names.group,
         messages={"requested": settings.messages, **_counts(result)},
@@ -256,76 +249,38 @@ def run_lab(settings: LabSettings) -> LabReport:
     return report
 
 
-def _add_to_config(path: Path | None, pipeline: PipelineConfig, say: Progress) -> str | None:
-    """Append the pipeline so the rest of dgm monitors it; why not, if it cannot be done (the
-    run's results stay valid: the report still names everything)."""
-    if path is None:
-        return None
-    try:
-        append_pipeline(path, pipeline)
-    except (OSError, ConfigError) as error:
-        say(f"warning: pipeline {pipeline.name} not added to {path}: {error}")
-        return str(error)
-    say(f"pipeline {pipeline.name} added to {path}")
-    return None
-
-
-def _pipeline_config(settings: LabSettings, names: _Names, run_dir: Path) -> PipelineConfig:
-    external = None
-    if settings.mode == "idempotent-sink":
-        external = ExternalSink(
-            path=(run_dir / "sink.sqlite").absolute(),
-            table=SINK_TABLE,
-            id_column=ID_COLUMN,
-            kind="sqlite",
-            source_columns=SOURCE_COLUMNS,
-        )
-    return PipelineConfig(
-        name=settings.pipeline,
-        source_topics=(names.source,),
-        sink_topics=() if external else (names.sink,),
-        consumer_group=names.group,
-        declared_semantic=DECLARED.get(settings.mode, "exactly-once"),
-        external_sink=external,
-    )
-
-
-def _processor_settings(settings: LabSettings, names: _Names, run_dir: Path) -> ProcessorSettings:
-    return ProcessorSettings(
-        bootstrap_servers=settings.bootstrap_servers,
-        source_topic=names.source,
-        group_id=names.group,
-        sink_topic=names.sink if settings.mode != "idempotent-sink" else "",
-        sink_path=str((run_dir / "sink.sqlite").absolute()),
-        sink_table=SINK_TABLE,
+def _processor_settings(
+    settings: LabSettings, names: PipelineNames, run_dir: Path
+) -> ProcessorSettings:
+    return processor_settings(
+        settings.mode,
+        settings.bootstrap_servers,
+        names,
+        run_dir,
         batch_size=settings.batch_size,
         step_delay=settings.step_delay,
-        client=dict(settings.client),
+        client=settings.client,
     )
 
 
 def _producer_settings(
-    settings: LabSettings, names: _Names, run_dir: Path, through_proxy: bool
+    settings: LabSettings, names: PipelineNames, run_dir: Path, through_proxy: bool
 ) -> ProducerSettings:
-    transactional = settings.mode in DEFAULT_ABORT_EVERY
-    abort_every = settings.abort_every
-    if abort_every is None:
-        abort_every = DEFAULT_ABORT_EVERY.get(settings.mode, 0)
     assert settings.cluster is not None or not through_proxy
-    return ProducerSettings(
-        bootstrap_servers=(
+    return producer_settings(
+        settings.mode,
+        (
             settings.cluster.fault_bootstrap_servers
             if through_proxy and settings.cluster
             else settings.bootstrap_servers
         ),
-        topic=names.source,
+        names,
+        run_dir,
         messages=settings.messages,
-        ledger_path=run_dir / "ledger.jsonl",
         rate=settings.rate,
-        enable_idempotence=settings.producer_idempotence or transactional,
-        transactional_id=f"{names.group}-source" if transactional else None,
-        abort_every=abort_every if transactional else 0,
-        client=dict(settings.client),
+        idempotence=settings.producer_idempotence,
+        abort_every=settings.abort_every,
+        client=settings.client,
     )
 
 
@@ -334,11 +289,7 @@ def _drop_acks(settings: LabSettings, cleanup: contextlib.ExitStack) -> list[Fau
     (it alone bootstraps through them)."""
     if "drop-acks" not in settings.faults or settings.cluster is None:
         return []
-    proxies = proxies_for(settings.cluster)
-    for proxy in proxies:
-        cleanup.callback(proxy.stop)
-        proxy.drop_produce_responses(settings.drop_probability)
-    return proxies
+    return drop_acks(settings.cluster, settings.drop_probability, cleanup)
 
 
 def _wait_for_progress(producer: ProducerSettings, fraction: float, done: Future[Any]) -> None:
@@ -356,61 +307,10 @@ def _sent(producer: ProducerSettings) -> int:
     return len(read_ledger(producer.ledger_path).sent_ids)
 
 
-def _do_fault(
-    kind: str,
-    settings: LabSettings,
-    supervisor: Supervisor,
-    admin: AdminClient,
-    source: str,
-    say: Progress,
-) -> list[FaultDone]:
-    began = time.time()
-    if kind == "kill":
-        crash = supervisor.crash(timeout=CRASH_WAIT)
-        if crash is None:
-            say(f"crash skipped: no aimed phase announced within {CRASH_WAIT:.0f}s")
-            return []
-        return [FaultDone("kill", crash.at, crash.at, {"pid": crash.pid, "phase": crash.phase})]
-    if kind == "rebalance":
-        visit = supervisor.rebalance()
-        return [FaultDone("rebalance", visit.joined_at, visit.left_at, dataclasses.asdict(visit))]
-    assert kind == "broker-restart" and settings.cluster is not None
-    node_id = _leader(admin, source, 0)
-    say(f"broker restart: SIGKILL broker {node_id} (leader of {source}[0])")
-    settings.cluster.stop_broker(node_id, kill=True)
-    killed_at = time.time()
-    wait_until(lambda: _leader(admin, source, 0) not in (node_id, -1), 60, "a new leader")
-    settings.cluster.start_broker(node_id)
-    say(f"broker restart: broker {node_id} is back")
-    detail = {"node_id": node_id, "killed_at": killed_at, "signal": "SIGKILL"}
-    return [FaultDone("broker-restart", began, time.time(), detail)]
-
-
-def _leader(admin: AdminClient, topic: str, partition: int) -> int:
-    found = admin.list_topics(topic, timeout=10).topics[topic].partitions.get(partition)
-    return -1 if found is None else int(found.leader)
-
-
-def source_lso(admin: AdminClient, topic: str, partitions: int) -> dict[int, int]:
-    """Last stable offset per partition: where a read_committed reader can get to."""
-    latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]
-    request = {TopicPartition(topic, p): latest for p in range(partitions)}
-    futures = admin.list_offsets(request, isolation_level=IsolationLevel.READ_COMMITTED)
-    return {tp.partition: int(f.result(timeout=30).offset) for tp, f in futures.items()}
-
-
-def group_offsets(admin: AdminClient, group: str, topic: str, partitions: int) -> dict[int, int]:
-    request = ConsumerGroupTopicPartitions(
-        group, [TopicPartition(topic, p) for p in range(partitions)]
-    )
-    answer = admin.list_consumer_group_offsets([request])[group].result(timeout=30)
-    return {tp.partition: tp.offset for tp in answer.topic_partitions or [] if tp.offset >= 0}
-
-
 def _catch_up(
     settings: LabSettings,
     admin: AdminClient,
-    names: _Names,
+    names: PipelineNames,
     pipeline: PipelineConfig,
     say: Progress,
 ) -> bool:
