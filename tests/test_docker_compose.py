@@ -31,7 +31,7 @@ DGM_CONFIG = ROOT / "deploy" / "dgm.compose.toml"
 # `dgm` subcommands used below that later issues add. While one is listed here, it must NOT be
 # registered yet; once it is, this test fails until the entry is removed, and from then on the
 # compose command has to parse with the real CLI.
-PENDING: dict[str, int] = {"analyze": 5, "dashboard": 6}
+PENDING: dict[str, int] = {}
 
 # dgm service -> the `dgm` subcommand it runs.
 DGM_SERVICES = {
@@ -392,6 +392,8 @@ def test_dgm_command_resolves_to_a_real_subcommand(
         pytest.fail(f"{name}: `{shlex.join(argv)}` is rejected by dgm's CLI (exit {exit_.code})")
     assert args.command == subcommand
     assert args.config == CONFIG_IN_CONTAINER
+    if subcommand == "lab":
+        assert args.action == "demo", "demo-pipelines runs the continuous lab until stopped"
     assert callable(getattr(args, "handler", None)), f"`dgm {subcommand}` sets no handler"
 
 
@@ -712,5 +714,35 @@ def test_config_loads_with_dgm_config(monkeypatch: pytest.MonkeyPatch, tmp_path:
     text = DGM_CONFIG.read_text(encoding="utf-8")
     with_example = tmp_path / "dgm.toml"
     with_example.write_text(text + "\n" + example_pipeline(text), encoding="utf-8")
-    (pipeline,) = load_config(with_example).pipelines
-    assert pipeline.name == "orders-enrichment"
+    pipelines = {p.name: p for p in load_config(with_example).pipelines}
+    assert "orders-enrichment" in pipelines
+
+
+def test_demo_pipelines_run_the_continuous_lab_on_declared_pipelines(
+    services: dict[str, dict[str, Any]],
+) -> None:
+    """`dgm lab demo` cannot add its pipelines to the read-only config: each one it runs
+    must be declared there, with the topics and group the lab gives it."""
+    from dgm.cli import build_parser
+    from dgm.lab.continuous import DEMO_PIPELINES
+    from dgm.lab.pipeline import DECLARED, PipelineNames, has_sink_topic
+
+    argv = command(services["demo-pipelines"])
+    args = build_parser().parse_args(argv[1:])
+    assert (args.command, args.action) == ("lab", "demo"), argv
+    assert args.bootstrap is None, "the lab must use the config's cluster, like the others"
+    run = set(args.pipeline or [p.name for p in DEMO_PIPELINES])
+    declared = {p["name"]: p for p in tomllib.loads(DGM_CONFIG.read_text())["pipelines"]}
+    modes = {p.name: p for p in DEMO_PIPELINES}
+    for name in sorted(run):
+        assert name in declared, f"{name} runs in demo-pipelines but is not in {DGM_CONFIG}"
+        demo, names = modes[name], PipelineNames.fixed(name)
+        assert not demo.drop_acks, f"{name} needs the embedded broker's FAULT listener"
+        assert has_sink_topic(demo.mode), f"{name}: its external sink is not in the volume yet"
+        assert declared[name] == {
+            "name": name,
+            "source_topics": [names.source],
+            "sink_topics": [names.sink],
+            "consumer_group": names.group,
+            "declared_semantic": DECLARED[demo.mode],
+        }

@@ -1,0 +1,1 @@
+"""`dgm run` and `dgm demo`: the whole system, started and stopped as one."""

@@ -1,0 +1,117 @@
+"""The monitoring stack as services — `dgm collect`, `dgm analyze`, `dgm dashboard` — and the
+foreground loop of `dgm run` / `dgm demo`: the dashboard URL once it answers, a status line
+every so often, and a clean stop on Ctrl-C or SIGTERM."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import signal
+import socket
+import threading
+import time
+import urllib.request
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from types import FrameType
+
+from dgm.demo.status import last_line, read_status
+from dgm.errors import UserFacingError
+from dgm.services import ServiceGroup, ServiceSpec, dgm_command
+
+STATUS_EVERY_S = 15.0
+Say = Callable[[str], None]
+
+
+def monitoring_services(
+    config: Path | None,
+    dashboard: tuple[str, int] | None,
+    env: Mapping[str, str] | None = None,
+) -> list[ServiceSpec]:
+    """collectors, analysis (with its alerts) and, unless None, the dashboard on (host, port)."""
+    specs = [
+        ServiceSpec("collectors", dgm_command("collect", config=config), env),
+        ServiceSpec("analysis", dgm_command("analyze", config=config), env),
+    ]
+    if dashboard is not None:
+        host, port = dashboard
+        command = dgm_command("dashboard", "--host", host, "--port", str(port), config=config)
+        specs.append(ServiceSpec("dashboard", command, env))
+    return specs
+
+
+def check_port_free(host: str, port: int) -> None:
+    """A clear error now rather than a dashboard that restarts forever."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind((host, port))
+        except OSError as error:
+            if error.errno == errno.EADDRINUSE:
+                raise UserFacingError(
+                    f"port {port} on {host} is taken: stop what uses it, or pass --port"
+                ) from None
+            raise UserFacingError(f"cannot listen on {host}:{port}: {error.strerror}") from None
+
+
+def dashboard_url(host: str, port: int) -> str:
+    shown = "127.0.0.1" if host in ("0.0.0.0", "") else host
+    return f"http://{shown}:{port}"
+
+
+def dashboard_answers(url: str, timeout: float = 2.0) -> bool:
+    """Streamlit's health endpoint says ok."""
+    try:
+        with urllib.request.urlopen(f"{url}/_stcore/health", timeout=timeout) as answer:
+            return bool(answer.status == 200)
+    except OSError:
+        return False
+
+
+@contextlib.contextmanager
+def stop_on_signals(stop: threading.Event, say: Say) -> Iterator[None]:
+    """SIGINT and SIGTERM set `stop` (a second one says we are on it) for the block."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        if stop.is_set():
+            say("stopping; please wait")
+        stop.set()
+
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for signum, old in previous.items():
+            signal.signal(signum, old)
+
+
+def interrupt_on_signals() -> dict[int, object]:
+    """SIGTERM raises KeyboardInterrupt like SIGINT does: a blocking start-up step (the broker,
+    a download) is abandoned and the cleanup runs. The previous handlers, to restore."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    return {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+
+
+def follow(
+    group: ServiceGroup,
+    state_dir: Path,
+    url: str | None,
+    stop: threading.Event,
+    say: Say,
+    status_every: float = STATUS_EVERY_S,
+) -> None:
+    """Until `stop`: say the dashboard URL once it answers, and a status line every
+    `status_every` seconds (while nothing is published, what the analysis is doing)."""
+    announced = url is None
+    next_status = time.monotonic()
+    while not stop.is_set():
+        if not announced and url is not None and dashboard_answers(url):
+            say(f"dashboard: {url}")
+            announced = True
+        if time.monotonic() >= next_status:
+            doing = last_line(group.log_path("analysis"), "analy")
+            say(read_status(state_dir).line(doing))
+            next_status = time.monotonic() + status_every
+        stop.wait(1.0)
