@@ -46,6 +46,12 @@ def build_parser() -> argparse.ArgumentParser:
     from dgm.dashboard_command import register as register_dashboard
 
     register_dashboard(commands)
+    from dgm.demo.run_command import register as register_run
+
+    register_run(commands)
+    from dgm.demo.demo_command import register as register_demo
+
+    register_demo(commands)
     return parser
 
 
