@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import os
 import signal
 import subprocess
 import sys
@@ -33,6 +34,12 @@ def dgm_command(*args: str, config: Path | None = None) -> list[str]:
     """`dgm [--config F] ARGS...` run by this interpreter (installed console script or not)."""
     prefix = ["--config", str(config)] if config is not None else []
     return [sys.executable, "-m", "dgm.cli", *prefix, *args]
+
+
+def _signal(process: subprocess.Popen[bytes], signum: int) -> None:
+    if process.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            process.send_signal(signum)
 
 
 def _die_with_parent() -> None:
@@ -129,7 +136,9 @@ class ServiceGroup:
         return name in self.pids()
 
     def stop(self, timeout: float = 30.0) -> None:
-        """SIGTERM every child, SIGKILL those still running after `timeout`; idempotent."""
+        """SIGTERM every child, a second SIGTERM halfway (`dgm analyze` then abandons the run
+        in progress), SIGKILL after `timeout`; then SIGKILL whatever is left of each child's
+        process group (a Spark JVM whose driver was killed). Idempotent."""
         self._stopping.set()
         if self._watcher is not None and self._watcher is not threading.current_thread():
             self._watcher.join()
@@ -137,17 +146,25 @@ class ServiceGroup:
             services = list(self._services.values())
         live = [s.process for s in services if s.process is not None]
         for process in live:
-            if process.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    process.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + timeout
+            _signal(process, signal.SIGTERM)
+        began = time.monotonic()
         for process in live:
             try:
-                process.wait(max(0.0, deadline - time.monotonic()))
+                process.wait(max(0.0, began + timeout / 2 - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                _signal(process, signal.SIGTERM)
+        for process in live:
+            try:
+                process.wait(max(0.0, began + timeout - time.monotonic()))
             except subprocess.TimeoutExpired:
                 self.say(f"{self._name_of(process)} ignored SIGTERM for {timeout:.0f}s: SIGKILL")
                 process.kill()
                 process.wait()
+        for process in live:
+            # Each child leads its own session and group (start_new_session): what is left
+            # in the group is its own offspring, nobody else's.
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)
 
     def __enter__(self) -> ServiceGroup:
         return self

@@ -102,3 +102,29 @@ def test_dgm_command_runs_this_interpreter(tmp_path: Path) -> None:
     command = dgm_command("collect", "--once", config=tmp_path / "dgm.toml")
     assert command[:3] == [sys.executable, "-m", "dgm.cli"]
     assert command[3:] == ["--config", str(tmp_path / "dgm.toml"), "collect", "--once"]
+
+
+def test_stop_leaves_no_grandchild(tmp_path: Path) -> None:
+    """What a child started (a Spark JVM under `dgm analyze`) goes with it."""
+    marker = str(tmp_path / "grandchild")
+    parent = (
+        "import subprocess, sys, time\n"
+        "code = 'import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+        "time.sleep(600)'\n"
+        f"child = subprocess.Popen([sys.executable, '-c', code, {marker!r}])\n"
+        "print(child.pid, flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    group = ServiceGroup(tmp_path / "logs", lambda line: None)
+    group.start(ServiceSpec("parent", [sys.executable, "-c", parent]))
+    log = group.log_path("parent")
+    pid = int(
+        wait_until(
+            lambda: next((ln for ln in log.read_text().splitlines() if ln.isdigit()), None),
+            20,
+            "the grandchild's pid",
+        )
+    )
+    assert is_alive(pid, marker)
+    group.stop(timeout=5.0)
+    wait_until(lambda: not is_alive(pid, marker), 10, "the grandchild to be gone")
