@@ -14,6 +14,7 @@ import logging
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -43,18 +44,25 @@ _PAGES = {
 }
 
 
-def link(dashboard_url: str, kind: str, subject: str) -> str:
-    """Where the dashboard shows the subject: /topic?topic=..., /groups?group=..., or the
-    overview (with ?pipeline=... for a pipeline)."""
+def link(
+    dashboard_url: str, kind: str, subject: str, sinks: Mapping[str, str] | None = None
+) -> str:
+    """Where the dashboard shows the subject: /topic?topic=..., /groups?group=...; a pipeline's
+    sink drill-down when `sinks` (pipeline -> sink topic) names it, else the overview."""
     base = dashboard_url.rstrip("/")
+    if kind == "pipeline" and sinks and subject in sinks:
+        return f"{base}/topic?topic={quote(sinks[subject], safe='')}"
     if kind not in _PAGES:
         return f"{base}/overview"
     page, parameter = _PAGES[kind]
     return f"{base}/{page}?{parameter}={quote(subject, safe='')}"
 
 
-def payload(notification: Notification, dashboard_url: str) -> dict[str, Any]:
-    """The webhook's JSON body."""
+def payload(
+    notification: Notification, dashboard_url: str, sinks: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """The webhook's JSON body; `sinks` (pipeline -> sink topic) links pipelines to the
+    drill-down of what they wrote."""
     rule = notification.rule
     return {
         "rule": rule.name,
@@ -67,7 +75,7 @@ def payload(notification: Notification, dashboard_url: str) -> dict[str, Any]:
         "comparison": rule.comparison,
         "state": notification.state,
         "at": notification.at.isoformat(),
-        "link": link(dashboard_url, scope_kind(rule), notification.subject),
+        "link": link(dashboard_url, scope_kind(rule), notification.subject, sinks),
     }
 
 

@@ -83,8 +83,9 @@ def _evaluate(config: DgmConfig, now: datetime, errors: list[str]) -> Evaluation
     for notification in evaluation.notifications:
         log_notification(notification)
     webhook = config.alerts_webhook
+    sinks = {p.name: p.sink_names()[0] for p in config.pipelines}
     queued = (
-        [(n, payload(n, webhook.dashboard_url)) for n in evaluation.notifications]
+        [(n, payload(n, webhook.dashboard_url, sinks)) for n in evaluation.notifications]
         if webhook.url
         else []
     )
