@@ -121,8 +121,9 @@ class ContinuousLab:
         self.say = settings.progress or say_on_stderr
         self.stop_event = threading.Event()
         self._random = random.Random(settings.seed)
+        # Its failures raise; its log would only repeat them (and outlive a stopped broker).
         self._admin = AdminClient(
-            {"bootstrap.servers": settings.bootstrap_servers, **settings.client}
+            {"bootstrap.servers": settings.bootstrap_servers, "log_level": "0", **settings.client}
         )
         self._cleanup = contextlib.ExitStack()
         self._running: list[_Running] = []

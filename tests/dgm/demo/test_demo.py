@@ -36,6 +36,7 @@ def achieved(state_dir: Path) -> dict[str, str]:
 
 @pytest.mark.slow
 @pytest.mark.integration
+@pytest.mark.timeout(1800)  # one analysis run alone takes minutes on a busy 2-core machine
 def test_dgm_demo_shows_every_verdict_and_stops_cleanly(tmp_path: Path) -> None:
     state_dir = tmp_path / "demo-state"
     port = free_port()

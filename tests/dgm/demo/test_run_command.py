@@ -55,6 +55,7 @@ def fill(bootstrap: str, topics: list[str], count: int) -> None:
 
 @pytest.mark.slow
 @pytest.mark.integration
+@pytest.mark.timeout(1800)  # one analysis run alone takes minutes on a busy 2-core machine
 def test_dgm_run_collects_analyzes_publishes_and_stops(
     tmp_path: Path, external_cluster: str
 ) -> None:
