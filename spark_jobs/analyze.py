@@ -4,10 +4,18 @@
 exactly as tables.py declares them), nothing computed until the caller publishes. Every table
 reads the fingerprints several times: cache them first. The words are DESIGN.md's; the
 per-pipeline rules live in spark_jobs.loss, spark_jobs.duplicates and spark_jobs.verdict.
+
+The tables share their expensive parts (duplicate copies and causes, lost ids, the
+per-pipeline metrics): publish computes one table at a time, and without persisting those
+every table recomputed them (bench/README.md, "Analyze"). They are persisted, so the first
+table that needs one computes it and the rest read it, and unpersisted once every table
+frame of the run is gone (see `_Shared`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import weakref
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from functools import reduce
@@ -59,6 +67,34 @@ _PIPELINES = StructType(
 )
 
 
+class _Shared:
+    """The frames one analyze run persisted. Each table frame it returns holds this object;
+    when the last of them is garbage collected (after publish), the frames are unpersisted.
+    A frame derived from a table frame does not hold it: keep the table frame alive too, or
+    the derived one recomputes (correctly, just slower)."""
+
+    def __init__(self) -> None:
+        self.frames: list[DataFrame] = []
+        finalizer = weakref.finalize(self, _unpersist, self.frames)
+        finalizer.atexit = False  # the JVM may be gone by then, and so are its caches
+
+    def persist(self, frame: DataFrame) -> DataFrame:
+        persisted = frame.persist()  # lazy: the first table that needs it computes it
+        self.frames.append(persisted)
+        return persisted
+
+    def hold(self, frames: dict[str, DataFrame]) -> dict[str, DataFrame]:
+        for frame in frames.values():
+            frame._dgm_shared = self  # type: ignore[attr-defined]
+        return frames
+
+
+def _unpersist(frames: list[DataFrame]) -> None:
+    for frame in frames:
+        with contextlib.suppress(Exception):  # a stopped session has nothing left to free
+            frame.unpersist(blocking=False)
+
+
 def conform(frame: DataFrame, table: tables.Table) -> DataFrame:
     """`frame` with exactly `table`'s columns, in order and of its types (null when absent)."""
     return frame.select(
@@ -79,6 +115,13 @@ def window_start(at: Column, window_s: int) -> Column:
 
 def _union(frames: list[DataFrame], empty: DataFrame) -> DataFrame:
     return reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames, empty)
+
+
+def _metric_sums(metrics: DataFrame) -> DataFrame:
+    """The long metrics summed per (pipeline, at): one row per record time, not per record."""
+    return metrics.groupBy("pipeline", "at").agg(
+        *(F.sum(c).cast("long").alias(c) for c in COUNTS if c != "faults_observed")
+    )
 
 
 def _metric(frame: DataFrame, at: str, **counts: Column) -> DataFrame:
@@ -415,18 +458,21 @@ def analyze(
     roles = _roles(spark, config)
     source, sink = _tagged(fingerprints, roles, "source"), _tagged(fingerprints, roles, "sink")
     groups = _pipelines_frame(spark, config).select("pipeline", "consumer_group")
-    claimed = loss.claimed_offsets(
-        loss.latest_committed(samples["group_offsets"], groups), sink.where("external")
+    shared = _Shared()
+    claimed = shared.persist(
+        loss.claimed_offsets(
+            loss.latest_committed(samples["group_offsets"], groups), sink.where("external")
+        )
     )
     checked = loss.checked_records(source, claimed, cutoff)
-    lost = loss.not_in_sink(checked, sink).unionByName(loss.gaps(source, cutoff))
+    lost = shared.persist(loss.not_in_sink(checked, sink).unionByName(loss.gaps(source, cutoff)))
     committed_sink = sink.where("committed")
 
     sink_names = {t for p in config.pipelines for t in p.sink_names()}
     plain = fingerprints.where(~F.col("topic").isin(*sink_names)) if sink_names else fingerprints
     causes = _keyed_causes(source, sink, "pipeline").unionByName(_plain_causes(fingerprints, plain))
-    copies = duplicate_copies(fingerprints)
-    duplicates = copies.join(causes, ["topic", "message_id"])
+    copies = shared.persist(duplicate_copies(fingerprints))
+    duplicates = shared.persist(copies.join(causes, ["topic", "message_id"]))
     extra = copies.where("is_extra_copy")
     upstream = F.col("cause") == F.lit(UPSTREAM)
     metrics = [
@@ -461,18 +507,20 @@ def analyze(
     verdicts, pipeline_windows = _pipeline_tables(
         spark,
         config,
-        _union(metrics, no_metrics),
+        shared.persist(_metric_sums(_union(metrics, no_metrics))),
         sink_ids,
         _counted_faults(spark, config, fault_rows),
     )
-    return {
-        tables.RUNS.name: runs(spark, config, fingerprints, samples),
-        tables.VERDICTS.name: verdicts,
-        tables.PIPELINE_WINDOWS.name: pipeline_windows,
-        tables.TOPIC_WINDOWS.name: _topic_windows(fingerprints, extra, window_s),
-        tables.PARTITION_WINDOWS.name: _partition_windows(fingerprints, extra, window_s),
-        tables.DUPLICATES.name: conform(duplicates, tables.DUPLICATES),
-        tables.LOST.name: conform(lost, tables.LOST),
-        **sample_tables(samples),
-        tables.FAULTS.name: fault_rows,
-    }
+    return shared.hold(
+        {
+            tables.RUNS.name: runs(spark, config, fingerprints, samples),
+            tables.VERDICTS.name: verdicts,
+            tables.PIPELINE_WINDOWS.name: pipeline_windows,
+            tables.TOPIC_WINDOWS.name: _topic_windows(fingerprints, extra, window_s),
+            tables.PARTITION_WINDOWS.name: _partition_windows(fingerprints, extra, window_s),
+            tables.DUPLICATES.name: conform(duplicates, tables.DUPLICATES),
+            tables.LOST.name: conform(lost, tables.LOST),
+            **sample_tables(samples),
+            tables.FAULTS.name: fault_rows,
+        }
+    )

@@ -1,0 +1,252 @@
+"""How long `analyze` + `publish` take on 1M and 10M fingerprints, against the DuckDB reference.
+
+Generates fingerprints with bench/generated.py (pipelines of a source and a sink topic, group
+offsets, injected duplicates, gaps, losses and aborted records; one Parquet file per topic),
+then, per size and repetition, side by side in one process:
+
+- Spark, per variant: read the Parquet folder, cache and count it (the job's "load" stage),
+  then `analyze` + `fill_run` + `publish` (the job's "analyze+publish" stage: publish forces
+  every table). Variant `head` runs spark_jobs as committed at --baseline-rev (a copy of the
+  package under another name) with that revision's settings; `tuned` the working tree's.
+- DuckDB reference (spark_jobs/reference.py) on the same Parquet files: duplicate_copies and
+  duplicate_summary of all topics, duplicate_causes and lost of every pipeline.
+
+    python bench/analyze_scale.py [--sizes 1000000,10000000] [--reps 3] [--variants head,tuned]
+        [--pipelines 10] [--partitions 50] [--master local[2]] [--keep DIR] [--per-table]
+
+--keep DIR leaves the last published dgm.duckdb of the largest size in DIR (the dashboard
+benchmark's input). Figures are recorded in bench/README.md, "Analyze: time against the
+DuckDB reference".
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+
+import generated  # noqa: E402
+
+from spark_jobs import reference  # noqa: E402
+from spark_jobs.fingerprint import FINGERPRINT  # noqa: E402
+
+HEAD_PACKAGE = "spark_jobs_head"
+# Runtime settings a variant sets (None: the session's default for it).
+HEAD_SETTINGS = {"spark.sql.shuffle.partitions": "4"}
+
+
+def head_package(rev: str, into: Path) -> ModuleType:
+    """spark_jobs as committed at `rev`, importable as HEAD_PACKAGE (imports renamed)."""
+    package = into / HEAD_PACKAGE
+    package.mkdir(parents=True, exist_ok=True)
+    names = subprocess.run(
+        ["git", "ls-tree", "--name-only", rev, "spark_jobs/"],
+        cwd=REPO, check=True, capture_output=True, text=True,
+    ).stdout.split()  # fmt: skip
+    for name in names:
+        if not name.endswith(".py"):
+            continue
+        text = subprocess.run(
+            ["git", "show", f"{rev}:{name}"], cwd=REPO, check=True, capture_output=True, text=True
+        ).stdout
+        text = text.replace("from spark_jobs", f"from {HEAD_PACKAGE}").replace(
+            "import spark_jobs", f"import {HEAD_PACKAGE}"
+        )
+        (package / Path(name).name).write_text(text)
+    sys.path.insert(0, str(into))
+    return importlib.import_module(HEAD_PACKAGE)
+
+
+def job_counts(spark: Any, group: str) -> tuple[int, int, int]:
+    """(jobs, stages, tasks) Spark ran under job group `group` (skipped stages excluded)."""
+    tracker = spark.sparkContext.statusTracker()
+    jobs = tracker.getJobIdsForGroup(group)
+    stages = tasks = 0
+    for job in jobs:
+        info = tracker.getJobInfo(job)
+        for stage in info.stageIds if info else ():
+            stage_info = tracker.getStageInfo(stage)
+            if stage_info is not None and stage_info.numCompletedTasks > 0:
+                stages += 1
+                tasks += stage_info.numCompletedTasks
+    return len(jobs), stages, tasks
+
+
+def run_spark(
+    spark: Any, variant: str, world: generated.World, state: Path, per_table: bool, tag: str
+) -> dict[str, Any]:
+    modules = {
+        "head": (f"{HEAD_PACKAGE}.analyze", f"{HEAD_PACKAGE}.publish"),
+        "tuned": ("spark_jobs.analyze", "spark_jobs.publish"),
+    }[variant]
+    analyze_module = importlib.import_module(modules[0])
+    publish_module = importlib.import_module(modules[1])
+    settings = HEAD_SETTINGS if variant == "head" else TUNED_SETTINGS
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    from spark_jobs.samples import read_samples
+
+    group = f"{tag}-{variant}"
+    spark.sparkContext.setJobGroup(group, group)
+    began = time.perf_counter()
+    fingerprints = spark.read.schema(FINGERPRINT).parquet(str(world.folder)).cache()
+    count = fingerprints.count()
+    load_s = time.perf_counter() - began
+    began = time.perf_counter()
+    config = generated.config(world.names)
+    tables = analyze_module.analyze(
+        spark, config, fingerprints, read_samples(spark, world.state), world.now
+    )
+    stamp = datetime.now(UTC)  # a fresh run for the dashboard benchmark, not a STALE one
+    tables["runs"] = analyze_module.fill_run(tables["runs"], tag, stamp, stamp, count)
+    per: dict[str, float] = {}
+    if per_table:
+        arrow = {}
+        for name, frame in tables.items():
+            mark = time.perf_counter()
+            arrow[name] = frame.toArrow()
+            per[name] = time.perf_counter() - mark
+        tables = arrow
+    publish_module.publish(tables, state)
+    analyze_s = time.perf_counter() - began
+    jobs, stages, tasks = job_counts(spark, group)
+    fingerprints.unpersist(blocking=True)
+    for key in settings:
+        spark.conf.unset(key)
+    return {
+        "fingerprints": count,
+        "load_s": load_s,
+        "analyze_publish_s": analyze_s,
+        "jobs": jobs,
+        "stages": stages,
+        "tasks": tasks,
+        "per_table_s": per,
+    }
+
+
+def run_reference(world: generated.World) -> dict[str, float]:
+    folder = world.folder
+    every = str(folder / "*.parquet")
+    timings = {}
+    mark = time.perf_counter()
+    reference.duplicate_copies(every)
+    timings["duplicate_copies"] = time.perf_counter() - mark
+    mark = time.perf_counter()
+    reference.duplicate_summary(every)
+    timings["duplicate_summary"] = time.perf_counter() - mark
+    mark = time.perf_counter()
+    for name in world.names:
+        reference.duplicate_causes(folder / f"s-{name}.parquet", folder / f"k-{name}.parquet")
+    timings["duplicate_causes"] = time.perf_counter() - mark
+    cutoff = world.now - generated.timedelta(seconds=generated.GRACE_S)
+    mark = time.perf_counter()
+    for name in world.names:
+        reference.lost(
+            folder / f"s-{name}.parquet",
+            folder / f"k-{name}.parquet",
+            world.committed[name],
+            cutoff,
+        )
+    timings["lost"] = time.perf_counter() - mark
+    timings["total"] = sum(timings.values())
+    return timings
+
+
+TUNED_SETTINGS: dict[str, str] = {}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1000000,10000000")
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--variants", default="head,tuned")
+    parser.add_argument("--baseline-rev", default="d41262f")
+    parser.add_argument("--pipelines", type=int, default=10)
+    parser.add_argument("--partitions", type=int, default=50, help="per topic")
+    parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--keep", type=Path, help="copy the largest size's dgm.duckdb here")
+    parser.add_argument("--per-table", action="store_true", help="time each table's toArrow")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    variants = args.variants.split(",")
+
+    from spark_jobs.session import build_session
+
+    with tempfile.TemporaryDirectory(prefix="dgm-bench-analyze-") as tmp:
+        if "head" in variants:
+            head_package(args.baseline_rev, Path(tmp) / "head")
+        spark = build_session(master=args.master, app_name="dgm-bench-analyze")
+        print(f"Spark {spark.version} on {spark.sparkContext.master}", flush=True)
+        try:
+            for size in sizes:
+                began = time.perf_counter()
+                world = generated.build(
+                    Path(tmp) / f"world-{size}", size, args.pipelines, args.partitions
+                )
+                print(
+                    f"\n{world.rows:,} fingerprints ({args.pipelines} pipelines, "
+                    f"{2 * args.pipelines * args.partitions} partitions) generated in "
+                    f"{time.perf_counter() - began:.1f}s",
+                    flush=True,
+                )
+                results: dict[str, list[dict[str, Any]]] = {v: [] for v in variants}
+                refs: list[dict[str, float]] = []
+                for rep in range(args.reps):
+                    for variant in variants:
+                        state = Path(tmp) / f"state-{size}-{variant}"
+                        shutil.copytree(world.state, state, dirs_exist_ok=True)
+                        r = run_spark(
+                            spark, variant, world, state, args.per_table, f"s{size}r{rep}"
+                        )
+                        results[variant].append(r)
+                        tables = ", ".join(f"{k} {v:.1f}" for k, v in r["per_table_s"].items())
+                        per = f" per table: {tables}" if tables else ""
+                        print(
+                            f"  rep {rep} {variant}: load {r['load_s']:.1f}s, analyze+publish "
+                            f"{r['analyze_publish_s']:.1f}s ({r['jobs']} jobs, {r['stages']} "
+                            f"stages, {r['tasks']} tasks){per}",
+                            flush=True,
+                        )
+                        if args.keep and size == sizes[-1] and variant == variants[-1]:
+                            args.keep.mkdir(parents=True, exist_ok=True)
+                            shutil.copy(state / "dgm.duckdb", args.keep / "dgm.duckdb")
+                    refs.append(run_reference(world))
+                    print(
+                        "  rep {} reference: {}".format(
+                            rep, ", ".join(f"{k} {v:.2f}s" for k, v in refs[-1].items())
+                        ),
+                        flush=True,
+                    )
+                ref_median = statistics.median(r["total"] for r in refs)
+                print(f"  {world.rows:,} fingerprints, medians of {args.reps}:")
+                print(f"    reference (DuckDB) {ref_median:.2f}s")
+                for variant in variants:
+                    ap = statistics.median(r["analyze_publish_s"] for r in results[variant])
+                    load = statistics.median(r["load_s"] for r in results[variant])
+                    print(
+                        f"    {variant}: load {load:.1f}s, analyze+publish {ap:.1f}s "
+                        f"= {ap / ref_median:.0f}x the reference",
+                        flush=True,
+                    )
+        finally:
+            spark.stop()
+    os.system("uptime")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,277 @@
+"""Generated fingerprints and collector samples for the analyze and dashboard benchmarks.
+
+The failure model of tests/spark_jobs/test_loss_differential.py's `Generated` (one source and
+one sink topic, 8 partitions), vectorised the same way but with any number of pipelines and
+partitions per topic, so a run can hold 1,000 partitions: per pipeline a source `s-<n>` whose
+producer restarts halfway (two sessions), loses 0.5% of its sends (sequence gaps), retries 1%
+(source duplicates) and aborts 1% (aborted transactions), 0.5% without an id; a processor that
+drops 0.5% (lost), writes 1% twice (reprocessing: same dgm-src), reads half the aborted
+records (aborted reads) and aborts 0.3% of its own writes, into `k-<n>`. The group committed
+95% of every source partition; the newest 1% lies within the grace period.
+
+Written as one Parquet file per topic (Spark reads the folder, the DuckDB reference the files
+of one pipeline) and the collectors' sample files under `<state>/samples/<kind>/`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from collectors.schemas import SCHEMAS
+from collectors.store import samples_dir
+from dgm.config_schema import AnalysisSettings, DgmConfig, PipelineConfig
+from spark_jobs.fingerprint_store import ARROW_FINGERPRINT
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+GRACE_S = 30.0
+RECORDS_PER_SECOND = 50  # per pipeline: many timestamp ties, as in the differential tests
+
+
+def _within_groups(keys: np.ndarray) -> np.ndarray:
+    """0, 1, 2, ... per distinct key, in the order rows come (a cumulative count)."""
+    order = np.argsort(keys, kind="stable")
+    sorted_keys = keys[order]
+    starts = np.r_[0, np.flatnonzero(sorted_keys[1:] != sorted_keys[:-1]) + 1]
+    run_start = np.repeat(starts, np.diff(np.r_[starts, len(keys)]))
+    counts = np.empty(len(keys), dtype=np.int64)
+    counts[order] = np.arange(len(keys)) - run_start
+    return counts
+
+
+def _stamps(seconds: np.ndarray) -> pa.Array:
+    micros = int(T0.timestamp()) * 1_000_000 + seconds.astype(np.int64) * 1_000_000
+    return pa.array(micros, pa.timestamp("us", tz="UTC"))
+
+
+def _table(topic: str, partition: np.ndarray, columns: dict[str, Any]) -> pa.Table:
+    n = len(partition)
+    data = {
+        "topic": pa.array(np.full(n, topic)),
+        "partition": pa.array(partition.astype(np.int32)),
+        "offset": pa.array(_within_groups(partition)),
+        "key": pa.nulls(n, pa.string()),
+        **columns,
+    }
+    return pa.table({f.name: data[f.name] for f in ARROW_FINGERPRINT}, schema=ARROW_FINGERPRINT)
+
+
+@dataclass
+class Pipeline:
+    name: str
+    source: pa.Table
+    sink: pa.Table
+    committed: pa.Table  # (topic, partition, committed_offset)
+    cutoff: datetime
+
+
+def pipeline(name: str, sends: int, partitions: int, seed: int) -> Pipeline:
+    rng = np.random.default_rng(seed)
+    source_topic, sink_topic = f"s-{name}", f"k-{name}"
+    number = np.arange(sends)
+    partition = rng.integers(0, partitions, sends)
+    session = (number >= sends // 2).astype(np.int64)
+    seq = _within_groups(partition * 2 + session)
+    copies = np.where(rng.random(sends) < 0.005, 0, 1)  # lost at the producer
+    copies[rng.random(sends) < 0.01] = 2  # a retried send: the same seq twice
+    keep = np.repeat(number, copies)
+    committed = rng.random(sends) >= 0.01
+    has_id = rng.random(sends) >= 0.005
+    seconds = number // RECORDS_PER_SECOND
+    cutoff = T0 + timedelta(seconds=int(seconds[int(sends * 0.99)]))
+    ids = pc.binary_join_element_wise(f"{name}-", pa.array(number).cast(pa.string()), "")
+    source = _table(
+        source_topic,
+        partition[keep],
+        {
+            "timestamp": _stamps(seconds[keep]),
+            "message_id": pc.if_else(pa.array(has_id[keep]), ids.take(keep), None),
+            "producer": pa.array(np.where(session[keep] == 0, f"{name}-a", f"{name}-b")),
+            "seq": pa.array(seq[keep]),
+            "lineage": pa.nulls(len(keep), pa.string()),
+            "src_topic": pa.nulls(len(keep), pa.string()),
+            "src_partition": pa.nulls(len(keep), pa.int32()),
+            "src_offset": pa.nulls(len(keep), pa.int64()),
+            "committed": pa.array(committed[keep]),
+        },
+    )
+    rows = np.arange(len(keep))
+    read = rows[committed[keep] | (rng.random(len(keep)) < 0.5)]
+    written = np.repeat(read, np.where(rng.random(len(read)) < 0.005, 0, 1))
+    written = np.r_[written, written[rng.random(len(written)) < 0.01]]
+    aborted_writes = written[rng.random(len(written)) < 0.003]
+    sink_committed = np.r_[np.ones(len(written), bool), np.zeros(len(aborted_writes), bool)]
+    written = np.r_[written, aborted_writes]
+    source_offsets = source["offset"].to_numpy()[written]
+    source_partitions = partition[keep][written]
+    lineage = pc.binary_join_element_wise(
+        source_topic,
+        pa.array(source_partitions).cast(pa.string()),
+        pa.array(source_offsets).cast(pa.string()),
+        "/",
+    )
+    sink = _table(
+        sink_topic,
+        rng.integers(0, partitions, len(written)),
+        {
+            "timestamp": _stamps(seconds[keep][written] + 1),
+            "message_id": source["message_id"].take(written),
+            "producer": pa.nulls(len(written), pa.string()),
+            "seq": pa.nulls(len(written), pa.int64()),
+            "lineage": lineage,
+            "src_topic": pa.array(np.full(len(written), source_topic)),
+            "src_partition": pa.array(source_partitions.astype(np.int32)),
+            "src_offset": pa.array(source_offsets),
+            "committed": pa.array(sink_committed),
+        },
+    )
+    # The group committed 95% of each source partition.
+    ends = np.bincount(partition[keep], minlength=partitions)
+    committed_offsets = pa.table(
+        {
+            "topic": [source_topic] * partitions,
+            "partition": pa.array(range(partitions), pa.int32()),
+            "committed_offset": pa.array((ends * 0.95).astype(np.int64), pa.int64()),
+        }
+    )
+    return Pipeline(name, source, sink, committed_offsets, cutoff)
+
+
+def config(names: list[str]) -> DgmConfig:
+    return DgmConfig(
+        analysis=AnalysisSettings(window_s=60, grace_s=GRACE_S, min_records=100),
+        pipelines=tuple(
+            PipelineConfig(
+                name=n,
+                source_topics=(f"s-{n}",),
+                sink_topics=(f"k-{n}",),
+                consumer_group=f"g-{n}",
+                declared_semantic="exactly-once" if i % 2 else "at-least-once",
+            )
+            for i, n in enumerate(names)
+        ),
+    )
+
+
+def _sample(kind: str, columns: dict[str, Any], rows: int) -> pa.Table:
+    """A sample table of `kind`: the given columns, nulls or zeros/empties for the rest."""
+    schema = SCHEMAS[kind]
+    data = {}
+    for field in schema:
+        if field.name in columns:
+            data[field.name] = pa.array(columns[field.name], field.type)
+        elif field.nullable:
+            data[field.name] = pa.nulls(rows, field.type)
+        elif pa.types.is_string(field.type):
+            data[field.name] = pa.array([""] * rows, field.type)
+        elif pa.types.is_boolean(field.type):
+            data[field.name] = pa.array([False] * rows, field.type)
+        elif pa.types.is_list(field.type):
+            data[field.name] = pa.array([[]] * rows, field.type)
+        else:
+            data[field.name] = pa.array(np.zeros(rows, np.int64)).cast(field.type)
+    return pa.table(data, schema=schema)
+
+
+def write_samples(state: Path, pipelines: list[Pipeline], at: datetime, cycles: int = 10) -> None:
+    """offsets of every partition and group_offsets of every source partition at `cycles`
+    sample times (the last at `at`, 10 s apart), a rebalance and an epoch bump per pipeline,
+    and one open transaction per source topic."""
+    times = [at - timedelta(seconds=10 * (cycles - 1 - c)) for c in range(cycles)]
+    offsets: dict[str, list[Any]] = {k: [] for k in ("sampled_at", "topic", "partition")}
+    offsets |= {"high_watermark": [], "lso": [], "lso_lag": [], "lso_since": []}
+    groups: dict[str, list[Any]] = {k: [] for k in ("sampled_at", "group_id", "topic")}
+    groups |= {"partition": [], "committed_offset": [], "group_state": [], "high_watermark": []}
+    groups |= {"lso": [], "lag_from_hw": [], "lag_from_lso": []}
+    for p in pipelines:
+        for table in (p.source, p.sink):
+            topic = table["topic"][0].as_py()
+            ends = pc.value_counts(table["partition"]).to_pylist()
+            for end in sorted(ends, key=lambda e: e["values"]):
+                for t in times:
+                    offsets["sampled_at"].append(t)
+                    offsets["topic"].append(topic)
+                    offsets["partition"].append(end["values"])
+                    offsets["high_watermark"].append(end["counts"])
+                    offsets["lso"].append(end["counts"] - (1 if table is p.source else 0))
+                    offsets["lso_lag"].append(1 if table is p.source else 0)
+                    offsets["lso_since"].append(times[0])
+        counts = pc.value_counts(p.source["partition"]).to_pylist()
+        source_ends = {c["values"]: c["counts"] for c in counts}
+        for row in p.committed.to_pylist():
+            end = source_ends.get(row["partition"], 0)
+            for t in times:
+                groups["sampled_at"].append(t)
+                groups["group_id"].append(f"g-{p.name}")
+                groups["topic"].append(row["topic"])
+                groups["partition"].append(row["partition"])
+                groups["committed_offset"].append(row["committed_offset"])
+                groups["group_state"].append("Stable")
+                groups["high_watermark"].append(end)
+                groups["lso"].append(end - 1)
+                groups["lag_from_hw"].append(end - row["committed_offset"])
+                groups["lag_from_lso"].append(end - 1 - row["committed_offset"])
+    events = {
+        "sampled_at": [p.cutoff - timedelta(seconds=600) for p in pipelines] * 2,
+        "event": ["rebalance"] * len(pipelines) + ["epoch_bump"] * len(pipelines),
+        "group_id": [f"g-{p.name}" for p in pipelines] + [None] * len(pipelines),
+        "producer_id": [None] * len(pipelines) + list(range(len(pipelines))),
+    }
+    producers = {
+        "sampled_at": [at] * len(pipelines),
+        "topic": [f"s-{p.name}" for p in pipelines],
+        "partition": [0] * len(pipelines),
+        "producer_id": list(range(len(pipelines))),
+        "txn_start_offset": [5] * len(pipelines),
+        "idle_ms": [1000] * len(pipelines),
+    }
+    kinds = {
+        "offsets": (offsets, len(offsets["topic"])),
+        "group_offsets": (groups, len(groups["topic"])),
+        "events": (events, len(events["event"])),
+        "producers": (producers, len(producers["topic"])),
+    }
+    for kind, (columns, rows) in kinds.items():
+        folder = samples_dir(state) / kind
+        folder.mkdir(parents=True, exist_ok=True)
+        pq.write_table(_sample(kind, columns, rows), folder / "0000000000000-000000.parquet")
+
+
+@dataclass
+class World:
+    folder: Path  # Parquet fingerprints, one file per topic
+    state: Path  # samples under it; publish here
+    names: list[str]
+    committed: dict[str, pa.Table]
+    rows: int
+    now: datetime  # cutoff + grace
+
+
+def build(
+    root: Path, rows: int, pipelines: int, partitions: int, seed: int = 11, cycles: int = 10
+) -> World:
+    """About `rows` fingerprints over `pipelines` pipelines of `partitions` partitions per
+    topic (source and sink), written under `root`."""
+    folder, state = root / "fingerprints", root / "state"
+    folder.mkdir(parents=True, exist_ok=True)
+    sends = int(rows / pipelines / 2.02)  # a source row per send and ~1.02 sink rows per send
+    made, total = [], 0
+    for index in range(pipelines):
+        p = pipeline(f"p{index:02d}", sends, partitions, seed + index)
+        for table in (p.source, p.sink):
+            pq.write_table(table, folder / f"{table['topic'][0].as_py()}.parquet")
+            total += table.num_rows
+        made.append(p)
+    now = made[0].cutoff + timedelta(seconds=GRACE_S)
+    write_samples(state, made, now, cycles)
+    committed = {p.name: p.committed for p in made}
+    for p in made:  # free the tables; what the benchmarks need is on disk
+        p.source = p.sink = pa.table({})
+    return World(folder, state, [p.name for p in made], committed, total, now)
