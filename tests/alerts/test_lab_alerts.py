@@ -52,8 +52,14 @@ def test_duplicate_rate_rule_fires_once_and_resolves_on_the_lab_run(
     assert rate is not None and rate > 0, "the SIGKILLs must have duplicated"
     receiver = Receiver()
     try:
+        # The lab's pipelines too: the alert links a pipeline to its sink's drill-down.
+        assert published_lab.config.source is not None
+        lab_text = published_lab.config.source.read_text()
+        pipelines = lab_text[lab_text.index("[[pipelines]]") :]
         config_path = _config(
-            tmp_path, _rule("dups", "duplicate_rate", f"pipeline:{pipeline}", 0), receiver.url
+            tmp_path,
+            _rule("dups", "duplicate_rate", f"pipeline:{pipeline}", 0) + pipelines,
+            receiver.url,
         )
         now = datetime.now(UTC)
         for minutes in range(3):  # three analyses in a row, the condition holding throughout
