@@ -15,6 +15,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from dgm.config import DgmConfig
@@ -95,6 +96,9 @@ class AnalysisJob:
             return result
 
         spark = self.spark
+        # Losses are judged as of the newest sample the audit bounds itself by, not as of
+        # now: group commits sampled during a long audit may cover sink copies it never read.
+        audit_horizon = _newest_offsets_sample(state_dir)
         audited = stage(
             "audit", lambda: audit(spark, config, self.bootstrap_servers, self.progress)
         )
@@ -103,6 +107,8 @@ class AnalysisJob:
         fingerprints = load_fingerprints(spark, state_dir).cache()
         samples = read_samples(spark, state_dir)
         analyzed_at = now or datetime.now(UTC)
+        if audit_horizon is not None:
+            analyzed_at = min(analyzed_at, audit_horizon)
         # analyze() only plans: Spark computes the tables while publish() writes them.
         tables = analyze(spark, config, fingerprints, samples, analyzed_at)
         counted = int(stage("load", fingerprints.count))
@@ -146,3 +152,11 @@ class AnalysisJob:
         if self._spark is not None and self._owns_spark:
             self._spark.stop()
         self._spark = None
+
+
+def _newest_offsets_sample(state_dir: Path) -> datetime | None:
+    """When the newest offsets sample was written (its name starts with epoch ms)."""
+    names = [p.name for p in (state_dir / "samples" / "offsets").glob("*.parquet")]
+    if not names:
+        return None
+    return datetime.fromtimestamp(int(max(names)[:13]) / 1000, UTC)
