@@ -30,7 +30,11 @@ def _fill(kafka: Any, source: str, sink: str, group: str) -> None:
     session = uuid.uuid4().hex
     for n in range(200):
         partition = n % PARTITIONS
-        headers = {ID: f"m-{n}", PRODUCER: session, SEQ: str(n // PARTITIONS)}
+        headers: dict[str, str | bytes | None] = {
+            ID: f"m-{n}",
+            PRODUCER: session,
+            SEQ: str(n // PARTITIONS),
+        }
         producer.produce(source, b"v", f"k{n}", partition=partition, headers=headers)
     producer.flush(30)
     for n in range(200):

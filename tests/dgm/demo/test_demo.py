@@ -52,8 +52,9 @@ def test_dgm_demo_shows_every_verdict_and_stops_cleanly(tmp_path: Path) -> None:
             env=clean_env(),
         )
 
-    def alive() -> None:
+    def alive() -> bool:
         assert demo.poll() is None, f"dgm demo exited:\n{output.read_text()[-3000:]}"
+        return False
 
     try:
         wait_until(lambda: alive() or dashboard_answers(url), DASHBOARD_TIMEOUT, "the dashboard")

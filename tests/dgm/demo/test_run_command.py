@@ -84,8 +84,9 @@ def test_dgm_run_collects_analyzes_publishes_and_stops(
             env=clean_env(),
         )
 
-    def alive() -> None:
+    def alive() -> bool:
         assert run.poll() is None, f"dgm run exited:\n{output.read_text()[-3000:]}"
+        return False
 
     state_dir = home / "state"
     try:
