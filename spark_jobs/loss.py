@@ -123,14 +123,7 @@ def not_in_sink(checked: DataFrame, sink: DataFrame) -> DataFrame:
         missing.withColumn("_n", F.row_number().over(first))
         .where(F.col("_n") == 1)
         .select(
-            "pipeline",
-            "message_id",
-            "topic",
-            "partition",
-            "offset",
-            "timestamp",
-            "producer",
-            "seq",
+            *LOST_COLUMNS[: LOST_COLUMNS.index("missing")],
             F.lit(1).cast("long").alias("missing"),
             F.lit(NOT_IN_SINK).alias("cause"),
             F.col("timestamp").alias("window_at"),

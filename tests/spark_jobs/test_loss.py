@@ -3,7 +3,7 @@ is worked out by hand beside the data."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from pyspark.sql import functions as F
@@ -11,28 +11,9 @@ from pyspark.sql import functions as F
 from spark_jobs import loss
 from spark_jobs.fingerprint import FINGERPRINT
 from spark_jobs.samples import spark_schema
+from tests.spark_jobs.test_duplicates import T0, fp
 
-T0 = datetime(2026, 1, 1, tzinfo=UTC)
 CUTOFF = T0 + timedelta(seconds=100)
-
-
-def fp(
-    topic: str,
-    partition: int,
-    offset: int,
-    message_id: str | None,
-    second: int = 0,
-    producer: str | None = None,
-    seq: int | None = None,
-    lineage: str | None = None,
-    committed: bool = True,
-) -> tuple[Any, ...]:
-    src: tuple[Any, ...] = (None, None, None)
-    if lineage is not None:
-        src_topic, src_partition, src_offset = lineage.rsplit("/", 2)
-        src = (src_topic, int(src_partition), int(src_offset))
-    at = T0 + timedelta(seconds=second)
-    return (topic, partition, offset, at, message_id, None, producer, seq, lineage, *src, committed)
 
 
 def frame(spark: Any, *rows: tuple[Any, ...], pipeline: str = "p") -> Any:
