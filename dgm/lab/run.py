@@ -222,6 +222,8 @@ def run_lab(settings: LabSettings) -> LabReport:
             detail = {"probability": settings.drop_probability, "dropped_responses": dropped}
             faults.insert(0, FaultDone("drop-acks", producing_since, time.time(), detail))
         caught_up = _catch_up(settings, admin, names, pipeline, say)
+        if not caught_up:
+            _tell_processor_logs(run_dir / "logs", say)
     config_error = add_to_config(settings.config_path, pipeline, say)
     report = LabReport(
         pipeline=settings.pipeline,
@@ -337,6 +339,17 @@ def _catch_up(
         return False
     say("processor caught up with the source")
     return True
+
+
+def _tell_processor_logs(log_dir: Path, say: Progress, lines: int = 10) -> None:
+    """Why a processor fell behind is in its own log: show the newest one's tail."""
+    logs = sorted(log_dir.glob("*.log"), key=lambda path: path.stat().st_mtime)
+    if not logs:
+        return
+    tail = logs[-1].read_text(errors="replace").splitlines()[-lines:]
+    say(f"the newest processor log, {logs[-1]}, ends with:")
+    for line in tail:
+        say(f"  {line}")
 
 
 def _counts(result: ProducerResult) -> dict[str, int]:

@@ -146,6 +146,16 @@ def commit_offsets(consumer: Consumer, offsets: list[TopicPartition]) -> bool:
         return False
 
 
+def is_fatal(error: KafkaError) -> bool:
+    """A consumer error it cannot recover from.
+
+    librdkafka hands a fatal consumer error (a static member fenced after its session timed
+    out while a broker was away) to consume() as code _FATAL without the fatal flag set; the
+    consumer never delivers again after it, so the loop must not treat it as transient.
+    """
+    return error.fatal() or error.code() == KafkaError._FATAL
+
+
 class Step(Protocol):
     def batch(self, records: list[Message], number: int) -> None: ...
 
@@ -163,8 +173,8 @@ def run_loop(
             error = message.error()
             if error is None:
                 records.append(message)
-            elif error.fatal():
-                raise KafkaException(error)
+            elif is_fatal(error):
+                raise KafkaException(error)  # the process dies; its supervisor restarts it
             else:  # transient (a broker away, a rebalance): librdkafka retries with backoff
                 log.warning("consumer: %s", error)
         if records:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from confluent_kafka import Message, TopicPartition
+from confluent_kafka import KafkaError, Message, TopicPartition
 
 from dgm.lab.headers import ID, SRC, parse_src
 from dgm.lab.processors.announce import format_partitions, parse_partitions, parse_phase
-from dgm.lab.processors.loop import advanced, as_offsets, sink_headers, transform
+from dgm.lab.processors.loop import advanced, as_offsets, is_fatal, sink_headers, transform
 from dgm.lab.supervisor import child_env
 
 
@@ -75,3 +75,11 @@ def test_a_mode_without_its_sink_is_refused() -> None:
     assert done.returncode == 2 and "exactly-once needs sink_topic" in done.stderr
     done = run_processor("--mode", "idempotent-sink", "--settings-json", settings)
     assert done.returncode == 2 and "sink_path" in done.stderr
+
+
+def test_a_fatal_consumer_error_without_the_fatal_flag_ends_the_loop() -> None:
+    # What consume() returned after a static member was fenced (seen in a broker restart run).
+    assert is_fatal(KafkaError(KafkaError._FATAL, "Static consumer fenced"))
+    assert is_fatal(KafkaError(KafkaError._FENCED, "fenced", fatal=True))
+    assert not is_fatal(KafkaError(KafkaError._TRANSPORT, "Broker transport failure"))
+    assert not is_fatal(KafkaError(KafkaError.REBALANCE_IN_PROGRESS))

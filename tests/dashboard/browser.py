@@ -1,0 +1,92 @@
+"""Serving the dashboard and driving Debian's Chromium, for the tests that use a real browser."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from playwright.sync_api import Page
+
+from tests.dashboard.conftest import write_config
+
+CHROMIUM = Path("/usr/bin/chromium")
+WAIT_MS = 90_000
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def _wait_http(url: str, server: subprocess.Popen[bytes], timeout_s: float = 90) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise AssertionError(f"dgm dashboard exited with {server.returncode}")
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as answer:
+                if answer.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.3)
+    raise AssertionError(f"{url} did not answer within {timeout_s}s")
+
+
+@contextmanager
+def serving(state_dir: Path, refresh_s: float = 30) -> Iterator[str]:
+    """`dgm dashboard` over `state_dir` on a free port; stopped on exit."""
+    port = _free_port()
+    env = {
+        **os.environ,
+        "DGM_STATE_DIR": str(state_dir),
+        "DGM_CONFIG": str(write_config(state_dir)),
+        "DGM_DASHBOARD_REFRESH_S": str(refresh_s),
+    }
+    server = subprocess.Popen(
+        [sys.executable, "-m", "dgm.dashboard_command", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        url = f"http://127.0.0.1:{port}"
+        _wait_http(url, server)
+        yield url
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
+@contextmanager
+def chromium() -> Iterator[Page]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=str(CHROMIUM),
+            headless=True,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+        )
+        try:
+            yield browser.new_page(viewport={"width": 1440, "height": 1900})
+        finally:
+            browser.close()
+
+
+def settle(page: Page) -> None:
+    """Let Streamlit finish its run and Plotly draw before a screenshot."""
+    page.wait_for_selector('[data-testid="stStatusWidget"]', state="detached", timeout=WAIT_MS)
+    page.wait_for_timeout(1500)
