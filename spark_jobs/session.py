@@ -65,6 +65,8 @@ def build_session(
         builder = builder.config("spark.driver.host", "127.0.0.1").config(
             "spark.driver.bindAddress", "127.0.0.1"
         )
+        # The Spark UI binds to SPARK_LOCAL_IP, else every interface: the JVM inherits this.
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")
     return session

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from pathlib import Path
 from typing import Any
 
 from confluent_kafka import Producer
@@ -51,3 +52,26 @@ def test_kafka_source_sees_isolation_levels_and_headers(spark: Any, kafka: Any) 
     assert {(h.key, bytes(h.value).decode()) for h in everything[0].headers} == {
         ("dgm-id", "kept-0")
     }
+
+
+# 127.0.0.1, as IPv4 and IPv4-mapped IPv6, and ::1, in /proc/net's byte order.
+LOOPBACK = {"0100007F", "0000000000000000FFFF00000100007F", "00000000000000000000000001000000"}
+
+
+def _listening_addresses(port: int) -> set[str]:
+    """Local addresses (hex, as /proc shows them) of the sockets listening on `port`."""
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            local, state = line.split()[1], line.split()[3]
+            address, hex_port = local.rsplit(":", 1)
+            if state == "0A" and int(hex_port, 16) == port:  # 0A: LISTEN
+                found.add(address)
+    return found
+
+
+def test_the_spark_ui_of_a_local_session_listens_on_loopback_only(spark: Any) -> None:
+    url = spark.sparkContext.uiWebUrl
+    assert url is not None, "the Spark UI is off"
+    addresses = _listening_addresses(int(url.rsplit(":", 1)[1]))
+    assert addresses and addresses <= LOOPBACK, addresses  # never 0.0.0.0 or ::
