@@ -16,8 +16,8 @@ from playwright.sync_api import expect
 from alerts.run import evaluate_after_analysis
 from alerts.store import AlertStore
 from dgm.config import load_config
+from tests.dashboard.browser import CHROMIUM, WAIT_MS, chromium, serving
 from tests.dashboard.published import build
-from tests.dashboard.test_browser import CHROMIUM, WAIT_MS, chromium, serving
 
 pytestmark = [
     pytest.mark.slow,
