@@ -12,7 +12,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -24,6 +23,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 
 from spark_jobs import loss, reference
 from spark_jobs.fingerprint import FINGERPRINT
+from tests.generated_fingerprints import pipeline
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 ARROW_FINGERPRINT = to_arrow_schema(FINGERPRINT)
@@ -172,125 +172,10 @@ def test_small_sets_agree(
     )
 
 
-def _within_groups(keys: np.ndarray) -> np.ndarray:
-    """0, 1, 2, ... per distinct key, in the order rows come (a cumulative count)."""
-    order = np.argsort(keys, kind="stable")
-    sorted_keys = keys[order]
-    starts = np.r_[0, np.flatnonzero(sorted_keys[1:] != sorted_keys[:-1]) + 1]
-    run_start = np.repeat(starts, np.diff(np.r_[starts, len(keys)]))
-    counts = np.empty(len(keys), dtype=np.int64)
-    counts[order] = np.arange(len(keys)) - run_start
-    return counts
-
-
-def _stamps(seconds: np.ndarray) -> pa.Array:
-    micros = int(T0.timestamp()) * 1_000_000 + seconds.astype(np.int64) * 1_000_000
-    return pa.array(micros, pa.timestamp("us", tz="UTC"))
-
-
-def _ids(numbers: np.ndarray) -> pa.Array:
-    return pc.binary_join_element_wise("m", pa.array(numbers).cast(pa.string()), "")
-
-
-def _table(topic: str, partition: np.ndarray, columns: dict[str, Any]) -> pa.Table:
-    n = len(partition)
-    data = {
-        "topic": pa.array(np.full(n, topic)),
-        "partition": pa.array(partition.astype(np.int32)),
-        "offset": pa.array(_within_groups(partition)),
-        "key": pa.nulls(n, pa.string()),
-        **columns,
-    }
-    return pa.table({f.name: data[f.name] for f in ARROW_FINGERPRINT}, schema=ARROW_FINGERPRINT)
-
-
-class Generated:
-    """A source `s` of 8 partitions and a sink `k`, about 500k records each: a producer
-    restart halfway (two sessions), lost sends (gaps), retried sends (source duplicates),
-    aborted transactions (1%), records without an id, the newest 1% within the grace period;
-    the processor drops 0.5% (lost), copies 1% twice, reads half the aborted records (aborted
-    reads) and aborts some of its own writes."""
-
-    def __init__(self, sends: int, seed: int) -> None:
-        rng = np.random.default_rng(seed)
-        number = np.arange(sends)
-        partition = rng.integers(0, 8, sends)
-        session = (number >= sends // 2).astype(np.int64)
-        seq = _within_groups(partition * 2 + session)
-        copies = np.where(rng.random(sends) < 0.005, 0, 1)  # lost at the producer
-        copies[rng.random(sends) < 0.01] = 2  # a retried send: the same seq twice
-        keep = np.repeat(number, copies)
-        committed = rng.random(sends) >= 0.01
-        has_id = rng.random(sends) >= 0.005
-        seconds = number // 50  # many timestamp ties
-        self.cutoff = T0 + timedelta(seconds=int(seconds[int(sends * 0.99)]))
-        ids = _ids(number)
-        self.source = _table(
-            "s",
-            partition[keep],
-            {
-                "timestamp": _stamps(seconds[keep]),
-                "message_id": pc.if_else(pa.array(has_id[keep]), ids.take(keep), None),
-                "producer": pa.array(np.where(session[keep] == 0, "src-a", "src-b")),
-                "seq": pa.array(seq[keep]),
-                "lineage": pa.nulls(len(keep), pa.string()),
-                "src_topic": pa.nulls(len(keep), pa.string()),
-                "src_partition": pa.nulls(len(keep), pa.int32()),
-                "src_offset": pa.nulls(len(keep), pa.int64()),
-                "committed": pa.array(committed[keep]),
-            },
-        )
-        # The processor: every committed record and half the aborted ones, as source rows;
-        # 0.5% dropped, 1% written twice, 0.3% first written in a transaction it aborted.
-        rows = np.arange(len(keep))
-        read = rows[committed[keep] | (rng.random(len(keep)) < 0.5)]
-        written = np.repeat(read, np.where(rng.random(len(read)) < 0.005, 0, 1))
-        written = np.r_[written, written[rng.random(len(written)) < 0.01]]
-        aborted_writes = written[rng.random(len(written)) < 0.003]
-        sink_committed = np.r_[np.ones(len(written), bool), np.zeros(len(aborted_writes), bool)]
-        written = np.r_[written, aborted_writes]
-        source_offsets = self.source["offset"].to_numpy()[written]
-        source_partitions = partition[keep][written]
-        lineage = pc.binary_join_element_wise(
-            "s",
-            pa.array(source_partitions).cast(pa.string()),
-            pa.array(source_offsets).cast(pa.string()),
-            "/",
-        )
-        self.sink = _table(
-            "k",
-            rng.integers(0, 8, len(written)),
-            {
-                "timestamp": _stamps(seconds[keep][written] + 1),
-                "message_id": self.source["message_id"].take(written),
-                "producer": pa.nulls(len(written), pa.string()),
-                "seq": pa.nulls(len(written), pa.int64()),
-                "lineage": lineage,
-                "src_topic": pa.array(np.full(len(written), "s")),
-                "src_partition": pa.array(source_partitions.astype(np.int32)),
-                "src_offset": pa.array(source_offsets),
-                "committed": pa.array(sink_committed),
-            },
-        )
-        # Aborted reads: committed sink rows made from aborted source records with an id
-        # (an id is sent once; its retried copies share the committed flag).
-        from_aborted = ~committed[keep][written] & has_id[keep][written]
-        self.aborted_reads = int(np.count_nonzero(from_aborted & sink_committed))
-        # The group committed 95% of each partition.
-        highest = pc.max(self.source["offset"]).as_py()
-        self.committed = pa.table(
-            {
-                "topic": ["s"] * 8,
-                "partition": pa.array(range(8), pa.int32()),
-                "committed_offset": pa.array([int(highest * 0.95)] * 8, pa.int64()),
-            }
-        )
-
-
 @pytest.mark.slow
 def test_1m_generated_fingerprints_agree(spark: Any, tmp_path: Path) -> None:
     started = time.monotonic()
-    generated = Generated(sends=495_000, seed=11)
+    generated = pipeline("m", sends=495_000, partitions=8, seed=11, topics=("s", "k"))
     fingerprints = pa.concat_tables([generated.source, generated.sink])
     assert 990_000 <= fingerprints.num_rows <= 1_010_000
     pq.write_table(fingerprints, tmp_path / "fingerprints.parquet")

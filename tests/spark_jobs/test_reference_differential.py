@@ -1,6 +1,7 @@
 """Spark's duplicate metrics equal the DuckDB reference's on the same fingerprints: on small
-property-based sets, and on a generated set of 100k with injected duplicates, gaps and
-aborted records (whose summary a plain-Python count checks as well)."""
+property-based sets; on a generated set of 100k with injected duplicates, gaps and aborted
+records and every cause (whose summary a plain-Python count checks as well); and on 1,000,000
+fingerprints of tests/generated_fingerprints.py read back from Parquet."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 
 from spark_jobs import duplicates, reference
 from spark_jobs.fingerprint import FINGERPRINT
+from tests.generated_fingerprints import pipeline
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 ARROW_FINGERPRINT = to_arrow_schema(FINGERPRINT)
@@ -69,9 +71,10 @@ def row(
     return dict(zip(COLUMNS, (*values, committed), strict=True))
 
 
-def compare_all(spark: Any, table: pa.Table) -> dict[str, int]:
-    """Every metric on Spark and on the reference; rows compared per metric."""
-    frame = spark.createDataFrame(table)
+def compare_all(spark: Any, table: pa.Table, frame: Any = None) -> dict[str, int]:
+    """Every metric on Spark (over `frame`, else `table`) and on the reference; rows compared
+    per metric."""
+    frame = spark.createDataFrame(table) if frame is None else frame
     source = frame.where(frame.topic == "s")
     sink = frame.where(frame.topic != "s")
     source_table = table.filter(pc.equal(table["topic"], "s"))
@@ -269,3 +272,16 @@ def test_100k_generated_fingerprints_agree(spark: Any, tmp_path: Path) -> None:
     compared = compare_all(spark, table)
     assert compared["copies"] > 1_000
     assert compared["causes"] > 300
+
+
+@pytest.mark.slow
+def test_1m_generated_fingerprints_agree(spark: Any, tmp_path: Path) -> None:
+    generated = pipeline("m", sends=495_000, partitions=8, seed=13, topics=("s", "k"))
+    table = pa.concat_tables([generated.source, generated.sink])
+    assert 990_000 <= table.num_rows <= 1_010_000
+    pq.write_table(table, tmp_path / "fingerprints.parquet")
+    frame = spark.read.parquet(str(tmp_path / "fingerprints.parquet"))
+    compared = compare_all(spark, table, frame)
+    # ~1% of sends retried and ~1% of results written twice, out of ~500k each.
+    assert compared["copies"] > 15_000 and compared["summary"] == 2, compared
+    assert compared["causes"] > 5_000 and compared["gaps"] > 1_000, compared
