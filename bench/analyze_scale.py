@@ -190,7 +190,11 @@ def main() -> int:
         if "head" in variants:
             head_package(args.baseline_rev, Path(tmp) / "head")
         spark = build_session(master=args.master, app_name="dgm-bench-analyze")
-        print(f"Spark {spark.version} on {spark.sparkContext.master}", flush=True)
+        memory = spark.sparkContext.getConf().get("spark.driver.memory", "1g (default)")
+        print(
+            f"Spark {spark.version} on {spark.sparkContext.master}, driver memory {memory}",
+            flush=True,
+        )
         try:
             for size in sizes:
                 began = time.perf_counter()

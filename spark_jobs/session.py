@@ -60,6 +60,11 @@ def build_session(
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.ui.showConsoleProgress", "false")
     )
+    memory = os.environ.get("DGM_SPARK_DRIVER_MEMORY")
+    if memory:
+        # In local mode the driver's heap holds every executor's cache: 1g (Spark's default)
+        # spills a 10M-fingerprint cache to disk. Read before the JVM starts, so env only.
+        builder = builder.config("spark.driver.memory", memory)
     if master.startswith("local"):
         # Stay on loopback: nothing outside this machine needs to reach a local driver.
         builder = builder.config("spark.driver.host", "127.0.0.1").config(
