@@ -1,25 +1,29 @@
-"""The dashboard keeps serving while a real `dgm analyze` republishes every second.
+"""The dashboard keeps serving while the analysis republishes every second.
 
-The analysis runs over a copy of the session's lab publication (tests/published_lab.py) with
-its own Spark; the browser reloads the overview over and over meanwhile. Every reload must
-show the pipelines' badges and no error, and the reloads must see several publications.
+The analysis is `dgm analyze`'s own loop (AnalysisJob.run_forever at a 1 s interval: audit,
+analyze, publish by atomic rename, alerts) on the session's Spark, over a copy of the
+session's lab run (tests/published_lab.py); the browser reloads the overview over and over
+meanwhile. Every reload must show the pipelines' badges and no error, and the reloads must
+see several publications. (A `dgm analyze` subprocess would spend its first minutes starting
+a second JVM and warming it up; the CLI around the loop is tested in test_analyze_crash.)
 """
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
-import subprocess
-import sys
+import threading
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 pytest.importorskip("playwright.sync_api", reason="needs the playwright package")
+from dgm.config import load_config
+from spark_jobs.job import AnalysisJob
 from tests.dashboard.browser import CHROMIUM, WAIT_MS, chromium, serving
 from tests.published_lab import PublishedLab
 
@@ -35,37 +39,34 @@ LAST_ANALYSIS = re.compile(r"Last analysis: (\S+ \S+) UTC")
 
 
 @pytest.fixture
-def republishing(published_lab: PublishedLab, kafka: Any, tmp_path: Path) -> Iterator[Path]:
-    """A copy of the lab's state, republished by `dgm analyze --interval 1` until the end."""
+def republishing(
+    published_lab: PublishedLab, kafka: Any, spark: Any, tmp_path: Path
+) -> Iterator[Path]:
+    """A copy of the lab's state, republished every second until the end of the test."""
     # The whole lab folder: its dgm.toml names the idempotent sink's file relative to itself.
     source = published_lab.config.source
     assert source is not None
     root = tmp_path / "lab-copy"
     shutil.copytree(source.parent, root)
-    config = root / source.name
-    config.write_text(config.read_text().replace(str(source.parent), str(root)))
-    state_dir = root / published_lab.state_dir.relative_to(source.parent)
-    bootstrap = kafka.bootstrap_servers
-    command = [sys.executable, "-m", "dgm.cli", "--config", str(config), "analyze"]
-    command += ["--interval", "1", "--bootstrap", bootstrap]
-    log = (tmp_path / "analyze.log").open("w")
-    analysis = subprocess.Popen(
-        command,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        env={**os.environ, "DGM_SPARK_MASTER": "local[1]"},
-    )
+    config_path = root / source.name
+    config_path.write_text(config_path.read_text().replace(str(source.parent), str(root)))
+    config = load_config(config_path)
+    config = replace(config, analysis=replace(config.analysis, interval_s=1.0))
+    said: list[str] = []
+    job = AnalysisJob(config, kafka.bootstrap_servers, spark=spark, progress=said.append)
+    stop = threading.Event()
+    loop = threading.Thread(target=job.run_forever, args=(stop,), name="analyze", daemon=True)
+    loop.start()
     try:
-        yield state_dir
-        assert analysis.poll() is None, (tmp_path / "analyze.log").read_text()[-3000:]
+        yield config.state_dir
     finally:
-        analysis.terminate()
-        try:
-            analysis.wait(60)
-        except subprocess.TimeoutExpired:
-            analysis.kill()
-            analysis.wait(30)
-        log.close()
+        stop.set()
+        loop.join(600)
+    assert not loop.is_alive(), "the analysis loop did not stop"
+    failed = [line for line in said if "failed" in line]
+    assert not failed, failed
+    published = [line for line in said if line.startswith("analysis ")]  # a run's summary
+    assert len(published) >= PUBLICATIONS - 1, said
 
 
 def test_twenty_reloads_while_analyze_republishes_show_no_error(
