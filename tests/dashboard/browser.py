@@ -3,48 +3,36 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from playwright.sync_api import Page
 
+from dgm.broker.processes import free_ports
+from dgm.demo.stack import dashboard_answers
+from dgm.waiting import wait_until
 from tests.dashboard.conftest import write_config
 
 CHROMIUM = Path("/usr/bin/chromium")
 WAIT_MS = 90_000
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 def _wait_http(url: str, server: subprocess.Popen[bytes], timeout_s: float = 90) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
+    def answers() -> bool:
         if server.poll() is not None:
             raise AssertionError(f"dgm dashboard exited with {server.returncode}")
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as answer:
-                if answer.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.3)
-    raise AssertionError(f"{url} did not answer within {timeout_s}s")
+        return dashboard_answers(url)
+
+    wait_until(answers, timeout_s, f"{url} to answer", interval=0.3)
 
 
 @contextmanager
 def serving(state_dir: Path, refresh_s: float = 30) -> Iterator[str]:
     """`dgm dashboard` over `state_dir` on a free port; stopped on exit."""
-    port = _free_port()
+    (port,) = free_ports(1)
     env = {
         **os.environ,
         "DGM_STATE_DIR": str(state_dir),
