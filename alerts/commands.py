@@ -7,11 +7,10 @@ import difflib
 from datetime import UTC, datetime
 from typing import Any
 
-from alerts.evaluate import AlertState, evaluate
+from alerts.evaluate import evaluate
 from alerts.metrics import read_values
-from alerts.rules import AlertRule, holds, scope_kind
-from alerts.run import config_file, rules_in_effect
-from alerts.store import AlertStore
+from dgm.alert_rules import AlertRule, AlertState, holds, scope_kind
+from dgm.alert_store import AlertStore, config_file, rules_in_effect
 from dgm.config import load_config
 from dgm.errors import UserFacingError
 

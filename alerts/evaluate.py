@@ -10,50 +10,11 @@ that has no value any more (gone from the data, or out of a changed scope) does 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime
-from typing import Literal
 
 from alerts.metrics import Values
-from alerts.rules import AlertRule, holds
-
-# (rule name, subject)
-StateKey = tuple[str, str]
-
-
-@dataclass(frozen=True)
-class AlertState:
-    """A (rule, subject) whose condition holds: pending until for_s has passed, then firing."""
-
-    rule: str
-    subject: str
-    status: Literal["pending", "firing"]
-    # When the condition began to hold (without interruption).
-    since: datetime
-    # The value at the last evaluation.
-    value: float | None
-    # When it fired, and when it last notified that it fires; None while pending.
-    fired_at: datetime | None = None
-    notified_at: datetime | None = None
-
-
-@dataclass(frozen=True)
-class Notification:
-    """One thing to tell: a rule fires (again, if `repeat`) or resolved for a subject."""
-
-    rule: AlertRule
-    subject: str
-    state: Literal["firing", "resolved"]
-    value: float | None
-    at: datetime
-    repeat: bool = False
-
-
-@dataclass(frozen=True)
-class Evaluation:
-    # Every pending and firing (rule, subject); the others are ok.
-    states: dict[StateKey, AlertState]
-    notifications: tuple[Notification, ...]
+from dgm.alert_rules import AlertRule, AlertState, Evaluation, Notification, StateKey, holds
 
 
 def evaluate(

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import duckdb
 
-from alerts.rules import AlertRule, matches, scope_kind
+from dgm.alert_rules import AlertRule, matches, scope_kind
 from dgm.errors import UserFacingError
-from spark_jobs.tables import PUBLISHED_FILE
+from dgm.published import PUBLISHED_FILE, open_read_only
 
 # subject (pipeline, topic or group name; RUN_SUBJECT for run-wide metrics) -> value
 Values = dict[str, float]
@@ -150,8 +150,8 @@ def read_values(
     if not path.exists():
         raise MetricsUnavailable(f"no analysis published yet ({path} does not exist)")
     try:
-        db = duckdb.connect(str(path), read_only=True)
-    except duckdb.Error as error:
+        db = open_read_only(path)
+    except (duckdb.Error, OSError) as error:
         raise MetricsUnavailable(f"cannot read {path}: {error}") from None
     results: dict[str, Values | str] = {}
     with db:

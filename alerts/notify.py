@@ -20,9 +20,8 @@ from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import quote, urlsplit
 
-from alerts.evaluate import Notification
-from alerts.rules import scope_kind
-from alerts.store import AlertStore, Delivery
+from dgm.alert_rules import Notification, scope_kind
+from dgm.alert_store import AlertStore, Delivery
 from dgm.config_schema import AlertWebhook
 from dgm.waiting import next_delay
 

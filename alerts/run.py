@@ -11,11 +11,11 @@ import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from alerts.evaluate import Notification, evaluate
+from alerts.evaluate import evaluate
 from alerts.metrics import MetricsUnavailable, Values, read_values
 from alerts.notify import DeliveryReport, deliver_due, log_notification, payload
-from alerts.rules import AlertRule, merge_rules
-from alerts.store import AlertStore
+from dgm.alert_rules import Notification
+from dgm.alert_store import AlertStore, rules_in_effect
 from dgm.config_schema import DgmConfig
 
 log = logging.getLogger("dgm.alerts")
@@ -34,21 +34,6 @@ class EvaluationSummary:
     delivery_failures: int  # webhook notifications that failed in this run (will be retried)
     waiting: int  # webhook notifications still pending
     errors: tuple[str, ...]  # rule name clashes, unreadable metrics, unexpected errors
-
-
-def config_file(config: DgmConfig) -> str:
-    return str(config.source) if config.source is not None else "dgm.toml"
-
-
-def rules_in_effect(
-    config: DgmConfig, store: AlertStore | None = None
-) -> tuple[tuple[AlertRule, ...], list[str]]:
-    """dgm.toml's [[alerts]] then the page's rules, and the errors (name clashes naming both,
-    stored page rules that no longer validate); a clashing page rule is left out."""
-    store = store or AlertStore(config.state_dir)
-    page_rules, errors = store.page_rules()
-    rules, clashes = merge_rules(config.alerts, page_rules, config_file(config))
-    return rules, errors + clashes
 
 
 def evaluate_after_analysis(config: DgmConfig, now: datetime | None = None) -> EvaluationSummary:

@@ -41,8 +41,8 @@ sys.path.insert(0, str(REPO / "bench"))
 
 import generated  # noqa: E402
 
-from spark_jobs import reference  # noqa: E402
-from spark_jobs.fingerprint import FINGERPRINT  # noqa: E402
+from spark_jobs.audit.fingerprint import FINGERPRINT  # noqa: E402
+from tests import reference  # noqa: E402
 
 HEAD_PACKAGE = "spark_jobs_head"
 # Runtime settings a variant sets (None: the session's default for it).
@@ -91,14 +91,14 @@ def run_spark(
 ) -> dict[str, Any]:
     modules = {
         "head": (f"{HEAD_PACKAGE}.analyze", f"{HEAD_PACKAGE}.publish"),
-        "tuned": ("spark_jobs.analyze", "spark_jobs.publish"),
+        "tuned": ("spark_jobs.analyze.analysis", "spark_jobs.analyze.publish"),
     }[variant]
     analyze_module = importlib.import_module(modules[0])
     publish_module = importlib.import_module(modules[1])
     settings = HEAD_SETTINGS if variant == "head" else TUNED_SETTINGS
     for key, value in settings.items():
         spark.conf.set(key, value)
-    from spark_jobs.samples import read_samples
+    from spark_jobs.analyze.samples import read_samples
 
     group = f"{tag}-{variant}"
     spark.sparkContext.setJobGroup(group, group)

@@ -7,7 +7,7 @@ confluent-kafka loop (the lab producer paces and tracks every send, too slow for
 One real collector cycle (collectors.cycle.Collector + SampleStore) writes the offsets
 sample the audit plans its ranges from. Then, alternating, --reps times each:
 
-- `spark_jobs.audit.audit()` of the whole range into a fresh state dir (the samples copied
+- `spark_jobs.audit.kafka_read.audit()` of the whole range into a fresh state dir (samples copied
   in): Spark Kafka source read, fingerprints, Parquet batch written and committed;
 - Kafka's ConsumerPerformance (`dgm broker tool consumer-perf-test`) on the same topic, from
   the broker's own jars; its own nMsg.sec and the wall time including the JVM start.
@@ -42,11 +42,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from collectors.clients import Clients
 from collectors.cycle import Collector
-from collectors.store import SAMPLES_DIR, SampleStore
+from dgm import headers
 from dgm.broker.cluster import EmbeddedCluster
 from dgm.broker.commands import tool_command
 from dgm.config_schema import CollectorSettings, DgmConfig, PipelineConfig
-from dgm.lab import headers
+from dgm.samples import SAMPLES_DIR, SampleStore
 
 PARTITIONS = 6
 
@@ -107,7 +107,7 @@ def sample(bootstrap: str, state_dir: Path, topics: list[str]) -> None:
 
 
 def run_audit(spark: Any, bootstrap: str, samples: Path, root: Path, topic: str) -> dict[str, Any]:
-    from spark_jobs.audit import audit
+    from spark_jobs.audit.kafka_read import audit
 
     state = root / f"audit-{uuid.uuid4().hex[:8]}"
     shutil.copytree(samples / SAMPLES_DIR, state / SAMPLES_DIR)

@@ -32,10 +32,10 @@ from collectors.cycle import Collector, utc_now
 from collectors.groups import fetch_groups
 from collectors.offsets import fetch_offsets
 from collectors.partitions import PartitionInfo, describe_cluster
-from collectors.store import SampleStore
 from collectors.transactions import fetch_transactions
 from dgm.broker.cluster import EmbeddedCluster
 from dgm.config import CollectorSettings
+from dgm.samples import SampleStore
 from dgm.waiting import wait_until
 
 PARTITIONS_PER_TOPIC = 100

@@ -28,7 +28,6 @@ import json
 import os
 import platform
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -41,11 +40,8 @@ from typing import Any
 
 import duckdb
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+from dgm.ports import free_ports
+from dgm.published import open_read_only
 
 
 def answers(url: str) -> bool:
@@ -61,7 +57,7 @@ def publication(database: Path) -> tuple[datetime | None, list[tuple[Any, ...]]]
     if not database.exists():
         return None, []
     try:
-        with duckdb.connect(str(database), read_only=True) as db:
+        with open_read_only(database) as db:
             finished = db.execute("SELECT max(finished_at) FROM runs").fetchone()
             rows = db.execute(
                 "SELECT pipeline, topic, message_id, copy_number, timestamp FROM duplicates "
@@ -91,11 +87,11 @@ def main() -> int:
         return 0
 
     state_dir = Path(tempfile.mkdtemp(prefix="dgm-bench-demo-")) / "demo"
-    port = free_port()
+    (port,) = free_ports(1)
     url = f"http://127.0.0.1:{port}"
     database = state_dir / "dgm.duckdb"
     log = state_dir.parent / "demo.out"
-    command = [sys.executable, "-m", "dgm.cli", "demo", "--state-dir", str(state_dir)]
+    command = [sys.executable, "-m", "shell.cli", "demo", "--state-dir", str(state_dir)]
     command += ["--port", str(port), "--brokers", str(args.brokers), "--rate", str(args.rate)]
     env = {k: v for k, v in os.environ.items() if not k.startswith("DGM_")}
     began = time.monotonic()

@@ -20,9 +20,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from collectors.schemas import SCHEMAS
-from collectors.store import samples_dir
 from dgm.config_schema import AnalysisSettings, DgmConfig, PipelineConfig
+from dgm.sample_schemas import SCHEMAS
+from dgm.samples import samples_dir
 from tests.generated_fingerprints import T0, Pipeline, pipeline
 
 __all__ = ["T0", "World", "build", "config", "write_samples"]

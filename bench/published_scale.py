@@ -29,8 +29,8 @@ sys.path.insert(0, str(REPO / "bench"))
 
 import generated  # noqa: E402
 
-from spark_jobs import reference  # noqa: E402
-from spark_jobs.tables import TABLES  # noqa: E402
+from dgm.published import TABLES  # noqa: E402
+from tests import reference  # noqa: E402
 
 WINDOW = "time_bucket(INTERVAL 60 SECOND, timestamp)"
 

@@ -5,19 +5,18 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import logging
-import signal
 import threading
-from types import FrameType
 from typing import Any
 
 from collectors.clients import Clients, check_bootstrap
 from collectors.cycle import Collector
 from collectors.runner import Runner
-from collectors.store import SampleStore, samples_dir
 from dgm.arguments import seconds
 from dgm.config import load_config
 from dgm.connection import bootstrap_servers, client_config
 from dgm.errors import UserFacingError
+from dgm.samples import SampleStore, samples_dir
+from dgm.signals import stop_on_signals
 
 log = logging.getLogger("dgm.collect")
 
@@ -66,27 +65,22 @@ def _collect(args: argparse.Namespace) -> int:
     stop = threading.Event()
     runner = Runner(collector, settings.interval_s, stop, args.connect_timeout, _status)
 
-    def request_stop(signum: int, frame: FrameType | None) -> None:
-        stop.set()  # the loop finishes the write in progress, then returns
-
-    previous = {s: signal.signal(s, request_stop) for s in (signal.SIGTERM, signal.SIGINT)}
     try:
-        if args.once:
-            runner.run_once()
-        else:
-            log.info(
-                "collecting from %s every %gs into %s",
-                servers,
-                settings.interval_s,
-                samples_dir(config.state_dir),
-            )
-            runner.run_forever()
-            log.info("stopped")
+        with stop_on_signals(stop):  # the loop finishes the write in progress, then returns
+            if args.once:
+                runner.run_once()
+            else:
+                log.info(
+                    "collecting from %s every %gs into %s",
+                    servers,
+                    settings.interval_s,
+                    samples_dir(config.state_dir),
+                )
+                runner.run_forever()
+                log.info("stopped")
     except OSError as error:
         raise UserFacingError(f"cannot write samples under {config.state_dir}: {error}") from None
     finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
         clients.close()
     return 0
 

@@ -27,9 +27,9 @@ from collectors.hanging import DEFAULT_MAX_TRANSACTION_TIMEOUT_MS
 from collectors.lso import LsoState
 from collectors.offsets import fetch_offsets, offsets_rows
 from collectors.partitions import ClusterView, check_matches, describe_cluster
-from collectors.store import SampleStore, latest_rows
 from collectors.transactions import fetch_transactions, max_transaction_timeout_ms
 from dgm.config import CollectorSettings
+from dgm.samples import SampleStore, latest_rows
 
 Key = tuple[str, int]
 

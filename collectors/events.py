@@ -17,7 +17,7 @@ REBALANCING = frozenset({"PreparingRebalance", "CompletingRebalance", "Assigning
 
 @dataclass(frozen=True)
 class Event:
-    """One row of the `events` sample kind (see collectors.schemas.EVENTS)."""
+    """One row of the `events` sample kind (see dgm.sample_schemas.EVENTS)."""
 
     sampled_at: datetime
     cluster_id: str

@@ -41,7 +41,7 @@ _TYPE_NAMES = {ConsumerGroupType.CONSUMER: "consumer", ConsumerGroupType.CLASSIC
 
 @dataclass(frozen=True)
 class GroupMembersRow:
-    """One row of the `group_members` sample kind (see collectors.schemas.GROUP_MEMBERS)."""
+    """One row of the `group_members` sample kind (see dgm.sample_schemas.GROUP_MEMBERS)."""
 
     sampled_at: datetime
     cluster_id: str
@@ -60,7 +60,7 @@ class GroupMembersRow:
 
 @dataclass(frozen=True)
 class GroupOffsetsRow:
-    """One row of the `group_offsets` sample kind (see collectors.schemas.GROUP_OFFSETS)."""
+    """One row of the `group_offsets` sample kind (see dgm.sample_schemas.GROUP_OFFSETS)."""
 
     sampled_at: datetime
     cluster_id: str

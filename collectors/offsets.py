@@ -37,7 +37,7 @@ class PartitionOffsets:
 
 @dataclass(frozen=True)
 class OffsetsRow:
-    """One row of the `offsets` sample kind (see collectors.schemas.OFFSETS)."""
+    """One row of the `offsets` sample kind (see dgm.sample_schemas.OFFSETS)."""
 
     sampled_at: datetime
     cluster_id: str

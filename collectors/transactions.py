@@ -26,7 +26,7 @@ OPEN_STATES = frozenset({"Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpo
 
 @dataclass(frozen=True)
 class ProducersRow:
-    """One row of the `producers` sample kind (see collectors.schemas.PRODUCERS)."""
+    """One row of the `producers` sample kind (see dgm.sample_schemas.PRODUCERS)."""
 
     sampled_at: datetime
     cluster_id: str
@@ -46,7 +46,7 @@ class ProducersRow:
 
 @dataclass(frozen=True)
 class TransactionsRow:
-    """One row of the `transactions` sample kind (see collectors.schemas.TRANSACTIONS)."""
+    """One row of the `transactions` sample kind (see dgm.sample_schemas.TRANSACTIONS)."""
 
     sampled_at: datetime
     cluster_id: str

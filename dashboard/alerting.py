@@ -13,10 +13,9 @@ from datetime import UTC, datetime
 
 import pandas as pd
 
-from alerts.evaluate import AlertState
-from alerts.rules import ALERT_METRICS, AlertRule, Problem, scope_kind
-from alerts.store import Delivery, HistoryEntry
 from dashboard import ui
+from dgm.alert_rules import ALERT_METRICS, AlertRule, AlertState, Problem, scope_kind
+from dgm.alert_store import Delivery, HistoryEntry
 
 RATES = ("duplicate_rate", "loss_rate")
 SECONDS = ("lso_stuck_s", "staleness_s")

@@ -18,7 +18,7 @@ import pyarrow as pa
 import streamlit as st
 
 from dgm.config import DgmConfig, load_config
-from spark_jobs.tables import PUBLISHED_FILE, TABLES
+from dgm.published import PUBLISHED_FILE, TABLES, open_read_only
 
 ENV_CONFIG = "DGM_CONFIG"
 CACHE_TTL_S = 300  # the mtime key already catches new publications; this bounds memory
@@ -77,7 +77,7 @@ def _read(
 ) -> pd.DataFrame:
     """One query on one snapshot. Exceptions are not cached, so Retry reads the file again."""
     try:
-        with duckdb.connect(src.path, read_only=True) as con:
+        with open_read_only(Path(src.path)) as con:
             con.execute("SET TimeZone = 'UTC'")
             # A missing table must be an error, not a scan of a Python variable of that name.
             con.execute("SET python_enable_replacements = false")

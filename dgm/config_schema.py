@@ -190,7 +190,7 @@ class CollectorSettings:
 
 @dataclass(frozen=True)
 class AnalysisSettings:
-    """How `dgm analyze` audits and judges (see DESIGN.md's definitions)."""
+    """How `dgm analyze` audits and judges (see docs/design.md's definitions)."""
 
     # Seconds between two analysis runs of `dgm analyze` without --once; > 0.
     interval_s: float = 60.0

@@ -12,18 +12,20 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 from dgm.config import DgmConfig
 from dgm.errors import UserFacingError
+from dgm.samples import SampleStore
 from dgm.waiting import next_delay
 
 log = logging.getLogger("dgm.analyze")
 Progress = Callable[[str], None]
+# What runs after each publication (reads what readers read); returns lines to report.
+AfterPublish = Callable[[], Sequence[str]]
 
 FIRST_RETRY_S = 2.0
 MAX_RETRY_S = 60.0
@@ -54,6 +56,7 @@ class AnalysisJob:
         master: str | None = None,
         progress: Progress = print,
         spark: Any = None,
+        after_publish: AfterPublish | None = None,
     ) -> None:
         self.config = config
         self.bootstrap_servers = bootstrap_servers
@@ -62,6 +65,9 @@ class AnalysisJob:
         # A session handed in (tests, a notebook) belongs to the caller: close() leaves it be.
         self._spark: Any = spark
         self._owns_spark = spark is None
+        # Runs after each publication, outside Spark (the shell wires the alert evaluation
+        # in); it reports its own failures as lines and must not raise.
+        self.after_publish = after_publish
 
     @property
     def spark(self) -> Any:
@@ -75,12 +81,11 @@ class AnalysisJob:
         return self._spark
 
     def run_once(self, now: datetime | None = None) -> RunSummary:
-        from alerts.run import evaluate_after_analysis
-        from spark_jobs.analyze import analyze, fill_run
-        from spark_jobs.audit import audit
-        from spark_jobs.fingerprint_store import compact, load_fingerprints
-        from spark_jobs.publish import publish
-        from spark_jobs.samples import read_samples
+        from spark_jobs.analyze.analysis import analyze, fill_run
+        from spark_jobs.analyze.publish import publish
+        from spark_jobs.analyze.samples import read_samples
+        from spark_jobs.audit.fingerprint_store import compact, load_fingerprints
+        from spark_jobs.audit.kafka_read import audit
 
         config, state_dir = self.config, self.config.state_dir
         run_id = uuid.uuid4().hex[:12]
@@ -98,7 +103,7 @@ class AnalysisJob:
         spark = self.spark
         # Losses are judged as of the newest sample the audit bounds itself by, not as of
         # now: group commits sampled during a long audit may cover sink copies it never read.
-        audit_horizon = _newest_offsets_sample(state_dir)
+        audit_horizon = SampleStore(state_dir).newest_time("offsets")
         audited = stage(
             "audit", lambda: audit(spark, config, self.bootstrap_servers, self.progress)
         )
@@ -118,11 +123,9 @@ class AnalysisJob:
         )
         stage("analyze+publish", lambda: publish(tables, state_dir))
         fingerprints.unpersist()
-        # After publication, outside Spark: alerting reads what readers read, and its
-        # failures (a webhook down) are recorded by it, never raised into the analysis.
-        alerting = stage("alerts", lambda: evaluate_after_analysis(config))
-        for error in alerting.errors:
-            self.progress(f"alerts: {error}")
+        if self.after_publish is not None:
+            for line in stage("after publish", self.after_publish):
+                self.progress(line)
         summary = RunSummary(run_id, audited_records, counted, time.monotonic() - began, stages)
         self.progress(summary.line())
         return summary
@@ -152,11 +155,3 @@ class AnalysisJob:
         if self._spark is not None and self._owns_spark:
             self._spark.stop()
         self._spark = None
-
-
-def _newest_offsets_sample(state_dir: Path) -> datetime | None:
-    """When the newest offsets sample was written (its name starts with epoch ms)."""
-    names = [p.name for p in (state_dir / "samples" / "offsets").glob("*.parquet")]
-    if not names:
-        return None
-    return datetime.fromtimestamp(int(max(names)[:13]) / 1000, UTC)

@@ -17,7 +17,7 @@ import pytest
 from confluent_kafka.admin import AdminClient
 
 from dgm.broker.cluster import EmbeddedCluster
-from dgm.topics import create_topic
+from lab.topics import create_topic
 
 
 @dataclass

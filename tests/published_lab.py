@@ -19,11 +19,11 @@ from typing import Any
 from collectors.clients import Clients
 from collectors.cycle import Collector
 from collectors.runner import Runner
-from collectors.store import SampleStore
 from dgm.config import DgmConfig, load_config
-from dgm.lab.run import LabReport, LabSettings, run_lab
+from dgm.published import PUBLISHED_FILE
+from dgm.samples import SampleStore
+from lab.run import LabReport, LabSettings, run_lab
 from spark_jobs.job import AnalysisJob
-from spark_jobs.tables import PUBLISHED_FILE
 
 MESSAGES = 600
 RATE = 60.0  # ~10 s of production per run: crashes land while the processor has work

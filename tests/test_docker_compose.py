@@ -371,7 +371,7 @@ def test_pending_lists_only_subcommands_compose_uses() -> None:
 def test_dgm_command_resolves_to_a_real_subcommand(
     name: str, services: dict[str, dict[str, Any]]
 ) -> None:
-    from dgm.cli import build_parser
+    from shell.cli import build_parser
 
     argv = command(services[name])
     scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
@@ -723,9 +723,9 @@ def test_demo_pipelines_run_the_continuous_lab_on_declared_pipelines(
 ) -> None:
     """`dgm lab demo` cannot add its pipelines to the read-only config: each one it runs
     must be declared there, with the topics and group the lab gives it."""
-    from dgm.cli import build_parser
-    from dgm.lab.continuous import DEMO_PIPELINES
-    from dgm.lab.pipeline import DECLARED, PipelineNames, has_sink_topic
+    from lab.continuous import DEMO_PIPELINES
+    from lab.pipeline import DECLARED, PipelineNames, has_sink_topic
+    from shell.cli import build_parser
 
     argv = command(services["demo-pipelines"])
     args = build_parser().parse_args(argv[1:])

@@ -13,7 +13,8 @@ import sqlite3
 
 import streamlit as st
 
-from alerts.rules import (
+from dashboard import alerting, queries, ui
+from dgm.alert_rules import (
     ALERT_COMPARISONS,
     ALERT_METRICS,
     ALERT_SEVERITIES,
@@ -21,9 +22,7 @@ from alerts.rules import (
     AlertRule,
     merge_rules,
 )
-from alerts.run import config_file
-from alerts.store import AlertStore
-from dashboard import alerting, queries, ui
+from dgm.alert_store import AlertStore, config_file
 from dgm.config import ConfigError
 from dgm.config_schema import DgmConfig
 

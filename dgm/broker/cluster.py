@@ -32,6 +32,7 @@ from dgm.broker.properties import (
 )
 from dgm.broker.readiness import wait_for_brokers
 from dgm.errors import UserFacingError
+from dgm.ports import free_ports
 
 DEFAULT_HEAP = os.environ.get("DGM_BROKER_HEAP", "512m")
 
@@ -233,7 +234,7 @@ class EmbeddedCluster:
     # -- internals -----------------------------------------------------------------------------
 
     def _assign_ports(self) -> None:
-        ports = processes.free_ports(4 * self.brokers)
+        ports = free_ports(4 * self.brokers)
         self.nodes = []
         for index in range(self.brokers):
             p = ports[4 * index : 4 * index + 4]

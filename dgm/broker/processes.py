@@ -6,27 +6,12 @@ import contextlib
 import ctypes
 import os
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
 _PR_SET_PDEATHSIG = 1
-
-
-def free_ports(count: int) -> list[int]:
-    """Ports free on loopback now; held open together so the kernel hands out distinct ones."""
-    sockets = []
-    try:
-        for _ in range(count):
-            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            sock.bind(("127.0.0.1", 0))
-            sockets.append(sock)
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
 
 
 def _die_with_parent() -> None:

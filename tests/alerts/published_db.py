@@ -10,7 +10,7 @@ from typing import Any
 
 import duckdb
 
-from spark_jobs.tables import PUBLISHED_FILE, TABLES
+from dgm.published import PUBLISHED_FILE, TABLES
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -9,7 +9,7 @@ import pytest
 
 from alerts.commands import register
 from alerts.run import evaluate_after_analysis
-from alerts.store import AlertStore
+from dgm.alert_store import AlertStore
 from dgm.config import load_config
 from dgm.errors import UserFacingError
 from tests.alerts.published_db import at, publish, verdict

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from alerts.evaluate import AlertState, Evaluation, StateKey, evaluate
-from alerts.rules import AlertRule
+from alerts.evaluate import evaluate
+from dgm.alert_rules import AlertRule, AlertState, Evaluation, StateKey
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 RULE = AlertRule(name="lag", metric="lso_lag", threshold=100, for_s=60)

@@ -12,11 +12,12 @@ from typing import Any
 import duckdb
 
 from alerts.run import evaluate_after_analysis
-from alerts.store import AlertStore
+from dgm.alert_store import AlertStore
 from dgm.config import load_config
+from dgm.published import PUBLISHED_FILE
 from dgm.waiting import wait_until
+from shell.analyze_command import alerts_hook
 from spark_jobs.job import AnalysisJob
-from spark_jobs.tables import PUBLISHED_FILE
 from tests.alerts.test_webhook import Receiver
 from tests.collectors.transactional import in_transaction, transactional_producer
 from tests.published_lab import PublishedLab, collecting
@@ -106,7 +107,13 @@ def test_lso_lag_rule_fires_on_an_open_transaction_and_resolves_after_it(
             f"[collectors]\ninclude_topics = ['^{topic}$']\n",
         )
         config = load_config(config_path)
-        job = AnalysisJob(config, kafka.bootstrap_servers, master="local[2]", spark=spark)
+        job = AnalysisJob(
+            config,
+            kafka.bootstrap_servers,
+            master="local[2]",
+            spark=spark,
+            after_publish=alerts_hook(config),
+        )
         job.progress = lambda line: None
         samples = tmp_path / "state" / "samples" / "offsets"
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from alerts.metrics import RUN_SUBJECT, MetricsUnavailable, read_values
-from alerts.rules import AlertRule
+from dgm.alert_rules import AlertRule
 from tests.alerts.published_db import at, publish, verdict
 
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from alerts.run import evaluate_after_analysis
-from alerts.store import AlertStore
+from dgm.alert_store import AlertStore
 from dgm.config import load_config
 from dgm.config_schema import DgmConfig
 from dgm.waiting import wait_until

@@ -14,12 +14,12 @@ import pyarrow.parquet as pq
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from collectors.schemas import SCHEMAS
-from collectors.store import SampleStore
-from dgm.broker import processes
 from dgm.broker.cluster import EmbeddedCluster
-from dgm.topics import create_topic
+from dgm.ports import free_ports
+from dgm.sample_schemas import SCHEMAS
+from dgm.samples import SampleStore
 from dgm.waiting import wait_until
+from lab.topics import create_topic
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "hunter2-do-not-print"
@@ -35,7 +35,7 @@ def write_config(tmp_path: Path, bootstrap: str, extra: str = "") -> Path:
 
 
 def dgm_command(config: Path, *args: str) -> list[str]:
-    return [sys.executable, "-m", "dgm.cli", "--config", str(config), "collect", *args]
+    return [sys.executable, "-m", "shell.cli", "--config", str(config), "collect", *args]
 
 
 def environment() -> dict[str, str]:
@@ -95,7 +95,7 @@ def test_malformed_bootstrap_address_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_address_nobody_answers_on_is_a_clear_error(tmp_path: Path) -> None:
-    (port,) = processes.free_ports(1)
+    (port,) = free_ports(1)
     config = write_config(tmp_path, f"127.0.0.1:{port}")
     result = run(config, "--connect-timeout", "3")
     assert_clear_error(result, f"cannot reach Kafka at 127.0.0.1:{port} within 3s")

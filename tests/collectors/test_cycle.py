@@ -7,9 +7,9 @@ import pyarrow.parquet as pq
 
 from collectors.clients import Clients
 from collectors.cycle import Collector
-from collectors.schemas import SCHEMAS
-from collectors.store import SampleStore
 from dgm.config import CollectorSettings
+from dgm.sample_schemas import SCHEMAS
+from dgm.samples import SampleStore
 from dgm.waiting import wait_until
 from tests.collectors.transactional import in_transaction, send, transactional_producer
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 from playwright.sync_api import Page
 
-from dgm.broker.processes import free_ports
-from dgm.demo.stack import dashboard_answers
+from dgm.ports import free_ports
 from dgm.waiting import wait_until
+from shell.stack import dashboard_answers
 from tests.dashboard.conftest import write_config
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -40,7 +40,7 @@ def serving(state_dir: Path, refresh_s: float = 30) -> Iterator[str]:
         "DGM_DASHBOARD_REFRESH_S": str(refresh_s),
     }
     server = subprocess.Popen(
-        [sys.executable, "-m", "dgm.dashboard_command", "--port", str(port)],
+        [sys.executable, "-m", "shell.dashboard_command", "--port", str(port)],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

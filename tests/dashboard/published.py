@@ -24,7 +24,7 @@ from typing import Any
 
 import duckdb
 
-from spark_jobs.tables import PUBLISHED_FILE, TABLES
+from dgm.published import PUBLISHED_FILE, TABLES
 
 WINDOW_S = 60
 WINDOWS = 10

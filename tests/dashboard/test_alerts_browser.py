@@ -14,7 +14,7 @@ pytest.importorskip("playwright.sync_api", reason="needs the playwright package"
 from playwright.sync_api import expect
 
 from alerts.run import evaluate_after_analysis
-from alerts.store import AlertStore
+from dgm.alert_store import AlertStore
 from dgm.config import load_config
 from tests.dashboard.browser import CHROMIUM, WAIT_MS, chromium, serving
 from tests.dashboard.published import build

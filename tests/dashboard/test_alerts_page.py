@@ -13,8 +13,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from alerts.run import evaluate_after_analysis
-from alerts.store import STORE_FILE, AlertStore
 from dashboard import ui
+from dgm.alert_store import STORE_FILE, AlertStore
 from dgm.config import load_config
 from dgm.config_schema import DgmConfig
 from tests.dashboard.conftest import APP, healthy, markdown, no_exception, page, write_config

@@ -1,5 +1,5 @@
 """The dashboard in a real browser: Debian's Chromium driven by Playwright, served by
-`python -m dgm.dashboard_command` (what the `dgm dashboard` console entry runs).
+`python -m shell.dashboard_command` (what the `dgm dashboard` console entry runs).
 
 Screenshots go to $DGM_ARTIFACTS (else pytest's tmp dir). With DGM_UPDATE_SCREENSHOTS=1 the
 overview and drill-down screenshots are also copied to docs/screenshots/ (not on every run:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from dgm.config import load_config
-from dgm.dashboard_command import app_path, register, streamlit_command, streamlit_env
+from shell.dashboard_command import app_path, register, streamlit_command, streamlit_env
 
 
 def _parse(*argv: str) -> argparse.Namespace:
@@ -64,7 +64,7 @@ def test_env_names_the_config_and_state_dir(
 
 def test_runs_as_a_module() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "dgm.dashboard_command", "--help"],
+        [sys.executable, "-m", "shell.dashboard_command", "--help"],
         capture_output=True, text=True, timeout=60, check=True,
     )  # fmt: skip
     assert "usage: dgm dashboard" in done.stdout and "--port" in done.stdout

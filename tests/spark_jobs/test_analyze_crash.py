@@ -15,9 +15,9 @@ from typing import Any
 import duckdb
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from dgm.lab.headers import ID, PRODUCER, SEQ, SRC
+from dgm.headers import ID, PRODUCER, SEQ, SRC
+from dgm.published import PUBLISHED_FILE, TABLES
 from dgm.waiting import wait_until
-from spark_jobs.tables import PUBLISHED_FILE, TABLES
 from tests.published_lab import collecting
 
 PARTITIONS = 2
@@ -66,7 +66,7 @@ def _config(directory: Path, bootstrap: str, source: str, sink: str, group: str)
 
 
 def _analyze(config: Path) -> subprocess.Popen[str]:
-    command = [sys.executable, "-m", "dgm.cli", "--config", str(config), "analyze", "--once"]
+    command = [sys.executable, "-m", "shell.cli", "--config", str(config), "analyze", "--once"]
     env = {**os.environ, "DGM_SPARK_MASTER": "local[1]"}
     return subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env

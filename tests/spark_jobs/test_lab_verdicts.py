@@ -17,9 +17,9 @@ import duckdb
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from dgm.lab.headers import ID, SRC, header_map
-from dgm.lab.ledger import read_ledger
+from dgm.headers import ID, SRC, header_map
 from dgm.waiting import wait_until
+from lab.ledger import read_ledger
 from tests.published_lab import PublishedLab
 
 EXPECTED_VERDICT = {

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.integration
 
 def dgm(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "dgm.cli", *args],
+        [sys.executable, "-m", "shell.cli", *args],
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -52,7 +52,7 @@ def test_start_status_stop_leaves_no_process(tmp_path: Path) -> None:
 def test_restart_keeps_the_data(tmp_path: Path) -> None:
     from confluent_kafka.admin import AdminClient
 
-    from dgm.topics import create_topic
+    from lab.topics import create_topic
 
     state = str(tmp_path / "state")
     try:

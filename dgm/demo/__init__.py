@@ -1,1 +1,0 @@
-"""`dgm run` and `dgm demo`: the whole system, started and stopped as one."""

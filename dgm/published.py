@@ -1,0 +1,287 @@
+"""The DuckDB tables `dgm analyze` publishes: the contract with the dashboard and the alerts.
+
+Every run writes all of them into a new DuckDB file and renames it over the published one
+(`<state_dir>/dgm.duckdb`), so a reader sees one whole run or the one before, never a mix.
+Each column is documented where it is declared; the words are docs/design.md's. Times are UTC
+TIMESTAMPTZ; `window_start` is the start of a window of `analysis.window_s` seconds (by the
+records' Kafka timestamps); totals ("cumulative") span the fingerprint retention.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+
+PUBLISHED_FILE = "dgm.duckdb"
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    sql_type: str
+    doc: str
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str
+    doc: str
+    columns: tuple[Column, ...]
+
+    def ddl(self) -> str:
+        body = ",\n    ".join(f'"{c.name}" {c.sql_type}' for c in self.columns)
+        return f'CREATE TABLE "{self.name}" (\n    {body}\n)'
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.columns)
+
+
+def _table(name: str, doc: str, *columns: tuple[str, str, str]) -> Table:
+    return Table(name, doc, tuple(Column(*c) for c in columns))
+
+
+RUNS = _table(
+    "runs",
+    "One row: the run these tables come from, and how fresh its inputs were.",
+    ("run_id", "VARCHAR", "unique id of the analysis run"),
+    ("started_at", "TIMESTAMPTZ", "when the run began"),
+    ("finished_at", "TIMESTAMPTZ", "when its tables were complete (just before publication)"),
+    ("last_sample_at", "TIMESTAMPTZ", "newest collector sample read; null without samples"),
+    ("records_audited", "BIGINT", "records fingerprinted by this run's audit"),
+    ("fingerprints", "BIGINT", "fingerprints analyzed (everything within retention)"),
+    ("window_s", "INTEGER", "window length in seconds"),
+    ("spark_master", "VARCHAR", "Spark master the run used"),
+)
+
+VERDICTS = _table(
+    "verdicts",
+    "Per pipeline, cumulative over the retention: the achieved semantic and its evidence.",
+    ("pipeline", "VARCHAR", "pipeline name from dgm.toml"),
+    ("declared", "VARCHAR", "declared_semantic from dgm.toml"),
+    (
+        "achieved",
+        "VARCHAR",
+        "exactly-once | at-least-once | at-most-once | no guarantee | insufficient evidence",
+    ),
+    (
+        "meets_declared",
+        "BOOLEAN",
+        "achieved is at least as strong as declared; null when achieved is insufficient evidence",
+    ),
+    (
+        "records_checked",
+        "BIGINT",
+        "committed source records below the group's committed "
+        "offset and past the grace period (the ones whose fate is known)",
+    ),
+    ("sink_records", "BIGINT", "committed sink records (rows of an external sink)"),
+    ("distinct_ids", "BIGINT", "distinct message ids in the sink"),
+    ("duplicate_copies", "BIGINT", "extra sink copies, upstream duplicates excluded"),
+    ("duplicate_rate", "DOUBLE", "duplicate_copies / distinct_ids; null without ids"),
+    ("upstream_duplicates", "BIGINT", "extra sink copies the source already held twice"),
+    ("lost", "BIGINT", "lost ids: never reached the sink, or sequence gaps at the producer"),
+    ("loss_rate", "DOUBLE", "lost / records_checked; null when nothing was checked"),
+    (
+        "aborted_reads",
+        "BIGINT",
+        "sink records whose id the source holds only in aborted transactions",
+    ),
+    ("unidentified", "BIGINT", "committed records (source and sink) without a message id"),
+    (
+        "faults_observed",
+        "BIGINT",
+        "faults seen while the checked records flowed: rebalances, "
+        "member changes, producer epoch bumps, broker outages",
+    ),
+    (
+        "evidence",
+        "VARCHAR",
+        "tested (anomaly-free or not, across faults) | untested (no fault "
+        "seen: weaker evidence) | none",
+    ),
+    ("first_record_at", "TIMESTAMPTZ", "oldest checked source record"),
+    ("last_record_at", "TIMESTAMPTZ", "newest checked source record"),
+    ("source_topics", "VARCHAR[]", "the pipeline's source topics"),
+    ("sink", "VARCHAR[]", "sink topics, or 'external:<table>' for an external sink"),
+    ("consumer_group", "VARCHAR", "the group whose committed offsets bound the check"),
+)
+
+PIPELINE_WINDOWS = _table(
+    "pipeline_windows",
+    "Per pipeline and window: the same counts and a verdict for the window alone.",
+    ("pipeline", "VARCHAR", "pipeline name"),
+    ("window_start", "TIMESTAMPTZ", "window start (source record timestamps)"),
+    ("records_checked", "BIGINT", "as in verdicts, in this window"),
+    ("duplicate_copies", "BIGINT", "extra sink copies whose timestamp is in this window"),
+    ("duplicate_rate", "DOUBLE", "duplicate_copies / distinct sink ids of the window"),
+    ("lost", "BIGINT", "lost ids whose source record is in this window"),
+    ("loss_rate", "DOUBLE", "lost / records_checked"),
+    ("aborted_reads", "BIGINT", "aborted reads in this window"),
+    ("faults_observed", "BIGINT", "faults whose time is in this window"),
+    ("achieved", "VARCHAR", "verdict of this window alone"),
+    ("meets_declared", "BOOLEAN", "as in verdicts"),
+)
+
+TOPIC_WINDOWS = _table(
+    "topic_windows",
+    "Per topic and window (window_start null: cumulative): what the topic holds.",
+    ("topic", "VARCHAR", "topic name"),
+    ("window_start", "TIMESTAMPTZ", "window start; null for the cumulative row"),
+    ("records", "BIGINT", "committed records"),
+    ("distinct_ids", "BIGINT", "distinct message ids among committed records"),
+    ("duplicate_copies", "BIGINT", "extra committed copies of an id (first copy per retention)"),
+    ("duplicate_rate", "DOUBLE", "duplicate_copies / distinct_ids"),
+    ("unidentified", "BIGINT", "committed records without a message id"),
+    ("aborted", "BIGINT", "records of aborted transactions"),
+)
+
+PARTITION_WINDOWS = _table(
+    "partition_windows",
+    "Per topic, partition and window: for the drill-down heat map.",
+    ("topic", "VARCHAR", "topic name"),
+    ("partition", "INTEGER", "partition"),
+    ("window_start", "TIMESTAMPTZ", "window start"),
+    ("records", "BIGINT", "committed records"),
+    ("duplicate_copies", "BIGINT", "extra copies located in this partition"),
+    ("aborted", "BIGINT", "aborted records"),
+)
+
+DUPLICATES = _table(
+    "duplicates",
+    "Every copy of every duplicated id, per topic (pipeline set when the topic is a sink).",
+    (
+        "pipeline",
+        "VARCHAR",
+        "pipeline whose sink holds the copies; null for a topic that is no pipeline's sink",
+    ),
+    ("topic", "VARCHAR", "topic (or 'external:<table>')"),
+    ("message_id", "VARCHAR", "the duplicated id"),
+    ("copies", "BIGINT", "committed copies of the id in the topic"),
+    ("copy_number", "BIGINT", "1 for the first copy by (timestamp, partition, offset)"),
+    ("is_extra_copy", "BOOLEAN", "copy_number > 1"),
+    ("partition", "INTEGER", "partition of this copy"),
+    ("offset", "BIGINT", "offset of this copy (row id for an external sink)"),
+    ("timestamp", "TIMESTAMPTZ", "Kafka timestamp of this copy"),
+    ("key", "VARCHAR", "record key as text"),
+    ("producer", "VARCHAR", "dgm-producer header"),
+    ("seq", "BIGINT", "dgm-seq header"),
+    ("lineage", "VARCHAR", "dgm-src header"),
+    ("cause", "VARCHAR", "aborted read | producer retry | reprocessing | upstream | unknown"),
+)
+
+LOST = _table(
+    "lost",
+    "Every lost id of a pipeline, with its source coordinates and why it counts as lost.",
+    ("pipeline", "VARCHAR", "pipeline name"),
+    ("message_id", "VARCHAR", "lost id; null for a sequence gap (the id never reached Kafka)"),
+    ("topic", "VARCHAR", "source topic"),
+    ("partition", "INTEGER", "source partition"),
+    ("offset", "BIGINT", "source offset; null for a sequence gap"),
+    ("timestamp", "TIMESTAMPTZ", "source record timestamp; null for a sequence gap"),
+    ("producer", "VARCHAR", "dgm-producer of the source record or of the gap"),
+    ("seq", "BIGINT", "dgm-seq of the record, or first missing sequence of the gap"),
+    ("missing", "BIGINT", "1 for a record; the length of a sequence gap"),
+    (
+        "cause",
+        "VARCHAR",
+        "not in sink (below the committed offset, past the grace period) | sequence gap",
+    ),
+)
+
+PARTITION_OFFSETS = _table(
+    "partition_offsets",
+    "The collectors' offsets samples as a series (Transactions & LSO page).",
+    ("sampled_at", "TIMESTAMPTZ", "sample time"),
+    ("topic", "VARCHAR", "topic"),
+    ("partition", "INTEGER", "partition"),
+    ("log_start_offset", "BIGINT", "first offset in the log"),
+    ("high_watermark", "BIGINT", "end of the log"),
+    ("lso", "BIGINT", "last stable offset"),
+    ("lso_lag", "BIGINT", "high_watermark - lso"),
+    ("lso_stuck_ms", "BIGINT", "how long the LSO has not moved with records above it"),
+)
+
+GROUP_LAG = _table(
+    "group_lag",
+    "The collectors' group offsets as a series: lag both ways.",
+    ("sampled_at", "TIMESTAMPTZ", "sample time"),
+    ("group_id", "VARCHAR", "consumer group"),
+    ("topic", "VARCHAR", "topic"),
+    ("partition", "INTEGER", "partition"),
+    ("committed_offset", "BIGINT", "committed offset"),
+    ("group_state", "VARCHAR", "group state"),
+    ("lag_from_hw", "BIGINT", "high watermark - committed (what other tools show)"),
+    ("lag_from_lso", "BIGINT", "LSO - committed (transaction-correct)"),
+)
+
+TRANSACTIONS = _table(
+    "transactions",
+    "Open transactions per partition at the last sample, and whether each is hanging.",
+    ("sampled_at", "TIMESTAMPTZ", "sample time"),
+    ("topic", "VARCHAR", "topic"),
+    ("partition", "INTEGER", "partition"),
+    ("producer_id", "BIGINT", "producer id"),
+    ("producer_epoch", "INTEGER", "producer epoch"),
+    ("transactional_id", "VARCHAR", "transactional.id, when the coordinator knows it"),
+    ("txn_start_offset", "BIGINT", "first offset of the open transaction"),
+    ("age_ms", "BIGINT", "how long the producer has been idle on the partition"),
+    ("hanging", "BOOLEAN", "as kafka-transactions.sh find-hanging decides"),
+    ("hanging_reason", "VARCHAR", "why it is hanging"),
+)
+
+FAULTS = _table(
+    "faults",
+    "Faults the collectors observed (the events sample kind): what gives verdicts weight.",
+    ("at", "TIMESTAMPTZ", "when the collector saw it"),
+    (
+        "event",
+        "VARCHAR",
+        "rebalance, member_joined, member_left, epoch_bump, outage_start, "
+        "outage_end, broker_left, broker_joined, collector_start",
+    ),
+    ("group_id", "VARCHAR", "group, for group events"),
+    ("pipeline", "VARCHAR", "pipeline the fault is attributed to; null when cluster-wide"),
+    ("detail", "VARCHAR", "one human-readable line"),
+)
+
+TABLES: tuple[Table, ...] = (
+    RUNS,
+    VERDICTS,
+    PIPELINE_WINDOWS,
+    TOPIC_WINDOWS,
+    PARTITION_WINDOWS,
+    DUPLICATES,
+    LOST,
+    PARTITION_OFFSETS,
+    GROUP_LAG,
+    TRANSACTIONS,
+    FAULTS,
+)
+
+
+def published_path(state_dir: Path) -> Path:
+    return Path(state_dir) / PUBLISHED_FILE
+
+
+def open_read_only(path: Path) -> duckdb.DuckDBPyConnection:
+    """The one way to read a publication (dashboard, alerts, `dgm verdicts`, status lines).
+
+    The connection keeps seeing the run it opened while newer ones are published, and a new
+    call sees the newest run even while older connections stay open. FileNotFoundError when
+    nothing is published yet; duckdb.Error when the file cannot be read."""
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: nothing published yet (run dgm analyze)")
+    # ATTACH to a fresh in-memory database, not duckdb.connect(path): connect() reuses the
+    # process's open instance of a path, which would hold the file of an older run.
+    connection = duckdb.connect()
+    try:
+        quoted = str(path).replace("'", "''")
+        connection.execute(f"ATTACH '{quoted}' AS published (READ_ONLY)")
+        connection.execute("USE published")
+    except BaseException:
+        connection.close()
+        raise
+    return connection

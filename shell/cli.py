@@ -1,0 +1,76 @@
+"""The `dgm` command line: a thin layer that parses arguments and calls the stages."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Callable, Sequence
+
+from dgm import __version__
+from dgm.errors import UserFacingError
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Every `dgm` subcommand; each sets `handler` to the function that runs it."""
+    parser = argparse.ArgumentParser(
+        prog="dgm",
+        description="Delivery Guarantee Monitor: which delivery guarantee your Kafka "
+        "pipelines actually achieve, with the evidence.",
+    )
+    parser.add_argument("--version", action="version", version=f"dgm {__version__}")
+    parser.add_argument("--config", help="path to dgm.toml (default: ./dgm.toml if present)")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    from dgm.broker.commands import register as register_broker
+
+    register_broker(commands)
+    from collectors.commands import register as register_collect
+
+    register_collect(commands)
+    from lab.commands import register as register_lab
+
+    register_lab(commands)
+    from shell.analyze_command import register as register_analyze
+
+    register_analyze(commands)
+    from shell.verdicts_command import register as register_verdicts
+
+    register_verdicts(commands)
+    from alerts.commands import register as register_alerts
+
+    register_alerts(commands)
+    from shell.dashboard_command import register as register_dashboard
+
+    register_dashboard(commands)
+    from shell.run_command import register as register_run
+
+    register_run(commands)
+    from shell.demo_command import register as register_demo
+
+    register_demo(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    handler: Handler = args.handler
+    try:
+        return handler(args)
+    except KeyboardInterrupt:
+        return 130
+    except UserFacingError as error:
+        print(f"dgm: error: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

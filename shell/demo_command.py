@@ -1,0 +1,190 @@
+"""`dgm demo`: the whole system in one command, on dgm's embedded broker.
+
+Starts a real Kafka on loopback, writes the demo's dgm.toml into its state directory, runs
+the continuous lab (one pipeline per mode, plus one whose producer's acks are dropped), the
+collectors, periodic analysis and the dashboard, and prints the dashboard URL and a status
+line. Ctrl-C (or SIGTERM) stops the lab, the services and the broker, in that order.
+
+The state directory is the demo's own: it is emptied at every start (a directory that holds
+anything else is refused). Every process of the demo carries DGM_STATE_DIR=<state dir> in its
+environment and dies with the demo's process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from dgm.broker.cluster import EmbeddedCluster
+from dgm.broker.distribution import resolve_distribution
+from dgm.broker.java import find_java
+from dgm.config import CONFIG_FILE_NAME, ENV_BOOTSTRAP, ENV_STATE_DIR
+from dgm.errors import UserFacingError
+from dgm.ports import check_port_free, port_number
+from dgm.signals import interrupt_on_signals, please_wait, stop_on_signals
+from lab.continuous import ContinuousLab, ContinuousSettings
+from shell.dashboard_command import DEFAULT_PORT
+from shell.services import ServiceGroup
+from shell.stack import (
+    dashboard_url,
+    follow,
+    monitoring_services,
+)
+
+DEFAULT_STATE_DIR = ".dgm-demo"
+MARKER = ".dgm-demo"  # a file in the state directory: it is the demo's and may be emptied
+COLLECT_EVERY_S = 5
+ANALYZE_EVERY_S = 15
+# Long enough for one analysis run: a sink copy written after the audit's bound, while the
+# group's newer commit is already sampled, must not count as lost.
+GRACE_S = 30
+
+
+def say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def register(commands: Any) -> None:
+    demo = commands.add_parser(
+        "demo",
+        help="the whole system in one command: embedded Kafka, lab pipelines, dashboard",
+        description="Starts a real Kafka on loopback, the lab's pipelines (one per mode: "
+        "at-most-once, at-least-once, exactly-once, exactly-once-broken, idempotent-sink, and "
+        "one whose producer's acks are dropped) with crashes and rebalances on a schedule, the "
+        "collectors, periodic analysis and the dashboard. Ctrl-C stops everything.",
+    )
+    demo.add_argument("--brokers", type=int, choices=(1, 3), default=1, help="Kafka brokers")
+    demo.add_argument(
+        "--port",
+        type=port_number,
+        default=DEFAULT_PORT,
+        help=f"dashboard port (default {DEFAULT_PORT})",
+    )
+    demo.add_argument("--host", default="127.0.0.1", help="dashboard address (default 127.0.0.1)")
+    demo.add_argument(
+        "--state-dir",
+        default=DEFAULT_STATE_DIR,
+        help=f"the demo's own folder, emptied at start (default ./{DEFAULT_STATE_DIR})",
+    )
+    demo.add_argument("--rate", type=float, default=5.0, help="messages/s per pipeline (default 5)")
+    demo.set_defaults(handler=_demo)
+
+
+def prepare_state_dir(state_dir: Path) -> None:
+    """An empty demo folder: created, or emptied if it is a previous demo's."""
+    if state_dir.exists() and any(state_dir.iterdir()):
+        if not (state_dir / MARKER).exists():
+            raise UserFacingError(
+                f"{state_dir} is not empty and not a dgm demo folder; pass --state-dir"
+            )
+        running = EmbeddedCluster.running(state_dir)
+        if running is not None:
+            raise UserFacingError(
+                f"a demo already runs in {state_dir} (Kafka at {running.bootstrap_servers})"
+            )
+        for entry in state_dir.iterdir():
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
+    state_dir.mkdir(parents=True, exist_ok=True)
+    (state_dir / MARKER).write_text("dgm demo state: emptied by every `dgm demo`\n")
+
+
+def demo_config(state_dir: Path, bootstrap_servers: str) -> str:
+    return (
+        "# Written by `dgm demo` at every start; the lab adds its [[pipelines]] below.\n"
+        f'state_dir = "{state_dir}"\n\n'
+        "[cluster]\n"
+        f'bootstrap_servers = "{bootstrap_servers}"\n\n'
+        "[collectors]\n"
+        f"interval_s = {COLLECT_EVERY_S}\n\n"
+        "[analysis]\n"
+        f"interval_s = {ANALYZE_EVERY_S}\n"
+        f"grace_s = {GRACE_S}\n"
+        "window_s = 60\n"
+    )
+
+
+def _demo(args: argparse.Namespace) -> int:
+    if args.rate <= 0:
+        raise UserFacingError(f"--rate: expected > 0, got {args.rate}")
+    state_dir = Path(args.state_dir).expanduser().absolute()
+    find_java()  # no Java: one clear line before anything starts
+    check_port_free(args.host, args.port)
+    prepare_state_dir(state_dir)
+    # Every child inherits it: the services read it, and it marks the demo's processes.
+    os.environ[ENV_STATE_DIR] = str(state_dir)
+    os.environ.pop(ENV_BOOTSTRAP, None)
+    began = time.monotonic()
+    cluster: EmbeddedCluster | None = None
+    lab: ContinuousLab | None = None
+    group = ServiceGroup(state_dir / "logs", say)
+    stop = threading.Event()
+    previous = interrupt_on_signals()
+    try:
+        distribution = resolve_distribution(progress=say)
+        say(f"starting {args.brokers} Kafka broker(s) ...")
+        cluster = EmbeddedCluster(state_dir, brokers=args.brokers, die_with_parent=True)
+        cluster.start(distribution=distribution, fresh=True)
+        say(f"Kafka ready at {cluster.bootstrap_servers} ({time.monotonic() - began:.0f}s)")
+        config_path = state_dir / CONFIG_FILE_NAME
+        config_path.write_text(demo_config(state_dir, cluster.bootstrap_servers))
+        lab = ContinuousLab(
+            ContinuousSettings(
+                bootstrap_servers=cluster.bootstrap_servers,
+                lab_dir=state_dir / "lab",
+                rate=args.rate,
+                cluster=cluster,
+                config_path=config_path,
+                progress=_lab_say(state_dir / "logs" / "lab.log"),
+            )
+        )
+        lab.setup()  # topics and [[pipelines]] before the services read the config
+        for spec in monitoring_services(config_path, (args.host, args.port)):
+            group.start(spec)
+        lab.start()
+        url = dashboard_url(args.host, args.port)
+        say(
+            f"demo running: {len(lab.pipelines)} pipelines, logs in {group.log_dir}; "
+            f"dashboard at {url} once it answers (the first analysis starts Spark, which "
+            "resolves its Kafka package once). Ctrl-C stops everything."
+        )
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)  # type: ignore[arg-type]
+        with stop_on_signals(stop, please_wait(say)):
+            follow(group, state_dir, url, stop, say)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGINT, lambda *_: say("stopping; please wait"))
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        say("stopping the demo …")
+        if lab is not None:
+            lab.stop()
+        group.stop()
+        if cluster is not None:
+            cluster.stop()
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)  # type: ignore[arg-type]
+    say("demo stopped")
+    return 0
+
+
+def _lab_say(log: Path) -> Any:
+    """The lab's progress into a log file: the terminal keeps the status lines."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    lock = threading.Lock()
+
+    def write(line: str) -> None:
+        with lock, log.open("a") as f:
+            f.write(f"{time.strftime('%H:%M:%S')} {line}\n")
+
+    return write

@@ -1,0 +1,82 @@
+"""`dgm run`: collectors, periodic analysis (with alerts) and the dashboard against the
+configured cluster, as one foreground command. Each part stays startable alone
+(`dgm collect`, `dgm analyze`, `dgm dashboard`); this only starts them together."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from dgm.config import ENV_STATE_DIR, load_config
+from dgm.connection import bootstrap_servers
+from dgm.ports import check_port_free, port_number
+from dgm.signals import please_wait, stop_on_signals
+from shell.dashboard_command import DEFAULT_PORT
+from shell.services import ServiceGroup
+from shell.stack import (
+    dashboard_url,
+    follow,
+    monitoring_services,
+)
+
+
+def say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def register(commands: Any) -> None:
+    run = commands.add_parser(
+        "run",
+        help="collectors, periodic analysis and the dashboard against your cluster",
+        description="Starts `dgm collect`, `dgm analyze` (which also evaluates alerts) and "
+        "`dgm dashboard` as child processes against the cluster dgm.toml names (security "
+        "settings included), logs in <state_dir>/logs/, restarts one that dies, prints the "
+        "dashboard URL and a status line every 15 s. Ctrl-C or SIGTERM stops everything.",
+    )
+    # Also accepted after the subcommand; SUPPRESS keeps the global --config when absent.
+    run.add_argument("--config", default=argparse.SUPPRESS, help="path to dgm.toml")
+    run.add_argument("--no-dashboard", action="store_true", help="collect and analyze only")
+    run.add_argument("--host", default="127.0.0.1", help="dashboard address (default 127.0.0.1)")
+    run.add_argument(
+        "--port",
+        type=port_number,
+        default=DEFAULT_PORT,
+        help=f"dashboard port (default {DEFAULT_PORT})",
+    )
+    run.set_defaults(handler=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    config_arg = getattr(args, "config", None)
+    config = load_config(config_arg)
+    servers = bootstrap_servers(config)  # a clear error now if there is no cluster
+    config_path = Path(config.source).absolute() if config.source is not None else None
+    dashboard = None if args.no_dashboard else (args.host, args.port)
+    if dashboard is not None:
+        check_port_free(*dashboard)
+    state_dir = Path(config.state_dir).absolute()
+    state_dir.mkdir(parents=True, exist_ok=True)
+    url = dashboard_url(*dashboard) if dashboard is not None else None
+    stop = threading.Event()
+    group = ServiceGroup(state_dir / "logs", say)
+    with stop_on_signals(stop, please_wait(say)):
+        try:
+            # Set to what the config says anyway; it marks every process of this run.
+            env = {**os.environ, ENV_STATE_DIR: str(state_dir)}
+            for spec in monitoring_services(config_path, dashboard, env):
+                group.start(spec)
+            say(
+                f"dgm run: monitoring {servers} ({len(config.pipelines)} pipelines); "
+                f"logs in {group.log_dir}"
+                + (f"; dashboard at {url} once it answers" if url else "")
+            )
+            follow(group, state_dir, url, stop, say)
+            say("stopping…")
+        finally:
+            group.stop()
+    say("stopped")
+    return 0

@@ -1,0 +1,98 @@
+"""`dgm verdicts`: what each pipeline achieves, read from the published DuckDB file."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from dgm.config import load_config
+from dgm.errors import UserFacingError
+from dgm.published import PUBLISHED_FILE, VERDICTS, open_read_only
+
+# What the table prints, in order: (column, heading).
+_SHOWN = (
+    ("pipeline", "pipeline"),
+    ("declared", "declared"),
+    ("achieved", "achieved"),
+    ("meets", "meets"),
+    ("records_checked", "records"),
+    ("duplicate_copies", "duplicates"),
+    ("lost", "lost"),
+    ("aborted_reads", "aborted reads"),
+    ("faults_observed", "faults"),
+    ("evidence", "evidence"),
+)
+
+
+def register(commands: Any) -> None:
+    verdicts = commands.add_parser(
+        "verdicts",
+        help="print each pipeline's declared and achieved delivery semantic",
+        description="Per pipeline, from the last published analysis: declared and achieved "
+        "semantic, records checked, duplicates, lost ids, aborted reads, faults observed, and "
+        "whether it meets what it declares. Exits 1 when a pipeline violates its declaration.",
+    )
+    verdicts.add_argument("--json", action="store_true", help="one JSON document")
+    verdicts.set_defaults(handler=_verdicts)
+
+
+def read_verdicts(state_dir: Path) -> tuple[list[dict[str, Any]], datetime | None]:
+    """The verdict rows and when their analysis finished; UserFacingError if none exist yet."""
+    path = state_dir / PUBLISHED_FILE
+    if not path.exists():
+        raise UserFacingError(
+            f"no analysis published yet ({path} does not exist): run `dgm analyze --once` "
+            "(with `dgm collect` running), or `dgm demo`"
+        )
+    try:
+        with open_read_only(path) as db:
+            cursor = db.execute(
+                f"SELECT {', '.join(VERDICTS.names)} FROM verdicts ORDER BY pipeline"
+            )
+            names = [d[0] for d in cursor.description]
+            rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+            finished = db.execute("SELECT max(finished_at) FROM runs").fetchone()
+    except (duckdb.Error, OSError) as error:
+        raise UserFacingError(f"cannot read {path}: {error}") from None
+    return rows, finished[0] if finished else None
+
+
+def _meets(row: dict[str, Any]) -> str:
+    meets = row["meets_declared"]
+    return "n/a" if meets is None else "yes" if meets else "NO"
+
+
+def _cell(row: dict[str, Any], column: str) -> str:
+    if column == "meets":
+        return _meets(row)
+    value = row[column]
+    return "" if value is None else str(value)
+
+
+def format_table(rows: list[dict[str, Any]]) -> str:
+    cells = [[heading for _, heading in _SHOWN]]
+    cells += [[_cell(row, column) for column, _ in _SHOWN] for row in rows]
+    widths = [max(len(line[i]) for line in cells) for i in range(len(_SHOWN))]
+    return "\n".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
+        for line in cells
+    )
+
+
+def _verdicts(args: argparse.Namespace) -> int:
+    config = load_config(args.config)
+    rows, finished = read_verdicts(config.state_dir)
+    if args.json:
+        document = {"analyzed_at": finished, "pipelines": rows}
+        print(json.dumps(document, default=str, indent=2))
+    elif not rows:
+        print("no pipelines analyzed: add [[pipelines]] to dgm.toml (or run `dgm lab run`)")
+    else:
+        print(format_table(rows))
+        print(f"analyzed at {finished:%Y-%m-%d %H:%M:%S %Z}" if finished else "")
+    return 1 if any(row["meets_declared"] is False for row in rows) else 0

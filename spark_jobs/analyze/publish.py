@@ -1,0 +1,125 @@
+"""Publish a run's tables atomically: a new DuckDB file renamed over `<state_dir>/dgm.duckdb`.
+
+Every table of dgm.published is created (empty when the run gave no rows), filled through
+Arrow, checkpointed and fsynced in a hidden temp file beside the published one; `os.replace`
+then swaps it in. A reader that opened the old file keeps reading it (POSIX rename keeps the
+open inode) and never blocks the writer; a publish that dies before the rename leaves the
+published file untouched and at most a temp file, which the next publish removes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypeAlias
+
+import duckdb
+import pyarrow as pa
+from pyspark.sql import DataFrame
+
+from dgm.durable import fsync
+from dgm.published import PUBLISHED_FILE, TABLES, Table, published_path
+
+# A table's rows: Arrow, a Spark DataFrame, or a few rows as dicts (e.g. the runs row).
+Published: TypeAlias = pa.Table | DataFrame | Sequence[Mapping[str, Any]]
+
+# The contract's SQL types as Arrow types, for rows given as dicts.
+ARROW_TYPES: dict[str, pa.DataType] = {
+    "VARCHAR": pa.string(),
+    "BIGINT": pa.int64(),
+    "INTEGER": pa.int32(),
+    "DOUBLE": pa.float64(),
+    "BOOLEAN": pa.bool_(),
+    "TIMESTAMPTZ": pa.timestamp("us", tz="UTC"),
+    "VARCHAR[]": pa.list_(pa.string()),
+}
+
+_TEMP_PREFIX = f".{PUBLISHED_FILE}."
+_TEMP_SUFFIX = ".tmp"
+
+
+def _arrow(data: Published, table: Table) -> pa.Table:
+    if isinstance(data, pa.Table):
+        return data
+    if isinstance(data, DataFrame):
+        return data.toArrow()
+    schema = pa.schema([(c.name, ARROW_TYPES[c.sql_type]) for c in table.columns])
+    return pa.Table.from_pylist([{n: row.get(n) for n in table.names} for row in data], schema)
+
+
+def _remove(path: Path) -> None:
+    for leftover in (path, path.with_name(path.name + ".wal")):
+        leftover.unlink(missing_ok=True)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)  # signal 0: only asks whether the process exists
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_stale_temps(state_dir: Path) -> list[Path]:
+    """Temp files of publishes whose process is gone (killed before the rename); removed."""
+    removed = []
+    for path in Path(state_dir).glob(f"{_TEMP_PREFIX}*{_TEMP_SUFFIX}"):
+        pid = path.name[len(_TEMP_PREFIX) :].split(".", 1)[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not _pid_alive(int(pid)):
+            _remove(path)
+            removed.append(path)
+    return removed
+
+
+def write_tables(path: Path, tables: Mapping[str, Published]) -> None:
+    """A complete DuckDB file at `path`: every contract table, filled from `tables`."""
+    with duckdb.connect(str(path)) as connection:
+        # A naive Arrow timestamp going into TIMESTAMPTZ is read as UTC, whatever the host says.
+        connection.execute("SET TimeZone = 'UTC'")
+        for table in TABLES:
+            connection.execute(table.ddl())
+            data = tables.get(table.name)
+            if data is None:
+                continue
+            arrow = _arrow(data, table)
+            missing = [name for name in table.names if name not in arrow.column_names]
+            if missing:
+                raise ValueError(f"table {table.name!r} lacks columns {', '.join(missing)}")
+            if arrow.num_rows == 0:
+                continue
+            connection.register("_rows", arrow.select(list(table.names)))
+            columns = ", ".join(f'"{name}"' for name in table.names)
+            connection.execute(
+                f'INSERT INTO "{table.name}" ({columns}) SELECT {columns} FROM _rows'
+            )
+            connection.unregister("_rows")
+        connection.execute("CHECKPOINT")
+
+
+def publish(tables: Mapping[str, Published], state_dir: Path) -> Path:
+    """Write `tables` (name -> Arrow table, Spark DataFrame or list of row dicts) as the
+    published DuckDB file of `state_dir`, atomically; the published path. Missing tables are
+    created empty; row dicts may leave out columns (null)."""
+    unknown = sorted(set(tables) - {t.name for t in TABLES})
+    if unknown:
+        raise ValueError(f"not tables of the contract: {', '.join(unknown)}")
+    state_dir = Path(state_dir)
+    state_dir.mkdir(parents=True, exist_ok=True)
+    remove_stale_temps(state_dir)
+    target = published_path(state_dir)
+    temp = state_dir / f"{_TEMP_PREFIX}{os.getpid()}.{time.monotonic_ns()}{_TEMP_SUFFIX}"
+    try:
+        write_tables(temp, tables)
+        fsync(temp)
+        os.replace(temp, target)
+    except BaseException:
+        _remove(temp)
+        raise
+    with contextlib.suppress(OSError):  # the entry is durable on most systems anyway
+        fsync(state_dir)
+    return target

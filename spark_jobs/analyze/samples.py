@@ -1,0 +1,53 @@
+"""The collectors' samples as Spark DataFrames, one per sample kind.
+
+Files live in `<state_dir>/samples/<kind>/*.parquet` (dgm.samples); temp files start with
+'.' and end in '.tmp', so the glob never sees half a file. The Spark schema of a kind is the
+collectors' Arrow schema converted, so a kind without files still has its columns.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.pandas.types import from_arrow_type
+from pyspark.sql.types import StructField, StructType
+
+from dgm.sample_schemas import SCHEMAS
+from dgm.samples import samples_dir
+
+KINDS: tuple[str, ...] = tuple(SCHEMAS)
+
+
+def spark_schema(kind: str) -> StructType:
+    """The Spark schema of sample `kind`, converted from dgm.sample_schemas (nullability
+    kept; ms timestamps become Spark timestamps)."""
+    if kind not in SCHEMAS:
+        raise ValueError(f"unknown sample kind {kind!r} (known: {', '.join(SCHEMAS)})")
+    arrow: pa.Schema = SCHEMAS[kind]
+    return StructType(
+        [StructField(f.name, from_arrow_type(f.type), f.nullable) for f in arrow]  # type: ignore[no-untyped-call]
+    )
+
+
+def empty_samples(spark: SparkSession, kind: str) -> DataFrame:
+    """A DataFrame of sample `kind` without rows."""
+    return spark.createDataFrame([], spark_schema(kind))
+
+
+def read_kind(spark: SparkSession, state_dir: Path, kind: str) -> DataFrame:
+    """Every sample of `kind` under `state_dir`; empty (with the kind's columns) without files."""
+    schema = spark_schema(kind)
+    folder = samples_dir(Path(state_dir)) / kind
+    if not folder.is_dir() or not any(folder.glob("*.parquet")):
+        return empty_samples(spark, kind)
+    # The folder, not a glob: a glob path makes Spark log a stack trace while it looks for a
+    # streaming sink's metadata. Hidden temp files are skipped either way.
+    return spark.read.schema(schema).option("pathGlobFilter", "*.parquet").parquet(str(folder))
+
+
+def read_samples(spark: SparkSession, state_dir: Path) -> dict[str, DataFrame]:
+    """Sample kind -> DataFrame, for every kind dgm.sample_schemas declares (what `analyze`
+    takes as its `samples`)."""
+    return {kind: read_kind(spark, state_dir, kind) for kind in KINDS}

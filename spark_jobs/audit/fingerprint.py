@@ -1,0 +1,161 @@
+"""The compact fingerprint audit keeps per Kafka record, built with JVM-native columns only.
+
+`fingerprints` turns rows of the Spark Kafka source (key, value, topic, partition, offset,
+timestamp, headers) into FINGERPRINT rows; `mark_committed` sets `committed` by comparing the
+read_uncommitted view of an offset range with the read_committed view of the same range.
+No Python UDF runs per record: header lookups, JSON paths, hashing and parsing are all
+Catalyst expressions, so the work stays in the JVM.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import (
+    BooleanType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+from dgm import headers
+from dgm.config_schema import MessageIdRule
+
+FINGERPRINT = StructType(
+    [
+        # Where the record is: the audited topic, its partition and offset.
+        StructField("topic", StringType(), False),
+        StructField("partition", IntegerType(), False),
+        StructField("offset", LongType(), False),
+        # The record's Kafka timestamp (UTC); orders copies of an id across partitions.
+        StructField("timestamp", TimestampType(), True),
+        # The id the pipeline's MessageIdRule finds; null when it finds none ("unidentified").
+        StructField("message_id", StringType(), True),
+        # The record key as UTF-8 text, for display only (never used for identity unless the
+        # rule says kind=key or hash).
+        StructField("key", StringType(), True),
+        # dgm-producer: the producer session that stamped the record; null when absent.
+        StructField("producer", StringType(), True),
+        # dgm-seq: the session's per-partition sequence; null when absent or not a
+        # non-negative integer.
+        StructField("seq", LongType(), True),
+        # dgm-src as written (topic/partition/offset of the record it was made from); raw so a
+        # malformed value is still visible as evidence.
+        StructField("lineage", StringType(), True),
+        # dgm-src parsed; all three null when it is absent or malformed.
+        StructField("src_topic", StringType(), True),
+        StructField("src_partition", IntegerType(), True),
+        StructField("src_offset", LongType(), True),
+        # False for a record only a read_uncommitted consumer sees (an aborted transaction's).
+        StructField("committed", BooleanType(), False),
+    ]
+)
+
+COORDINATES = ("topic", "partition", "offset")
+# What fingerprints() reads from a Spark Kafka source row.
+KAFKA_COLUMNS = ("key", "value", *COORDINATES, "timestamp", "headers")
+
+# Digit runs short enough for their type, so the casts below can never overflow.
+_SEQ = r"^[0-9]{1,18}$"
+# Like dgm.headers.parse_src: a non-empty topic (which may hold '/'), then two numbers.
+_SRC = r"^(.+)/([0-9]{1,9})/([0-9]{1,18})$"
+
+
+def header(name: str) -> Column:
+    """The text of header `name`: the last non-null value when it repeats (as header_map)."""
+    matching = F.filter("headers", lambda h: (h["key"] == F.lit(name)) & h["value"].isNotNull())
+    # try_element_at: null for an empty (or null) array even under ANSI mode.
+    return F.try_element_at(matching, F.lit(-1))["value"].cast("string")
+
+
+def json_path(dotted: str) -> str:
+    """`order.id` as the JSON path get_json_object takes: `$.order.id`."""
+    return "$." + dotted
+
+
+def message_id(rule: MessageIdRule) -> Column:
+    """The id column for `rule`; an empty id counts as none."""
+    if rule.kind == "header":
+        found = header(rule.name)
+    elif rule.kind == "json_field":
+        # Invalid JSON or a missing field gives null, never an error.
+        found = F.get_json_object(F.col("value").cast("string"), json_path(rule.name))
+    elif rule.kind == "key":
+        found = F.col("key").cast("string")
+    elif rule.kind == "hash":
+        found = _key_value_hash()
+    else:
+        raise ValueError(f"unknown message id kind {rule.kind!r}")
+    return F.when(found != F.lit(""), found)
+
+
+def _key_value_hash() -> Column:
+    # The key's length goes first so (key "a", value "b") and (no key, value "ab") differ.
+    key, value = F.col("key"), F.col("value")
+    key_length = F.coalesce(F.length(key), F.lit(-1))
+    framed = F.concat(
+        F.encode(F.format_string("%d:", key_length), "UTF-8"),
+        F.coalesce(key, F.lit(b"")),
+        F.coalesce(value, F.lit(b"")),
+    )
+    # A record with neither key nor value carries nothing to identify it by.
+    return F.when(key.isNotNull() | value.isNotNull(), F.sha2(framed, 256))
+
+
+def _digits(text: Column, pattern: str, group: int, to: str) -> Column:
+    part = F.regexp_extract(text, pattern, group)
+    return F.when(text.rlike(pattern), part.try_cast(to))
+
+
+def fingerprints(records: DataFrame, rule: MessageIdRule) -> DataFrame:
+    """FINGERPRINT rows from Spark Kafka source rows (read with includeHeaders=true).
+
+    `committed` starts true: a read of a topic that never saw a transaction needs no second
+    view. Where the topic has seen transactions, pass the result to `mark_committed`.
+    """
+    missing = [name for name in KAFKA_COLUMNS if name not in records.columns]
+    if missing:
+        raise ValueError(
+            f"fingerprints need the Spark Kafka source's columns, missing {', '.join(missing)}"
+            " (headers come only with includeHeaders=true)"
+        )
+    lineage = header(headers.SRC)
+    seq = header(headers.SEQ)
+    columns = {
+        "topic": F.col("topic"),
+        "partition": F.col("partition"),
+        "offset": F.col("offset"),
+        "timestamp": F.col("timestamp"),
+        "message_id": message_id(rule),
+        "key": F.col("key").cast("string"),
+        "producer": header(headers.PRODUCER),
+        "seq": F.when(seq.rlike(_SEQ), seq.try_cast("bigint")),
+        "lineage": lineage,
+        "src_topic": F.when(lineage.rlike(_SRC), F.regexp_extract(lineage, _SRC, 1)),
+        "src_partition": _digits(lineage, _SRC, 2, "int"),
+        "src_offset": _digits(lineage, _SRC, 3, "bigint"),
+        "committed": F.lit(True),
+    }
+    return records.select(
+        *(columns[f.name].cast(f.dataType).alias(f.name) for f in FINGERPRINT.fields)
+    )
+
+
+def mark_committed(uncommitted_view: DataFrame, committed_view: DataFrame) -> DataFrame:
+    """`uncommitted_view` (fingerprints of a read_uncommitted read) with `committed` set: true
+    iff the record's (topic, partition, offset) is in `committed_view`, a read_committed read
+    of the same range (any columns, as long as it has topic, partition and offset).
+
+    One left join against the committed view's distinct coordinates: each record is kept
+    exactly once however that view repeats, and each view is scanned once (a semi plus an
+    anti join would read the uncommitted view, i.e. the topic, twice).
+    """
+    seen = committed_view.select(*COORDINATES).distinct().withColumn("_seen", F.lit(True))
+    marked = uncommitted_view.drop("committed").join(seen, list(COORDINATES), "left")
+    committed = F.coalesce(F.col("_seen"), F.lit(False)).alias("committed")
+    return marked.select(
+        *(committed if f.name == "committed" else f.name for f in FINGERPRINT.fields)
+    )

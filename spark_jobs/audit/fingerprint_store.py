@@ -1,0 +1,269 @@
+"""Fingerprints on disk, in batches whose rename is their commit.
+
+`<state_dir>/fingerprints/batch-<13-digit epoch ms>-<6-digit seq>/` holds Spark's Parquet part
+files and `_range.json`, the manifest: per topic-partition the offsets [start, end) audited,
+the records kept and the offsets skipped (deleted by retention unread), the id rule per topic,
+created_at. A batch is written into a hidden temp dir (a name starting with '.', which Spark
+and this module skip), its files and manifest fsynced, then renamed to its final name.
+
+The audited positions are derived from the manifests of complete batches; there is no other
+checkpoint that could drift from them. A job killed at any point has either renamed its
+batch (its range is audited, its fingerprints are there) or not (neither), so each range is
+audited exactly once. Leftover hidden dirs are removed under the writer lock at the start.
+
+Compaction writes one new batch holding the kept fingerprints of the batches it replaces and
+their ranges (so the positions survive), listing them in `replaces`; readers ignore a batch a
+complete batch replaces, so a crash before the old dirs are gone duplicates nothing.
+External sinks are snapshots, `external/<pipeline>.parquet`, each replaced atomically.
+Run audit, compact and load_fingerprints' reads from one process one after another: a
+compaction removes files a lazy DataFrame from an earlier load may still want to read.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import re
+import shutil
+import time
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from dgm.config_schema import MessageIdRule
+from dgm.durable import fsync
+from spark_jobs.audit.fingerprint import FINGERPRINT
+from spark_jobs.audit.ranges import Key, OffsetRange
+
+FINGERPRINTS_DIR = "fingerprints"
+EXTERNAL_DIR = "external"
+MANIFEST = "_range.json"
+_BATCH = re.compile(r"batch-(\d{13})-(\d{6})")
+# FINGERPRINT as Arrow, for the snapshots written without Spark (the external sinks).
+ARROW_FINGERPRINT = pa.schema(
+    [
+        ("topic", pa.string()), ("partition", pa.int32()), ("offset", pa.int64()),
+        ("timestamp", pa.timestamp("us", tz="UTC")), ("message_id", pa.string()),
+        ("key", pa.string()), ("producer", pa.string()), ("seq", pa.int64()),
+        ("lineage", pa.string()), ("src_topic", pa.string()), ("src_partition", pa.int32()),
+        ("src_offset", pa.int64()), ("committed", pa.bool_()),
+    ]
+)  # fmt: skip
+
+
+def fingerprints_dir(state_dir: Path) -> Path:
+    return state_dir / FINGERPRINTS_DIR
+
+
+@dataclass(frozen=True)
+class Batch:
+    path: Path
+    manifest: dict[str, Any]
+
+    @property
+    def ranges(self) -> list[dict[str, Any]]:
+        return list(self.manifest["ranges"])
+
+    def min_timestamp(self) -> datetime | None:
+        text = self.manifest.get("min_timestamp")
+        return datetime.fromisoformat(text) if text else None
+
+
+@contextmanager
+def writer_lock(state_dir: Path) -> Iterator[None]:
+    """One writer of fingerprints at a time (audit, compact); leftovers removed on entry."""
+    folder = fingerprints_dir(state_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / ".lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            recover(state_dir)
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def recover(state_dir: Path) -> list[str]:
+    """Remove what a killed writer left: hidden temp/trash dirs and replaced batches.
+    Call only under `writer_lock` (another writer's temp dir is not a leftover)."""
+    folder = fingerprints_dir(state_dir)
+    replaced = {name for b in _all_batches(folder) for name in b.manifest.get("replaces", ())}
+    removed = []
+    for path in sorted(folder.iterdir()) if folder.is_dir() else []:
+        hidden = path.name.startswith(".") and path.is_dir()
+        if hidden or path.name in replaced:
+            shutil.rmtree(path)
+            removed.append(path.name)
+    for path in (folder / EXTERNAL_DIR).glob(".*.tmp"):
+        path.unlink()
+        removed.append(f"{EXTERNAL_DIR}/{path.name}")
+    return removed
+
+
+def _all_batches(folder: Path) -> list[Batch]:
+    found = []
+    for path in sorted(folder.iterdir()) if folder.is_dir() else []:
+        manifest = path / MANIFEST
+        if _BATCH.fullmatch(path.name) and manifest.is_file():
+            found.append(Batch(path, json.loads(manifest.read_text())))
+    return found
+
+
+def complete_batches(state_dir: Path) -> list[Batch]:
+    """Committed batches, oldest first, without those a committed compaction replaced."""
+    batches = _all_batches(fingerprints_dir(state_dir))
+    replaced = {name for b in batches for name in b.manifest.get("replaces", ())}
+    return [b for b in batches if b.path.name not in replaced]
+
+
+def audited_positions(state_dir: Path) -> dict[Key, int]:
+    """Per topic-partition the end of what complete batches have audited."""
+    ends: dict[Key, int] = {}
+    for batch in complete_batches(state_dir):
+        for r in batch.ranges:
+            key = (r["topic"], r["partition"])
+            ends[key] = max(ends.get(key, r["end"]), r["end"])
+    return ends
+
+
+def _next_name(folder: Path) -> str:
+    names = sorted(p.name for p in folder.iterdir() if _BATCH.fullmatch(p.name))
+    now_ms, seq = time.time_ns() // 1_000_000, 0
+    if names and (last := _BATCH.fullmatch(names[-1])) and int(last[1]) >= now_ms:
+        now_ms, seq = int(last[1]), int(last[2]) + 1
+    return f"batch-{now_ms:013d}-{seq:06d}"
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.astimezone(UTC).isoformat() if value is not None else None
+
+
+def write_batch(
+    spark: SparkSession,
+    state_dir: Path,
+    frame: DataFrame,
+    ranges: Sequence[OffsetRange],
+    id_rules: Mapping[str, MessageIdRule],
+    replaces: Sequence[str] = (),
+) -> Batch:
+    """Write `frame` (FINGERPRINT rows of `ranges`) as one committed batch; call under
+    `writer_lock`. The manifest counts the records per range from what was written."""
+    folder = fingerprints_dir(state_dir)
+    temp = folder / f".tmp-{uuid.uuid4().hex}"
+    frame.select(*(f.name for f in FINGERPRINT.fields)).write.parquet(str(temp))
+    written = spark.read.schema(FINGERPRINT).parquet(str(temp))
+    stats = written.groupBy("topic", "partition").agg(
+        F.count(F.lit(1)).alias("n"), F.min("timestamp").alias("lo"), F.max("timestamp").alias("hi")
+    )
+    counted = {(s["topic"], s["partition"]): s for s in stats.collect()}
+    lows = [s["lo"] for s in counted.values() if s["lo"] is not None]
+    highs = [s["hi"] for s in counted.values() if s["hi"] is not None]
+    manifest = {
+        "version": 1,
+        "created_at": datetime.now(UTC).isoformat(),
+        "ranges": [
+            {**asdict(r), "records": int(counted[r.key]["n"]) if r.key in counted else 0}
+            for r in ranges
+        ],
+        "records": sum(int(s["n"]) for s in counted.values()),
+        "id_rules": {topic: asdict(rule) for topic, rule in sorted(id_rules.items())},
+        "min_timestamp": _iso(min(lows, default=None)),
+        "max_timestamp": _iso(max(highs, default=None)),
+        "replaces": sorted(replaces),
+    }
+    (temp / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True))
+    for path in temp.iterdir():
+        fsync(path)
+    fsync(temp)
+    final = folder / _next_name(folder)
+    os.rename(temp, final)  # the commit
+    fsync(folder)
+    return Batch(final, manifest)
+
+
+def empty_fingerprints(spark: SparkSession) -> DataFrame:
+    return spark.createDataFrame([], FINGERPRINT)
+
+
+def load_fingerprints(spark: SparkSession, state_dir: Path) -> DataFrame:
+    """Every complete batch's fingerprints and every external snapshot, FINGERPRINT columns."""
+    paths = [str(b.path) for b in complete_batches(state_dir)]
+    external = fingerprints_dir(state_dir) / EXTERNAL_DIR
+    if external.is_dir():
+        paths += sorted(str(p) for p in external.glob("*.parquet"))
+    if not paths:
+        return empty_fingerprints(spark)
+    return spark.read.schema(FINGERPRINT).parquet(*paths)
+
+
+def write_external(state_dir: Path, pipeline: str, table: pa.Table) -> Path:
+    """Replace `pipeline`'s external sink snapshot atomically (temp file, fsync, rename).
+    `table` has the FINGERPRINT columns; it is cast to ARROW_FINGERPRINT."""
+    folder = fingerprints_dir(state_dir) / EXTERNAL_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    final, temp = folder / f"{pipeline}.parquet", folder / f".{pipeline}.{uuid.uuid4().hex}.tmp"
+    try:
+        pq.write_table(table.select(ARROW_FINGERPRINT.names).cast(ARROW_FINGERPRINT), temp)
+        fsync(temp)
+        os.replace(temp, final)
+    finally:
+        temp.unlink(missing_ok=True)
+    fsync(folder)
+    return final
+
+
+def remove_external_except(state_dir: Path, pipelines: set[str]) -> list[str]:
+    """Drop snapshots of pipelines that no longer have an external sink configured."""
+    folder = fingerprints_dir(state_dir) / EXTERNAL_DIR
+    stale = [p for p in folder.glob("*.parquet") if p.stem not in pipelines]
+    for path in stale:
+        path.unlink()
+    return [p.stem for p in stale]
+
+
+def _merged(batches: Sequence[Batch]) -> list[OffsetRange]:
+    spans: dict[Key, OffsetRange] = {}
+    for batch in batches:
+        for r in batch.ranges:
+            key, old = (r["topic"], r["partition"]), spans.get((r["topic"], r["partition"]))
+            start, end, skipped = r["start"], r["end"], r.get("skipped", 0)
+            if old is not None:
+                start, end = min(start, old.start), max(end, old.end)
+                skipped += old.skipped
+            spans[key] = OffsetRange(key[0], key[1], start, end, skipped)
+    return sorted(spans.values(), key=lambda r: r.key)
+
+
+def compact(
+    spark: SparkSession, state_dir: Path, retention: timedelta, now: datetime | None = None
+) -> Batch | None:
+    """Drop fingerprints whose Kafka timestamp is older than `retention`: the batches holding
+    any are rewritten as one batch keeping the rest and every range (the audited positions).
+    None when nothing is old enough. Crash-safe: see the module docstring."""
+    cutoff = (now or datetime.now(UTC)) - retention
+    with writer_lock(state_dir):
+        batches = complete_batches(state_dir)
+        old = [b for b in batches if (t := b.min_timestamp()) is not None and t < cutoff]
+        if not old:
+            return None
+        chosen = old + [b for b in batches if b.manifest["records"] == 0 and b not in old]
+        kept = spark.read.schema(FINGERPRINT).parquet(*(str(b.path) for b in chosen))
+        kept = kept.filter(F.col("timestamp").isNull() | (F.col("timestamp") >= F.lit(cutoff)))
+        rules = {t: MessageIdRule(**r) for b in chosen for t, r in b.manifest["id_rules"].items()}
+        names = [b.path.name for b in chosen]
+        batch = write_batch(spark, state_dir, kept, _merged(chosen), rules, names)
+        for b in chosen:  # hide first (atomic), then delete: no half-deleted visible batch
+            trash = b.path.with_name(f".trash-{b.path.name}")
+            os.rename(b.path, trash)
+            shutil.rmtree(trash)
+        return batch

@@ -1,0 +1,159 @@
+"""Which offsets the audit reads next: per topic-partition, from what was audited to the LSO.
+
+The end of a range is the last sampled LSO (last stable offset), never the high watermark.
+Below the LSO every transactional record's fate is decided: its transaction has written its
+commit or abort marker, so a read_uncommitted and a read_committed read of the range agree
+for good on which records are committed. Above the LSO sits at least one open transaction:
+its records are in the log but may still be committed or aborted, and fingerprinting them
+now would freeze a guess. They are audited once the LSO has passed them.
+
+The start is where the previous audit of the partition ended, or the log start offset when
+retention has already deleted records from there: those offsets are reported as skipped,
+not treated as an error (they are gone from Kafka and no audit can read them any more).
+
+The pure part (`plan_ranges`) takes sampled offsets and audited positions; the readers take
+only the newest sample files, which the collectors name by time.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from dgm.sample_schemas import SCHEMAS
+from dgm.samples import SampleStore
+
+Key = tuple[str, int]
+# Newest sample files read to find every monitored topic: one cycle writes one file, so the
+# newest file normally has everything; older ones only fill in a topic missing from it.
+MAX_SAMPLE_FILES = 5
+
+
+@dataclass(frozen=True)
+class SampledOffsets:
+    """One partition's offsets as the newest `offsets` sample holds them."""
+
+    topic: str
+    partition: int
+    log_start_offset: int
+    high_watermark: int
+    lso: int
+
+
+@dataclass(frozen=True)
+class OffsetRange:
+    """Offsets [start, end) of one partition to audit; `skipped` offsets below `start` were
+    deleted by retention before any audit read them."""
+
+    topic: str
+    partition: int
+    start: int
+    end: int
+    skipped: int = 0
+
+    @property
+    def key(self) -> Key:
+        return self.topic, self.partition
+
+    @property
+    def size(self) -> int:
+        """Offsets in the range; records plus control markers (and compacted-away offsets)."""
+        return self.end - self.start
+
+
+def plan_ranges(sampled: Iterable[SampledOffsets], audited: Mapping[Key, int]) -> list[OffsetRange]:
+    """The non-empty range to audit per sampled partition, sorted by topic and partition.
+
+    start = max(audited end, log start offset); end = the sampled LSO. A partition never
+    audited starts at its log start offset (nothing is reported skipped for it). An LSO at
+    or below the start (nothing new, or a sample older than the last audit) gives no range.
+    """
+    found = []
+    for s in sampled:
+        done = audited.get((s.topic, s.partition))
+        start = s.log_start_offset if done is None else max(done, s.log_start_offset)
+        skipped = 0 if done is None else max(0, s.log_start_offset - done)
+        if s.lso > start:
+            found.append(OffsetRange(s.topic, s.partition, start, s.lso, skipped))
+    return sorted(found, key=lambda r: r.key)
+
+
+def offsets_json(ranges: Iterable[OffsetRange], end: bool) -> str:
+    """Spark Kafka source startingOffsets (end=False) or endingOffsets (end=True) JSON."""
+    by_topic: dict[str, dict[str, int]] = {}
+    for r in ranges:
+        by_topic.setdefault(r.topic, {})[str(r.partition)] = r.end if end else r.start
+    return json.dumps(by_topic, sort_keys=True)
+
+
+def assign_json(ranges: Iterable[OffsetRange]) -> str:
+    """Spark Kafka source `assign` JSON: exactly the partitions of `ranges`."""
+    by_topic: dict[str, list[int]] = {}
+    for r in ranges:
+        by_topic.setdefault(r.topic, []).append(r.partition)
+    return json.dumps({t: sorted(ps) for t, ps in sorted(by_topic.items())})
+
+
+def _newest_rows(
+    state_dir: Path, kind: str, topics: Collection[str], columns: list[str], max_files: int
+) -> list[dict[str, object]]:
+    """Rows of the newest `kind` files about `topics`, newest file first; stops at the first
+    file after which every topic has been seen."""
+    wanted, seen = set(topics), set[str]()
+    rows: list[dict[str, object]] = []
+    if not wanted:
+        return rows
+    schema = pa.schema([SCHEMAS[kind].field(c) for c in columns])
+    for path in reversed(SampleStore(state_dir).files(kind)[-max_files:]):
+        table = pq.read_table(path, columns=columns, schema=schema)
+        table = table.filter(pc.is_in(table["topic"], pa.array(sorted(wanted))))
+        rows.extend(table.to_pylist())
+        seen.update(table["topic"].to_pylist())
+        if seen >= wanted:
+            break
+    return rows
+
+
+def latest_offsets(
+    state_dir: Path, topics: Collection[str], max_files: int = MAX_SAMPLE_FILES
+) -> list[SampledOffsets]:
+    """The newest sampled offsets of every partition of `topics`, from the newest files only.
+
+    Files are read newest first until every topic has been seen. A partition missing from the
+    newest file (its leader was unavailable) then waits for a later cycle, unless an older file
+    was read anyway for another topic; older offsets are always safe, only less far.
+    """
+    columns = ["topic", "partition", "log_start_offset", "high_watermark", "lso"]
+    latest: dict[Key, SampledOffsets] = {}
+    for row in _newest_rows(state_dir, "offsets", topics, columns, max_files):
+        sampled = SampledOffsets(**row)  # type: ignore[arg-type]
+        latest.setdefault((sampled.topic, sampled.partition), sampled)
+    return sorted(latest.values(), key=lambda s: (s.topic, s.partition))
+
+
+def transactional_topics(
+    state_dir: Path, topics: Collection[str], max_files: int = MAX_SAMPLE_FILES
+) -> set[str]:
+    """Topics of `topics` the newest `producers` sample shows a transactional producer on:
+    an open transaction (txn_start_offset), a transactional id, or a coordinator epoch (only a
+    transaction marker sets one)."""
+    columns = ["topic", "txn_start_offset", "transactional_id", "coordinator_epoch"]
+    return {
+        str(row["topic"])
+        for row in _newest_rows(state_dir, "producers", topics, columns, max_files)
+        if row["txn_start_offset"] is not None
+        or row["transactional_id"] is not None
+        or int(row["coordinator_epoch"]) >= 0  # type: ignore[call-overload]
+    }
+
+
+def has_open_or_recent_transaction(sampled: Iterable[SampledOffsets]) -> set[str]:
+    """Topics with a partition whose LSO sat below its high watermark when sampled: records
+    (or a marker) above the LSO, so a transaction touched the partition near the range end."""
+    return {s.topic for s in sampled if s.lso < s.high_watermark}

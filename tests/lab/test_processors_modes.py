@@ -1,0 +1,165 @@
+"""Each processor mode, run by the lab on the real broker through real SIGKILLs, delivers what
+its semantic says. The counts are computed here, independently of the lab: the sink topic is
+read with a plain read_committed consumer and compared with the producer's ledger."""
+
+from __future__ import annotations
+
+import sqlite3
+import uuid
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import Consumer, TopicPartition
+
+from dgm.headers import ID, SRC, header_map
+from dgm.waiting import wait_until
+from lab.ledger import read_ledger
+from lab.run import LabReport, LabSettings, run_lab
+
+MESSAGES = 600
+PARTITIONS = 3  # the lab's default
+RATE = 60.0  # ~10 s of production: the crashes land while the processor has work
+
+
+@dataclass(frozen=True)
+class SinkCounts:
+    ids: Counter[str]  # message id -> copies in the sink
+    sources: Counter[str]  # dgm-src -> copies
+
+    @property
+    def duplicates(self) -> int:
+        """Extra copies: a committed record whose id already appeared earlier in the sink."""
+        return sum(self.ids.values()) - len(self.ids)
+
+    def lost(self, acked: set[str]) -> set[str]:
+        return acked - set(self.ids)
+
+
+def read_sink(kafka: Any, report: LabReport, isolation: str = "read_committed") -> SinkCounts:
+    """Every committed record of the run's sink topic, with a plain read_committed consumer."""
+    topic, partitions = report.sink_topic, PARTITIONS
+    assert topic is not None
+    consumer = Consumer(
+        {
+            "bootstrap.servers": kafka.bootstrap_servers,
+            "group.id": f"check-{uuid.uuid4().hex[:8]}",
+            "isolation.level": isolation,
+            "enable.auto.commit": False,
+        }
+    )
+    tps = [TopicPartition(topic, p, 0) for p in range(partitions)]
+    consumer.assign(tps)
+    ends = {
+        p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+        for p in range(partitions)
+    }
+    ids: Counter[str] = Counter()
+    sources: Counter[str] = Counter()
+
+    def at_end() -> bool:
+        for message in consumer.consume(500, 0.2):
+            assert message.error() is None, message.error()
+            headers = header_map(message.headers())
+            ids[headers[ID].decode()] += 1
+            sources[headers[SRC].decode()] += 1
+        positions = consumer.position([TopicPartition(topic, p) for p in range(partitions)])
+        return all(tp.offset >= ends[tp.partition] for tp in positions)
+
+    try:
+        wait_until(at_end, 60, f"reading {topic} to its end", interval=0)
+    finally:
+        consumer.close()
+    return SinkCounts(ids, sources)
+
+
+def lab(kafka: Any, tmp_path: Path, mode: str, **extra: Any) -> LabReport:
+    settings = LabSettings(
+        pipeline=f"test-{mode}",
+        mode=mode,  # type: ignore[arg-type]
+        bootstrap_servers=kafka.bootstrap_servers,
+        lab_dir=tmp_path,
+        messages=MESSAGES,
+        rate=RATE,
+        **extra,
+    )
+    report = run_lab(settings)
+    assert report.caught_up, "the processor never caught up with the source"
+    assert report.messages["sent"] == MESSAGES
+    return report
+
+
+def assert_real_kills(report: LabReport, at_least: int) -> None:
+    assert len(report.crashes) >= at_least, report.crashes
+    for crash in report.crashes:
+        assert crash["signal"] == "SIGKILL" and crash["returncode"] == -9, crash
+    assert len({crash["pid"] for crash in report.crashes}) == len(report.crashes)
+
+
+def test_at_most_once_loses_on_crash_and_never_duplicates(kafka: Any, tmp_path: Path) -> None:
+    report = lab(kafka, tmp_path, "at-most-once", crashes=3)
+    assert_real_kills(report, 3)
+    assert {c["aim"] for c in report.crashes} == {"between-commit-and-produce"}
+    acked = set(read_ledger(Path(report.ledger_path)).acked)
+    assert len(acked) == MESSAGES
+    sink = read_sink(kafka, report)
+    assert sink.lost(acked), "a crash between commit and produce must lose its batch"
+    assert sink.duplicates == 0
+    assert set(sink.ids) <= acked
+
+
+def test_at_least_once_duplicates_on_crash_and_never_loses(kafka: Any, tmp_path: Path) -> None:
+    report = lab(kafka, tmp_path, "at-least-once", crashes=3)
+    assert_real_kills(report, 3)
+    assert {c["aim"] for c in report.crashes} == {"between-produce-and-commit"}
+    acked = set(read_ledger(Path(report.ledger_path)).acked)
+    sink = read_sink(kafka, report)
+    assert not sink.lost(acked)
+    assert sink.duplicates > 0
+    # The duplicates are reprocessing: the same source record written to the sink twice.
+    assert sum(sink.sources.values()) - len(sink.sources) == sink.duplicates
+
+
+def test_exactly_once_neither_loses_nor_duplicates(kafka: Any, tmp_path: Path) -> None:
+    report = lab(kafka, tmp_path, "exactly-once", crashes=3)
+    assert_real_kills(report, 3)
+    ledger = read_ledger(Path(report.ledger_path))
+    assert report.messages["aborted"] > 0 and ledger.aborted_ids
+    acked = set(ledger.acked)
+    sink = read_sink(kafka, report)
+    assert not sink.lost(acked)
+    assert sink.duplicates == 0
+    assert not set(sink.ids) & ledger.aborted_ids
+    # The kills did leave half-done work in the sink: aborted copies only read_committed hides.
+    everything = read_sink(kafka, report, "read_uncommitted")
+    assert everything.duplicates > 0
+
+
+def test_exactly_once_broken_leaks_aborted_records(kafka: Any, tmp_path: Path) -> None:
+    report = lab(kafka, tmp_path, "exactly-once-broken")
+    ledger = read_ledger(Path(report.ledger_path))
+    sink = read_sink(kafka, report)
+    leaked = set(sink.ids) & ledger.aborted_ids
+    assert len(leaked) > 0, "read_uncommitted must let aborted source records through"
+    assert not sink.lost(set(ledger.acked))
+
+
+def test_idempotent_sink_stores_every_acked_id_once(kafka: Any, tmp_path: Path) -> None:
+    report = lab(kafka, tmp_path, "idempotent-sink", crashes=3)
+    assert_real_kills(report, 3)
+    assert report.sink_topic is None and report.external_sink is not None
+    ledger = read_ledger(Path(report.ledger_path))
+    acked = set(ledger.acked)
+    store = report.external_sink
+    db = sqlite3.connect(f"file:{store['path']}?mode=ro", uri=True)
+    try:
+        columns = ", ".join([store["id_column"], *store["source_columns"][1:]])
+        rows = db.execute(f"SELECT {columns} FROM {store['table']}").fetchall()
+    finally:
+        db.close()
+    copies = Counter(row[0] for row in rows)
+    assert set(copies) == acked
+    assert set(copies.values()) == {1}
+    # Each row came from the acknowledged source record of its id.
+    assert {row[0]: (row[1], row[2]) for row in rows} == ledger.acked

@@ -1,0 +1,216 @@
+"""The duplicate metrics of spark_jobs.analyze.duplicates and the lost ids of
+spark_jobs.analyze.loss in plain DuckDB SQL, over the same FINGERPRINT rows: an Arrow table,
+a pandas frame, or a Parquet file (path or glob).
+
+A test oracle and a benchmark baseline, not a product path. Each query is written from
+docs/design.md's definitions on its own terms (grouping and FILTER rather than Spark's joins),
+so the differential test compares two readings of the definitions, not one twice.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime
+from typing import Any, TypeAlias
+
+import duckdb
+import pandas as pd
+import pyarrow as pa
+
+# A table DuckDB can scan, or the path of Parquet fingerprints.
+Fingerprints: TypeAlias = pa.Table | pd.DataFrame | str | os.PathLike[str]
+
+# Spark sorts nulls first in ascending order and DuckDB last: say it, so both agree.
+_FIRST_COPY_ORDER = 'timestamp ASC NULLS FIRST, "partition", "offset"'
+
+DUPLICATE_COPIES = f"""
+WITH identified AS (
+    SELECT * FROM fingerprints WHERE committed AND message_id IS NOT NULL
+), duplicated AS (
+    SELECT topic, message_id, count(*) AS copies
+    FROM identified GROUP BY topic, message_id HAVING count(*) > 1
+), numbered AS (
+    SELECT i.*, d.copies,
+           row_number() OVER (PARTITION BY i.topic, i.message_id
+                              ORDER BY {_FIRST_COPY_ORDER}) AS copy_number
+    FROM identified i JOIN duplicated d USING (topic, message_id)
+)
+SELECT topic, message_id, copies, copy_number, copy_number > 1 AS is_extra_copy,
+       "partition", "offset", timestamp, key, producer, seq, lineage,
+       src_topic, src_partition, src_offset
+FROM numbered
+"""
+
+DUPLICATE_SUMMARY = """
+WITH counts AS (
+    SELECT topic,
+           count(*) FILTER (WHERE committed) AS records,
+           count(DISTINCT message_id) FILTER (WHERE committed) AS distinct_ids,
+           count(message_id) FILTER (WHERE committed) AS identified,
+           count(*) FILTER (WHERE committed AND message_id IS NULL) AS unidentified,
+           count(*) FILTER (WHERE NOT committed) AS aborted
+    FROM fingerprints GROUP BY topic
+)
+SELECT topic, records, distinct_ids, identified - distinct_ids AS duplicate_copies,
+       CASE WHEN distinct_ids > 0
+            THEN (identified - distinct_ids)::DOUBLE / distinct_ids END AS duplicate_rate,
+       unidentified, aborted
+FROM counts
+"""
+
+DUPLICATE_CAUSES = """
+WITH sink_ids AS (
+    SELECT * FROM sink WHERE committed AND message_id IS NOT NULL
+), duplicated AS (
+    SELECT topic, message_id, count(*) AS copies
+    FROM sink_ids GROUP BY topic, message_id HAVING count(*) > 1
+), retried AS (
+    SELECT DISTINCT topic, message_id FROM sink_ids
+    WHERE producer IS NOT NULL AND seq IS NOT NULL
+    GROUP BY topic, message_id, producer, seq HAVING count(*) > 1
+), reprocessed AS (
+    SELECT DISTINCT topic, message_id FROM sink_ids WHERE lineage IS NOT NULL
+    GROUP BY topic, message_id, lineage HAVING count(*) > 1
+), in_source AS (
+    SELECT message_id,
+           count(*) FILTER (WHERE committed) AS committed_copies,
+           count(*) FILTER (WHERE NOT committed) AS aborted_copies
+    FROM source WHERE message_id IS NOT NULL GROUP BY message_id
+), flagged AS (
+    SELECT d.topic, d.message_id, d.copies,
+           coalesce(s.committed_copies = 0 AND s.aborted_copies > 0, false) AS aborted_read,
+           r.message_id IS NOT NULL AS producer_retry,
+           p.message_id IS NOT NULL AS reprocessing,
+           coalesce(s.committed_copies > 1, false) AS upstream
+    FROM duplicated d
+    LEFT JOIN retried r USING (topic, message_id)
+    LEFT JOIN reprocessed p USING (topic, message_id)
+    LEFT JOIN in_source s USING (message_id)
+)
+SELECT *,
+       CASE WHEN aborted_read THEN 'aborted read'
+            WHEN producer_retry THEN 'producer retry'
+            WHEN reprocessing THEN 'reprocessing'
+            WHEN upstream THEN 'upstream'
+            ELSE 'unknown' END AS cause
+FROM flagged
+"""
+
+SEQUENCE_GAPS = """
+WITH runs AS (
+    SELECT topic, "partition", producer, seq,
+           lag(seq) OVER (PARTITION BY topic, "partition", producer ORDER BY seq) AS previous
+    FROM fingerprints WHERE producer IS NOT NULL AND seq IS NOT NULL
+), bounded AS (
+    SELECT topic, "partition", producer, seq,
+           CASE WHEN previous IS NOT NULL THEN previous
+                WHEN $first_seq IS NOT NULL THEN $first_seq - 1 END AS previous
+    FROM runs
+)
+SELECT topic, "partition", producer, previous + 1 AS first_missing, seq - 1 AS last_missing,
+       seq - previous - 1 AS missing
+FROM bounded WHERE seq - previous > 1
+"""
+
+
+# Lost ids of one pipeline (spark_jobs.analyze.loss.lost without `pipeline`): `committed` holds the
+# group's (topic, partition, committed_offset); with $external the greater of that and the
+# sink's own highest src_offset + 1 (the table's rows are its claim). Gaps are counted from
+# the distinct sequences each session wrote, dated by the earliest record after the gap.
+LOST = """
+WITH held AS (
+    SELECT src_topic AS topic, src_partition AS "partition", max(src_offset) + 1 AS held
+    FROM sink WHERE $external AND committed AND src_offset IS NOT NULL
+    GROUP BY src_topic, src_partition
+), claimed AS (
+    SELECT coalesce(c.topic, h.topic) AS topic,
+           coalesce(c."partition", h."partition") AS "partition",
+           greatest(c.committed_offset, h.held) AS claimed_offset
+    FROM committed c FULL JOIN held h ON c.topic = h.topic AND c."partition" = h."partition"
+), checked AS (
+    SELECT s.* FROM source s JOIN claimed c ON s.topic = c.topic AND s."partition" = c."partition"
+    WHERE s.committed AND s.message_id IS NOT NULL AND s.timestamp < $cutoff
+      AND s."offset" < c.claimed_offset
+), not_in_sink AS (
+    SELECT message_id, topic, "partition", "offset", timestamp, producer, seq,
+           1::BIGINT AS missing, 'not in sink' AS cause, timestamp AS window_at
+    FROM checked k
+    WHERE NOT EXISTS (
+        SELECT 1 FROM sink WHERE sink.committed AND sink.message_id = k.message_id
+    )
+    QUALIFY row_number() OVER (
+        PARTITION BY message_id
+        ORDER BY timestamp ASC NULLS FIRST, topic, "partition", "offset"
+    ) = 1
+), present AS (
+    SELECT topic, "partition", producer, seq, min(timestamp) AS next_at
+    FROM source WHERE producer IS NOT NULL AND seq IS NOT NULL
+    GROUP BY topic, "partition", producer, seq
+), runs AS (
+    SELECT *, lag(seq) OVER (PARTITION BY topic, "partition", producer ORDER BY seq) AS previous
+    FROM present
+), gaps AS (
+    SELECT NULL::VARCHAR AS message_id, topic, "partition", NULL::BIGINT AS "offset",
+           NULL::TIMESTAMPTZ AS timestamp, producer,
+           (CASE WHEN previous IS NOT NULL THEN previous ELSE $first_seq - 1 END) + 1 AS seq,
+           seq - (CASE WHEN previous IS NOT NULL THEN previous ELSE $first_seq - 1 END) - 1
+               AS missing,
+           'sequence gap' AS cause, next_at AS window_at
+    FROM runs
+)
+SELECT * FROM not_in_sink
+UNION ALL
+SELECT * FROM gaps WHERE missing > 0 AND window_at < $cutoff
+"""
+
+
+def _scan(connection: duckdb.DuckDBPyConnection, name: str, data: Fingerprints) -> None:
+    if isinstance(data, str | os.PathLike):
+        connection.read_parquet(os.fspath(data)).create_view(name)
+    else:
+        connection.register(name, data)
+
+
+def query(sql: str, parameters: dict[str, Any] | None = None, **tables: Fingerprints) -> pa.Table:
+    """Run `sql` over `tables` (view name → fingerprints) in a fresh in-memory DuckDB."""
+    with duckdb.connect() as connection:
+        for name, data in tables.items():
+            _scan(connection, name, data)
+        return connection.sql(sql, params=parameters or None).to_arrow_table()
+
+
+def duplicate_copies(fingerprints: Fingerprints) -> pa.Table:
+    return query(DUPLICATE_COPIES, fingerprints=fingerprints)
+
+
+def duplicate_summary(fingerprints: Fingerprints) -> pa.Table:
+    return query(DUPLICATE_SUMMARY, fingerprints=fingerprints)
+
+
+def duplicate_causes(
+    source_fingerprints: Fingerprints, sink_fingerprints: Fingerprints
+) -> pa.Table:
+    return query(DUPLICATE_CAUSES, source=source_fingerprints, sink=sink_fingerprints)
+
+
+def sequence_gaps(fingerprints: Fingerprints, first_seq: int | None = 0) -> pa.Table:
+    return query(SEQUENCE_GAPS, {"first_seq": first_seq}, fingerprints=fingerprints)
+
+
+def lost(
+    source_fingerprints: Fingerprints,
+    sink_fingerprints: Fingerprints,
+    committed: Fingerprints,
+    cutoff: datetime,
+    external: bool = False,
+    first_seq: int = 0,
+) -> pa.Table:
+    """Lost ids and sequence gaps of one pipeline; `committed` as (topic, partition,
+    committed_offset) rows, `cutoff` aware (now - grace)."""
+    return query(
+        LOST,
+        {"cutoff": cutoff, "external": external, "first_seq": first_seq},
+        source=source_fingerprints,
+        sink=sink_fingerprints,
+        committed=committed,
+    )

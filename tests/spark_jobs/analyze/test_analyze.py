@@ -1,0 +1,404 @@
+"""analyze() on one synthetic world of pipelines, each built to reach one verdict; every
+expected value is worked out by hand beside the data. One analyze run, collected once."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+
+from dgm.config_schema import (
+    AnalysisSettings,
+    DgmConfig,
+    ExternalSink,
+    PipelineConfig,
+)
+from dgm.published import TABLES, open_read_only, published_path
+from spark_jobs.analyze.analysis import SPARK_TYPES, analyze, fill_run
+from spark_jobs.analyze.publish import publish
+from spark_jobs.analyze.samples import read_samples, spark_schema
+from spark_jobs.audit.fingerprint import FINGERPRINT
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+NOW = T0 + timedelta(hours=1)
+MIN_RECORDS = 5
+
+
+def at(second: float) -> datetime:
+    return T0 + timedelta(seconds=second)
+
+
+def naive(second: float) -> datetime:
+    """How Spark hands a timestamp back (session time zone UTC, naive)."""
+    return at(second).replace(tzinfo=None)
+
+
+def fp(
+    topic: str,
+    offset: int,
+    message_id: str | None,
+    second: float,
+    lineage: str | None = None,
+    producer: str | None = None,
+    seq: int | None = None,
+    committed: bool = True,
+    partition: int = 0,
+) -> tuple[Any, ...]:
+    src: tuple[Any, ...] = (None, None, None)
+    if lineage is not None:
+        src_topic, src_partition, src_offset = lineage.rsplit("/", 2)
+        src = (src_topic, int(src_partition), int(src_offset))
+    stamp = at(second)
+    return (
+        topic,
+        partition,
+        offset,
+        stamp,
+        message_id,
+        None,
+        producer,
+        seq,
+        lineage,
+        *src,
+        committed,
+    )
+
+
+def pipeline(name: str, declared: Any, external: bool = False) -> PipelineConfig:
+    return PipelineConfig(
+        name=name,
+        source_topics=(f"s-{name}",),
+        sink_topics=() if external else (f"k-{name}",),
+        consumer_group=f"g-{name}",
+        declared_semantic=declared,
+        external_sink=ExternalSink(Path("x.db"), "tbl", "id") if external else None,
+    )
+
+
+PIPELINES = (
+    pipeline("eo", "exactly-once"),  # all delivered
+    pipeline("alo", "at-least-once"),  # one reprocessed copy
+    pipeline("amo", "exactly-once"),  # one lost
+    pipeline("ng", "at-least-once"),  # one retried copy and one lost
+    pipeline("ar", "exactly-once"),  # one aborted read
+    pipeline("few", "at-most-once"),  # three records only
+    pipeline("up", "exactly-once"),  # the source held an id twice
+    pipeline("ext", "exactly-once", external=True),  # an idempotent external table
+)
+CONFIG = DgmConfig(
+    analysis=AnalysisSettings(window_s=60, grace_s=30.0, min_records=MIN_RECORDS),
+    pipelines=PIPELINES,
+)
+
+
+def world() -> list[tuple[Any, ...]]:
+    """Ten source records per pipeline at seconds 0, 10, ..., 90 (windows 0 and 60), each
+    copied to the sink a second later unless the pipeline's story says otherwise."""
+    rows = []
+    for p in PIPELINES:
+        name = p.name
+        source, sink = f"s-{name}", p.sink_names()[0]
+        count = 3 if name == "few" else 10
+        base = 1000 if name == "few" else 0
+        for n in range(count):
+            rows.append(fp(source, n, f"{name}{n}", base + 10 * n))
+            if (name, n) in (("amo", 5), ("ng", 2)):
+                continue  # lost
+            if name == "ext" and n == 9:
+                continue  # not written yet: above what the table holds, so not claimed
+            writer, seq = ("w", n) if name == "ng" else (None, None)
+            lineage = f"{source}/0/{n}"
+            rows.append(fp(sink, n, f"{name}{n}", base + 10 * n + 1, lineage, writer, seq))
+        # One record beyond the group's committed offset: unchecked, though not in the sink.
+        rows.append(fp(source, 20, f"{name}-later", base + 95))
+    rows += [
+        fp("k-alo", 10, "alo3", 75, "s-alo/0/3"),  # reprocessed: same dgm-src
+        fp("k-ng", 10, "ng4", 76, "s-ng/0/4", producer="w", seq=4),  # producer retry
+        fp("s-ar", 11, "ar-x", 92, committed=False),  # aborted in the source ...
+        fp("k-ar", 10, "ar-x", 93, "s-ar/0/11"),  # ... yet in the sink: aborted read
+        fp("s-up", 11, "up3", 80),  # the source holds up3 twice ...
+        fp("k-up", 10, "up3", 81, "s-up/0/11"),  # ... and so does the sink: upstream
+        fp("k-eo", 10, None, 50),  # no id: unidentified
+        # Plain topics: a producer retry, a copy without evidence, and a derived topic whose
+        # duplicate its upstream (named in dgm-src) already held.
+        fp("plain", 0, "p1", 5, producer="q", seq=0),
+        fp("plain", 1, "p1", 6, producer="q", seq=0),
+        fp("plain", 2, "p2", 65),
+        fp("plain", 3, "p2", 66),
+        fp("derived", 0, "p1", 7, "plain/0/0"),
+        fp("derived", 1, "p1", 8, "plain/0/1"),
+    ]
+    return rows
+
+
+def sample(spark: Any, kind: str, *rows: dict[str, Any]) -> Any:
+    schema = spark_schema(kind)
+    defaults = {"cluster_id": "c", "group_state": "Stable", "detail": "", "hanging": False}
+    defaults |= {"producer_epoch": 0, "last_sequence": 0, "coordinator_epoch": 0}
+    full = [{**defaults, **row} for row in rows]
+    return spark.createDataFrame([tuple(r.get(f.name) for f in schema) for r in full], schema)
+
+
+def samples(spark: Any) -> dict[str, Any]:
+    commits = [
+        {"sampled_at": at(3000), "group_id": f"g-{p.name}", "topic": f"s-{p.name}"}
+        | {"partition": 0, "committed_offset": 12 if p.name in ("ar", "up") else 10}
+        for p in PIPELINES
+        if p.name != "ext"
+    ]
+    # An older sample of g-eo committed less: the newest one counts.
+    commits.append(
+        {"sampled_at": at(2000), "group_id": "g-eo", "topic": "s-eo", "partition": 0}
+        | {"committed_offset": 3, "lso": 11, "high_watermark": 12}
+    )
+    offsets = {"topic": "s-eo", "partition": 0, "log_start_offset": 0, "high_watermark": 12}
+    offsets |= {"lso": 11, "lso_lag": 1, "lso_since": at(0), "lso_stuck_ms": 5}
+    events = [
+        {"sampled_at": at(50), "event": "rebalance", "group_id": "g-eo"},
+        {"sampled_at": at(50), "event": "member_left", "group_id": "g-eo"},  # same cycle
+        {"sampled_at": at(7200), "event": "member_joined", "group_id": "g-alo"},  # too late
+        {"sampled_at": at(100), "event": "broker_left", "broker_id": 1},  # cluster-wide
+        {"sampled_at": at(-3600), "event": "outage_start"},  # before any record
+        {"sampled_at": at(60), "event": "epoch_bump", "producer_id": 77},  # on k-amo
+        {"sampled_at": at(10), "event": "member_left", "group_id": "unmonitored"},
+        {"sampled_at": at(1005), "event": "collector_start"},  # no fault
+    ]
+    producers = [
+        {"sampled_at": at(3000), "topic": "k-amo", "partition": 0, "producer_id": 77},
+        {"sampled_at": at(3000), "topic": "s-eo", "partition": 0, "producer_id": 5}
+        | {"txn_start_offset": 11, "idle_ms": 900, "hanging": True, "hanging_reason": "old"},
+        {"sampled_at": at(2000), "topic": "s-eo", "partition": 0, "producer_id": 6}
+        | {"txn_start_offset": 4, "idle_ms": 10},  # open then, not at the last sample
+    ]
+    return {
+        "group_offsets": sample(spark, "group_offsets", *commits),
+        "offsets": sample(spark, "offsets", offsets | {"sampled_at": at(3000)}),
+        "events": sample(spark, "events", *events),
+        "producers": sample(spark, "producers", *producers),
+    }
+
+
+def _naive(value: Any) -> Any:
+    if isinstance(value, datetime) and value.tzinfo is not None:
+        return value.astimezone(UTC).replace(tzinfo=None)
+    return value
+
+
+@pytest.fixture(scope="module")
+def published(
+    spark: Any, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, list[dict[str, Any]]]]:
+    """The tables of one analyze run, as published to DuckDB (rows as the Arrow tables that
+    went in, timestamps naive UTC)."""
+    before = spark.conf.get("spark.sql.shuffle.partitions")
+    spark.conf.set("spark.sql.shuffle.partitions", "1")
+    try:
+        fingerprints = spark.createDataFrame(world(), FINGERPRINT).cache()
+        frames = analyze(spark, CONFIG, fingerprints, samples(spark), NOW)
+        frames["runs"] = fill_run(frames["runs"], "run-1", NOW, NOW, 42)
+        for table in TABLES:
+            assert frames[table.name].columns == list(table.names), table.name
+            types = [f.dataType.simpleString() for f in frames[table.name].schema]
+            assert types == [SPARK_TYPES[c.sql_type] for c in table.columns], table.name
+        arrow = {name: frame.toArrow() for name, frame in frames.items()}
+        state_dir = tmp_path_factory.mktemp("state")
+        publish(arrow, state_dir)
+        with open_read_only(published_path(state_dir)) as connection:
+            for name, table in arrow.items():
+                count = connection.execute(f'SELECT count(*) FROM "{name}"').fetchone()
+                assert count == (table.num_rows,), name
+        yield {
+            name: [{k: _naive(v) for k, v in row.items()} for row in table.to_pylist()]
+            for name, table in arrow.items()
+        }
+        fingerprints.unpersist()
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", before)
+
+
+def verdicts(published: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    return {r["pipeline"]: r for r in published["verdicts"]}
+
+
+def test_every_verdict_is_reached_and_judged_against_the_declared_one(
+    published: dict[str, list[dict[str, Any]]],
+) -> None:
+    found = {
+        name: (v["achieved"], v["meets_declared"], v["records_checked"])
+        for name, v in verdicts(published).items()
+    }
+    assert found == {
+        "eo": ("exactly-once", True, 10),
+        "alo": ("at-least-once", True, 10),
+        "amo": ("at-most-once", False, 10),
+        "ng": ("no guarantee", False, 10),
+        "ar": ("no guarantee", False, 10),
+        "few": ("insufficient evidence", None, 3),
+        "up": ("exactly-once", True, 11),
+        # The external table holds source offsets 0..8: claimed up to 9, all there.
+        "ext": ("exactly-once", True, 9),
+    }
+
+
+def test_counts_and_rates_of_the_verdicts(published: dict[str, list[dict[str, Any]]]) -> None:
+    v = verdicts(published)
+    assert (v["alo"]["duplicate_copies"], v["alo"]["distinct_ids"]) == (1, 10)
+    assert v["alo"]["duplicate_rate"] == pytest.approx(0.1)
+    assert (v["amo"]["lost"], v["amo"]["loss_rate"], v["amo"]["duplicate_rate"]) == (1, 0.1, 0.0)
+    assert (v["ng"]["lost"], v["ng"]["duplicate_copies"]) == (1, 1)
+    assert (v["ar"]["aborted_reads"], v["ar"]["lost"], v["ar"]["sink_records"]) == (1, 0, 11)
+    assert v["eo"]["unidentified"] == 1
+    assert v["eo"]["sink"] == ["k-eo"] and v["eo"]["source_topics"] == ["s-eo"]
+    assert v["ext"]["sink"] == ["external:ext:tbl"]
+    assert (v["eo"]["first_record_at"], v["eo"]["last_record_at"]) == (naive(0), naive(90))
+    assert v["eo"]["declared"] == "exactly-once" and v["eo"]["consumer_group"] == "g-eo"
+
+
+def test_upstream_duplicates_are_reported_not_counted(
+    published: dict[str, list[dict[str, Any]]],
+) -> None:
+    up = verdicts(published)["up"]
+    assert (up["duplicate_copies"], up["upstream_duplicates"]) == (0, 1)
+    copies = [r for r in published["duplicates"] if r["topic"] == "k-up"]
+    assert {(r["pipeline"], r["cause"], r["copies"]) for r in copies} == {("up", "upstream", 2)}
+
+
+def test_faults_are_counted_while_the_checked_records_flowed(
+    published: dict[str, list[dict[str, Any]]],
+) -> None:
+    found = {name: (v["faults_observed"], v["evidence"]) for name, v in verdicts(published).items()}
+    # broker_left at 100 s is within every span [0, 90 + 30 grace] except few's (1000 s on).
+    assert found["eo"] == (3, "tested")  # + its group's rebalance and member_left
+    assert found["amo"] == (2, "tested")  # + the epoch bump of a producer on its sink
+    assert found["alo"] == (1, "tested")  # its member_joined came an hour too late
+    assert found["few"] == (0, "untested")
+    rows = {(r["event"], r["pipeline"], r["group_id"]) for r in published["faults"]}
+    assert rows == {
+        ("rebalance", "eo", "g-eo"),
+        ("member_left", "eo", "g-eo"),
+        ("member_joined", "alo", "g-alo"),
+        ("broker_left", None, None),
+        ("outage_start", None, None),
+        ("epoch_bump", "amo", None),
+        ("member_left", None, "unmonitored"),
+        ("collector_start", None, None),
+    }
+
+
+def test_pipeline_windows_have_counts_and_a_verdict_each(
+    published: dict[str, list[dict[str, Any]]],
+) -> None:
+    windows = {
+        (r["pipeline"], r["window_start"]): r
+        for r in published["pipeline_windows"]
+        if r["pipeline"] in ("eo", "alo")
+    }
+    eo0, eo60 = windows["eo", naive(0)], windows["eo", naive(60)]
+    assert (eo0["records_checked"], eo0["faults_observed"], eo0["achieved"]) == (
+        6,
+        2,
+        "exactly-once",
+    )
+    assert (eo60["records_checked"], eo60["faults_observed"]) == (4, 1)
+    assert (eo60["achieved"], eo60["meets_declared"]) == ("insufficient evidence", None)
+    alo60 = windows["alo", naive(60)]
+    # Copies at 61, 71, 81, 91 and 75 (alo3's extra one): 5 distinct ids, 1 extra copy.
+    assert (alo60["duplicate_copies"], alo60["duplicate_rate"]) == (1, 0.2)
+    assert windows["alo", naive(0)]["duplicate_copies"] == 0
+    lost = {
+        (r["pipeline"], r["window_start"]): r["lost"]
+        for r in published["pipeline_windows"]
+        if r["lost"]
+    }
+    assert lost == {("amo", naive(0)): 1, ("ng", naive(0)): 1}
+
+
+def test_topic_windows_and_the_cumulative_row(
+    published: dict[str, list[dict[str, Any]]],
+) -> None:
+    rows = {(r["topic"], r["window_start"]): r for r in published["topic_windows"]}
+    cumulative = rows["k-alo", None]
+    assert (cumulative["records"], cumulative["distinct_ids"], cumulative["duplicate_copies"]) == (
+        11,
+        10,
+        1,
+    )
+    assert rows["k-alo", naive(60)]["duplicate_copies"] == 1
+    assert rows["s-ar", naive(60)]["aborted"] == 1
+    assert rows["k-eo", None]["unidentified"] == 1
+    partitions = {(r["topic"], r["window_start"]): r for r in published["partition_windows"]}
+    assert partitions["k-alo", naive(60)]["records"] == 5
+    assert partitions["k-alo", naive(60)]["duplicate_copies"] == 1
+
+
+def test_duplicates_carry_their_pipeline_and_cause(
+    published: dict[str, list[dict[str, Any]]],
+) -> None:
+    found = {
+        (r["topic"], r["message_id"], r["pipeline"], r["cause"]) for r in published["duplicates"]
+    }
+    assert found == {
+        ("k-alo", "alo3", "alo", "reprocessing"),
+        ("k-ng", "ng4", "ng", "producer retry"),
+        ("k-up", "up3", "up", "upstream"),
+        ("s-up", "up3", None, "unknown"),
+        ("plain", "p1", None, "producer retry"),
+        ("plain", "p2", None, "unknown"),
+        ("derived", "p1", None, "upstream"),
+    }
+    assert len(published["duplicates"]) == 2 * len(found)
+
+
+def test_lost_rows_have_their_source_coordinates(
+    published: dict[str, list[dict[str, Any]]],
+) -> None:
+    found = sorted(
+        (r["pipeline"], r["message_id"], r["topic"], r["offset"], r["missing"], r["cause"])
+        for r in published["lost"]
+    )
+    assert found == [
+        ("amo", "amo5", "s-amo", 5, 1, "not in sink"),
+        ("ng", "ng2", "s-ng", 2, 1, "not in sink"),
+    ]
+
+
+def test_sample_tables(published: dict[str, list[dict[str, Any]]]) -> None:
+    transactions = published["transactions"]
+    assert [(t["producer_id"], t["age_ms"], t["hanging"]) for t in transactions] == [(5, 900, True)]
+    assert len(published["group_lag"]) == len(PIPELINES)  # 7 groups + an older g-eo sample
+    assert published["partition_offsets"][0]["lso_lag"] == 1
+    (run,) = published["runs"]
+    assert (run["run_id"], run["records_audited"], run["window_s"]) == ("run-1", 42, 60)
+    assert run["fingerprints"] == len(world())
+    assert run["last_sample_at"] == naive(7200)
+
+
+def test_samples_are_read_from_parquet_or_empty(spark: Any, tmp_path: Path) -> None:
+    folder = tmp_path / "samples" / "events"
+    folder.mkdir(parents=True)
+    frame = samples(spark)["events"]
+    pq.write_table(frame.toArrow(), folder / "0000000000001-000000.parquet")
+    (folder / ".123-4.parquet.tmp").write_bytes(b"half")
+    read = read_samples(spark, tmp_path)
+    assert read["events"].count() == 8
+    assert read["offsets"].count() == 0
+    assert read["offsets"].columns == spark_schema("offsets").names
+
+
+def test_no_pipelines_no_fingerprints_no_samples_still_give_every_table(
+    spark: Any, tmp_path: Path
+) -> None:
+    empty = spark.createDataFrame([], FINGERPRINT)
+    frames = analyze(spark, DgmConfig(), empty, {}, NOW)
+    assert sorted(frames) == sorted(t.name for t in TABLES)
+    publish(frames, tmp_path)
+    with open_read_only(published_path(tmp_path)) as connection:
+        for table in TABLES:
+            (count,) = connection.execute(f'SELECT count(*) FROM "{table.name}"').fetchone() or ()
+            assert count == (1 if table.name == "runs" else 0), table.name
+        run = connection.execute("SELECT fingerprints, last_sample_at, window_s FROM runs")
+        assert run.fetchone() == (0, None, 60)

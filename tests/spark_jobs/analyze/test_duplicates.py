@@ -1,0 +1,214 @@
+"""Duplicates, rates, causes and sequence gaps on hand-made fingerprints; every expected value
+is worked out by hand beside the data."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from spark_jobs.analyze.duplicates import (
+    ABORTED_READ,
+    PRODUCER_RETRY,
+    REPROCESSING,
+    UNKNOWN,
+    UPSTREAM,
+    duplicate_causes,
+    duplicate_copies,
+    duplicate_summary,
+    sequence_gaps,
+)
+from spark_jobs.audit.fingerprint import FINGERPRINT
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def fp(
+    topic: str,
+    partition: int,
+    offset: int,
+    message_id: str | None,
+    second: int = 0,
+    producer: str | None = None,
+    seq: int | None = None,
+    lineage: str | None = None,
+    committed: bool = True,
+) -> tuple[Any, ...]:
+    """One FINGERPRINT row; src_* parsed from `lineage` the way fingerprints() does."""
+    src: tuple[Any, ...] = (None, None, None)
+    if lineage is not None:
+        src_topic, src_partition, src_offset = lineage.rsplit("/", 2)
+        src = (src_topic, int(src_partition), int(src_offset))
+    at = T0 + timedelta(seconds=second)
+    return (topic, partition, offset, at, message_id, None, producer, seq, lineage, *src, committed)
+
+
+def frame(spark: Any, *rows: tuple[Any, ...]) -> Any:
+    return spark.createDataFrame(list(rows), FINGERPRINT)
+
+
+def test_copies_are_every_copy_of_ids_seen_twice_committed_in_one_topic(spark: Any) -> None:
+    rows = frame(
+        spark,
+        # a: three committed copies; the one on partition 1 is earliest by timestamp.
+        fp("t", 0, 0, "a", second=1),
+        fp("t", 1, 0, "a", second=0),
+        fp("t", 0, 5, "a", second=1),
+        # e: a timestamp tie is broken by partition, then offset: p0/9 comes first.
+        fp("t", 1, 3, "e", second=5),
+        fp("t", 0, 9, "e", second=5),
+        fp("t", 0, 1, "b"),  # once: no duplicate
+        fp("t", 0, 2, "c"),  # c: its second copy was aborted, so it is no duplicate
+        fp("t", 0, 3, "c", committed=False),
+        fp("t", 0, 4, "d"),  # d: once per topic, in two topics: no duplicate
+        fp("u", 0, 0, "d"),
+        fp("t", 0, 6, None),  # unidentified records are never copies of each other
+        fp("t", 0, 7, None),
+    )
+    found = sorted(
+        (r.topic, r.message_id, r.partition, r.offset, r.copies, r.copy_number, r.is_extra_copy)
+        for r in duplicate_copies(rows).collect()
+    )
+    assert found == [
+        ("t", "a", 0, 0, 3, 2, True),
+        ("t", "a", 0, 5, 3, 3, True),
+        ("t", "a", 1, 0, 3, 1, False),
+        ("t", "e", 0, 9, 2, 1, False),
+        ("t", "e", 1, 3, 2, 2, True),
+    ]
+
+
+def test_summary_counts_records_ids_extra_copies_rate_unidentified_and_aborted(
+    spark: Any,
+) -> None:
+    rows = frame(
+        spark,
+        # t: committed ids a a a b c c → 6 identified, 3 distinct, 3 extra copies.
+        *(fp("t", 0, o, i) for o, i in enumerate(["a", "a", "a", "b", "c", "c"])),
+        fp("t", 0, 6, None),  # unidentified
+        fp("t", 0, 7, "d", committed=False),  # aborted: d is no distinct id of t
+        fp("t", 0, 8, "b", committed=False),  # aborted: no extra copy of b
+        # u: only aborted records, no id committed: the rate is undefined, not 0.
+        fp("u", 0, 0, "x", committed=False),
+        # v: one id once: rate 0.
+        fp("v", 0, 0, "y"),
+    )
+    found = {r.topic: r.asDict() for r in duplicate_summary(rows).collect()}
+    assert found["t"] == {
+        "topic": "t",
+        "records": 7,  # 6 identified + 1 unidentified, both committed
+        "distinct_ids": 3,
+        "duplicate_copies": 3,
+        "duplicate_rate": pytest.approx(3 / 3),
+        "unidentified": 1,
+        "aborted": 2,
+    }
+    assert found["u"]["records"] == 0
+    assert found["u"]["aborted"] == 1
+    assert found["u"]["duplicate_rate"] is None
+    assert (found["v"]["duplicate_copies"], found["v"]["duplicate_rate"]) == (0, 0.0)
+    assert sorted(found) == ["t", "u", "v"]
+
+
+def causes_case(spark: Any) -> tuple[Any, Any]:
+    """One sink duplicate per cause, plus one with no evidence and one with two causes."""
+    source = frame(
+        spark,
+        fp("s", 0, 1, "r1", producer="src", seq=1),
+        fp("s", 0, 2, "r2", producer="src", seq=2),
+        # r3 was already duplicated in the source (two committed copies).
+        fp("s", 0, 3, "r3", producer="src", seq=3),
+        fp("s", 0, 4, "r3", producer="src2", seq=0),
+        fp("s", 0, 5, "r5"),
+        # r4 and r6 exist in the source only in an aborted transaction.
+        fp("s", 0, 6, "r4", committed=False),
+        fp("s", 0, 7, "r6", committed=False),
+        # r7: once committed, once aborted: not "only in aborted transactions".
+        fp("s", 0, 8, "r7", committed=False),
+        fp("s", 0, 9, "r7"),
+    )
+    sink = frame(
+        spark,
+        # r1: the same send (q, seq 4) written twice; a retried send repeats its dgm-src,
+        # so reprocessing applies too, and producer retry wins.
+        fp("k", 0, 0, "r1", producer="q", seq=4, lineage="s/0/1"),
+        fp("k", 0, 1, "r1", producer="q", seq=4, lineage="s/0/1"),
+        # r2: the same source record processed again by a restarted session (new producer).
+        fp("k", 0, 2, "r2", producer="q", seq=5, lineage="s/0/2"),
+        fp("k", 0, 3, "r2", producer="q2", seq=0, lineage="s/0/2"),
+        # r3: each source copy processed once: upstream.
+        fp("k", 0, 4, "r3", producer="q2", seq=1, lineage="s/0/3"),
+        fp("k", 0, 5, "r3", producer="q2", seq=2, lineage="s/0/4"),
+        # r4: an aborted source record read and then reprocessed: aborted read wins.
+        fp("k", 0, 6, "r4", producer="q2", seq=3, lineage="s/0/6"),
+        fp("k", 0, 7, "r4", producer="q3", seq=0, lineage="s/0/6"),
+        # r5: no audit headers at all: nothing says why.
+        fp("k", 0, 8, "r5"),
+        fp("k", 0, 9, "r5"),
+        # r6: an aborted read, but only once: not a duplicate, so not listed here.
+        fp("k", 0, 10, "r6", producer="q3", seq=1, lineage="s/0/7"),
+        # r7: two copies from one committed source record, different sessions: reprocessing.
+        fp("k", 0, 11, "r7", producer="q3", seq=2, lineage="s/0/9"),
+        fp("k", 0, 12, "r7", producer="q4", seq=0, lineage="s/0/9"),
+        # r1 once more in another sink topic: a duplicate is per topic.
+        fp("k2", 0, 0, "r1", producer="q", seq=9, lineage="s/0/1"),
+    )
+    return source, sink
+
+
+def test_each_cause_and_the_precedence_between_them(spark: Any) -> None:
+    source, sink = causes_case(spark)
+    found = {
+        r.message_id: (
+            r.topic,
+            r.copies,
+            r.aborted_read,
+            r.producer_retry,
+            r.reprocessing,
+            r.upstream,
+            r.cause,
+        )
+        for r in duplicate_causes(source, sink).collect()
+    }
+    assert found == {
+        "r1": ("k", 2, False, True, True, False, PRODUCER_RETRY),
+        "r2": ("k", 2, False, False, True, False, REPROCESSING),
+        "r3": ("k", 2, False, False, False, True, UPSTREAM),
+        "r4": ("k", 2, True, False, True, False, ABORTED_READ),
+        "r5": ("k", 2, False, False, False, False, UNKNOWN),
+        "r7": ("k", 2, False, False, True, False, REPROCESSING),
+    }
+
+
+def test_sequence_gaps_per_session_and_partition(spark: Any) -> None:
+    rows = frame(
+        spark,
+        # p on partition 0: 0 1 _ _ 4 5 5 _ _ 8 → gaps 2..3 and 6..7 (the repeat is no gap).
+        *(fp("t", 0, o, f"m{o}", producer="p", seq=s) for o, s in enumerate([0, 1, 4, 5, 5, 8])),
+        # p on partition 1 starts at 2: 0..1 are missing (the session starts at 0).
+        fp("t", 1, 0, "n0", producer="p", seq=2),
+        fp("t", 1, 1, "n1", producer="p", seq=3),
+        # q: seq 1 was aborted but reached the log: no gap.
+        fp("t", 0, 10, "q0", producer="q", seq=0),
+        fp("t", 0, 11, "q1", producer="q", seq=1, committed=False),
+        fp("t", 0, 12, "q2", producer="q", seq=2),
+        # Unstamped or half-stamped records say nothing about sequences.
+        fp("t", 0, 13, "x", producer=None, seq=40),
+        fp("t", 0, 14, "y", producer="r", seq=None),
+        # The same session name on another topic is another run: 0 then 3 → 1..2.
+        fp("u", 0, 0, "z0", producer="p", seq=0),
+        fp("u", 0, 1, "z1", producer="p", seq=3),
+    )
+
+    def gaps(first_seq: int | None) -> list[tuple[Any, ...]]:
+        return sorted(tuple(r) for r in sequence_gaps(rows, first_seq).collect())
+
+    assert gaps(0) == [
+        ("t", 0, "p", 2, 3, 2),
+        ("t", 0, "p", 6, 7, 2),
+        ("t", 1, "p", 0, 1, 2),
+        ("u", 0, "p", 1, 2, 2),
+    ]
+    # Without a known first sequence only gaps between two present ones count.
+    assert gaps(None) == [("t", 0, "p", 2, 3, 2), ("t", 0, "p", 6, 7, 2), ("u", 0, "p", 1, 2, 2)]

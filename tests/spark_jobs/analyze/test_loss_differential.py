@@ -1,0 +1,210 @@
+"""Spark's lost ids equal the DuckDB reference's on the same fingerprints and committed
+offsets: on small property-based sets (group commits or an external sink's own offsets), and
+on a generated set of 1,000,000 fingerprints with injected losses, duplicates, sequence gaps
+and aborted records, read back from Parquet (whose aborted reads a numpy count checks too)."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import to_arrow_schema
+
+from spark_jobs.analyze import loss
+from spark_jobs.audit.fingerprint import FINGERPRINT
+from tests import reference
+from tests.generated_fingerprints import pipeline
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+ARROW_FINGERPRINT = to_arrow_schema(FINGERPRINT)
+COMMITTED = pa.schema(
+    [("topic", pa.string()), ("partition", pa.int32()), ("committed_offset", pa.int64())]
+)
+RESULT = [c for c in loss.LOST_COLUMNS if c != "pipeline"]
+
+
+def _value(v: Any) -> Any:
+    if isinstance(v, datetime):  # naive from Spark (UTC session), aware from DuckDB
+        return round(v.replace(tzinfo=UTC).timestamp() * 1_000_000)
+    return v
+
+
+def canonical(rows: Iterable[Mapping[str, Any]]) -> list[tuple[Any, ...]]:
+    tuples = [tuple(_value(row[c]) for c in RESULT) for row in rows]
+    return sorted(tuples, key=lambda t: tuple((v is None, "" if v is None else v) for v in t))
+
+
+def spark_lost(
+    spark: Any, source: Any, sink: Any, committed: Any, cutoff: datetime, external: bool
+) -> Any:
+    """loss.lost of one pipeline 'p' over DataFrames of FINGERPRINT and COMMITTED rows."""
+    source, sink = (f.withColumn("pipeline", F.lit("p")) for f in (source, sink))
+    claimed = loss.claimed_offsets(
+        committed.withColumn("pipeline", F.lit("p")), sink if external else None
+    )
+    return loss.lost(source, sink, claimed, cutoff).select(*RESULT)
+
+
+def assert_same(spark_frame: Any, reference_table: pa.Table) -> list[tuple[Any, ...]]:
+    assert reference_table.column_names == spark_frame.columns
+    ours = canonical(r.asDict() for r in spark_frame.collect())
+    assert ours == canonical(reference_table.to_pylist())
+    return ours
+
+
+@pytest.fixture
+def one_shuffle_partition(spark: Any) -> Iterator[None]:
+    before = spark.conf.get("spark.sql.shuffle.partitions")
+    spark.conf.set("spark.sql.shuffle.partitions", "1")
+    try:
+        yield
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", before)
+
+
+# (partition, second, id, producer, seq, committed) of a source record, small alphabets so
+# ids, sessions, sequences and timestamps collide often; the sink copies name a source offset.
+SOURCE = st.tuples(
+    st.integers(0, 1),
+    st.integers(0, 6),
+    st.sampled_from([None, "i0", "i1", "i2", "i3", "i4"]),
+    st.sampled_from([None, "p0", "p1"]),
+    st.one_of(st.none(), st.integers(0, 5)),
+    st.sampled_from([True, True, False]),
+)
+SINK = st.tuples(
+    st.sampled_from([None, "i0", "i1", "i2", "i3", "i4", "x"]),
+    st.one_of(st.none(), st.tuples(st.integers(0, 2), st.integers(0, 8))),  # src p/offset
+    st.sampled_from([True, True, False]),
+)
+COMMITS = st.dictionaries(st.integers(0, 2), st.integers(0, 10), max_size=3)
+
+
+def fingerprint_row(
+    topic: str,
+    partition: int,
+    offset: int,
+    second: int,
+    message_id: str | None,
+    producer: str | None = None,
+    seq: int | None = None,
+    src: tuple[int, int] | None = None,
+    committed: bool = True,
+) -> dict[str, Any]:
+    lineage = None if src is None else f"s/{src[0]}/{src[1]}"
+    values = (topic, partition, offset, T0 + timedelta(seconds=second), message_id, None)
+    values += (producer, seq, lineage, *((None,) * 3 if src is None else ("s", *src)))
+    return dict(zip([f.name for f in FINGERPRINT.fields], (*values, committed), strict=True))
+
+
+def small_tables(
+    sources: list[tuple[Any, ...]], sinks: list[tuple[Any, ...]], commits: dict[int, int]
+) -> tuple[pa.Table, pa.Table, pa.Table]:
+    offsets: Counter[int] = Counter()
+    source_rows = []
+    for partition, second, message_id, producer, seq, committed in sources:
+        source_rows.append(
+            fingerprint_row(
+                "s", partition, offsets[partition], second, message_id, producer, seq,
+                committed=committed,
+            )
+        )  # fmt: skip
+        offsets[partition] += 1
+    sink_rows = [
+        fingerprint_row("k", 0, n, 3, message_id, src=src, committed=committed)
+        for n, (message_id, src, committed) in enumerate(sinks)
+    ]
+    committed_rows = [
+        {"topic": "s", "partition": p, "committed_offset": o} for p, o in commits.items()
+    ]
+    return (
+        pa.Table.from_pylist(source_rows, schema=ARROW_FINGERPRINT),
+        pa.Table.from_pylist(sink_rows, schema=ARROW_FINGERPRINT),
+        pa.Table.from_pylist(committed_rows, schema=COMMITTED),
+    )
+
+
+@pytest.mark.filterwarnings("ignore:The recursion limit will not be reset")
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.function_scoped_fixture,
+    ],
+)
+@given(
+    sources=st.lists(SOURCE, max_size=20),
+    sinks=st.lists(SINK, max_size=15),
+    commits=COMMITS,
+    cutoff_second=st.integers(0, 7),
+    external=st.booleans(),
+)
+def test_small_sets_agree(
+    spark: Any,
+    one_shuffle_partition: None,
+    sources: list[tuple[Any, ...]],
+    sinks: list[tuple[Any, ...]],
+    commits: dict[int, int],
+    cutoff_second: int,
+    external: bool,
+) -> None:
+    source, sink, committed = small_tables(sources, sinks, commits)
+    cutoff = T0 + timedelta(seconds=cutoff_second)
+    frames = [spark.createDataFrame(t.to_pylist(), FINGERPRINT) for t in (source, sink)]
+    committed_frame = spark.createDataFrame(
+        committed.to_pylist(), "topic string, partition int, committed_offset long"
+    )
+    assert_same(
+        spark_lost(spark, frames[0], frames[1], committed_frame, cutoff, external),
+        reference.lost(source, sink, committed, cutoff, external),
+    )
+
+
+@pytest.mark.slow
+def test_1m_generated_fingerprints_agree(spark: Any, tmp_path: Path) -> None:
+    started = time.monotonic()
+    generated = pipeline("m", sends=495_000, partitions=8, seed=11, topics=("s", "k"))
+    fingerprints = pa.concat_tables([generated.source, generated.sink])
+    assert 990_000 <= fingerprints.num_rows <= 1_010_000
+    pq.write_table(fingerprints, tmp_path / "fingerprints.parquet")
+    generated_s = time.monotonic() - started
+
+    frame = spark.read.parquet(str(tmp_path / "fingerprints.parquet"))
+    source, sink = frame.where("topic = 's'"), frame.where("topic = 'k'")
+    committed = spark.createDataFrame(
+        generated.committed.to_pylist(), "topic string, partition int, committed_offset long"
+    )
+    started = time.monotonic()
+    ours = spark_lost(spark, source, sink, committed, generated.cutoff, external=False)
+    rows = ours.collect()
+    spark_s = time.monotonic() - started
+
+    source_table = fingerprints.filter(pc.equal(fingerprints["topic"], "s"))
+    sink_table = fingerprints.filter(pc.equal(fingerprints["topic"], "k"))
+    started = time.monotonic()
+    theirs = reference.lost(source_table, sink_table, generated.committed, generated.cutoff)
+    reference_s = time.monotonic() - started
+    assert canonical(r.asDict() for r in rows) == canonical(theirs.to_pylist())
+    causes = Counter(r.cause for r in rows)
+    assert causes["not in sink"] > 1_000 and causes["sequence gap"] > 1_000, causes
+
+    sink_p = sink.withColumn("pipeline", F.lit("p"))
+    source_p = source.withColumn("pipeline", F.lit("p"))
+    assert loss.aborted_reads(source_p, sink_p).count() == generated.aborted_reads > 1_000
+    print(
+        f"\n1M loss differential: generate+write {generated_s:.1f}s, "
+        f"Spark {spark_s:.1f}s, DuckDB {reference_s:.1f}s, rows {len(rows)} {dict(causes)}"
+    )

@@ -1,0 +1,84 @@
+"""The verdict rules: achieved semantic, meets_declared and evidence, in Python and as Spark
+expressions (the same rules, so both must agree on every combination)."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import pytest
+from pyspark.sql import functions as F
+
+from dgm.config_schema import SEMANTICS
+from spark_jobs.analyze import verdict
+from spark_jobs.analyze.verdict import (
+    AT_LEAST_ONCE,
+    AT_MOST_ONCE,
+    EXACTLY_ONCE,
+    INSUFFICIENT_EVIDENCE,
+    NO_GUARANTEE,
+    achieved,
+    evidence,
+    meets_declared,
+)
+
+
+@pytest.mark.parametrize(
+    ("checked", "dups", "lost", "aborted", "expected"),
+    [
+        (99, 0, 0, 0, INSUFFICIENT_EVIDENCE),  # below min_records, whatever else
+        (0, 5, 5, 5, INSUFFICIENT_EVIDENCE),
+        (100, 0, 0, 0, EXACTLY_ONCE),
+        (100, 3, 0, 0, AT_LEAST_ONCE),
+        (100, 0, 2, 0, AT_MOST_ONCE),
+        (100, 3, 2, 0, NO_GUARANTEE),  # both duplicates and losses
+        (100, 0, 0, 1, NO_GUARANTEE),  # an aborted read alone
+        (100, 3, 0, 1, NO_GUARANTEE),
+    ],
+)
+def test_achieved(checked: int, dups: int, lost: int, aborted: int, expected: str) -> None:
+    assert achieved(checked, dups, lost, aborted, min_records=100) == expected
+
+
+def test_meets_declared_orders_only_what_is_ordered() -> None:
+    table = {(a, d): meets_declared(a, d) for a in verdict.ACHIEVED for d in SEMANTICS}
+    assert all(table[EXACTLY_ONCE, d] for d in SEMANTICS)
+    assert table[AT_LEAST_ONCE, AT_LEAST_ONCE] and table[AT_MOST_ONCE, AT_MOST_ONCE]
+    # at-least-once and at-most-once are not ordered against each other.
+    assert not table[AT_LEAST_ONCE, AT_MOST_ONCE] and not table[AT_MOST_ONCE, AT_LEAST_ONCE]
+    assert not table[AT_LEAST_ONCE, EXACTLY_ONCE] and not table[AT_MOST_ONCE, EXACTLY_ONCE]
+    assert not any(table[NO_GUARANTEE, d] for d in SEMANTICS)
+    assert all(table[INSUFFICIENT_EVIDENCE, d] is None for d in SEMANTICS)
+
+
+def test_evidence() -> None:
+    assert evidence(0, 3) == "none"
+    assert evidence(10, 0) == "untested"
+    assert evidence(10, 1) == "tested"
+
+
+def test_spark_expressions_agree_with_python_on_every_combination(spark: Any) -> None:
+    counts = [0, 1, 2]
+    rows = [
+        (*c, declared)
+        for c in itertools.product([0, 1, 5], counts, counts, counts)
+        for declared in SEMANTICS
+    ]
+    frame = spark.createDataFrame(
+        rows, "checked long, dups long, lost long, aborted long, declared string"
+    )
+    got = frame.select(
+        "*",
+        verdict.achieved_column(
+            F.col("checked"), F.col("dups"), F.col("lost"), F.col("aborted"), 5
+        ).alias("achieved"),
+    ).select(
+        "*",
+        verdict.meets_declared_column(F.col("achieved"), F.col("declared")).alias("meets"),
+        verdict.evidence_column(F.col("checked"), F.col("lost")).alias("evidence"),
+    )
+    for r in got.collect():
+        expected = achieved(r.checked, r.dups, r.lost, r.aborted, 5)
+        assert r.achieved == expected
+        assert r.meets == meets_declared(expected, r.declared)
+        assert r.evidence == evidence(r.checked, r.lost)

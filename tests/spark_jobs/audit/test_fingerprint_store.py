@@ -1,0 +1,157 @@
+"""Fingerprint batches: the rename commits, positions come from manifests, leftovers vanish,
+compaction drops old fingerprints but keeps the positions, external snapshots replace."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from dgm.config_schema import MessageIdRule
+from spark_jobs.audit.fingerprint import FINGERPRINT
+from spark_jobs.audit.fingerprint_store import (
+    ARROW_FINGERPRINT,
+    MANIFEST,
+    audited_positions,
+    compact,
+    complete_batches,
+    fingerprints_dir,
+    load_fingerprints,
+    remove_external_except,
+    write_batch,
+    write_external,
+    writer_lock,
+)
+from spark_jobs.audit.ranges import OffsetRange
+
+NOW = datetime(2026, 3, 1, tzinfo=UTC)
+RULES = {"t": MessageIdRule()}
+
+
+def rows(spark: Any, topic: str, offsets: range, at: datetime) -> Any:
+    data = [
+        (topic, 0, o, at, f"id-{o}", None, None, None, None, None, None, None, True)
+        for o in offsets
+    ]
+    return spark.createDataFrame(data, FINGERPRINT)
+
+
+def coordinates(frame: Any) -> list[tuple[str, int, int]]:
+    return sorted((r.topic, r.partition, r.offset) for r in frame.collect())
+
+
+def test_nothing_stored_loads_as_an_empty_frame_of_the_schema(spark: Any, tmp_path: Path) -> None:
+    frame = load_fingerprints(spark, tmp_path)
+    assert frame.count() == 0
+    assert [f.name for f in frame.schema.fields] == [f.name for f in FINGERPRINT.fields]
+    assert audited_positions(tmp_path) == {}
+
+
+def test_a_batch_commits_its_ranges_and_counts(spark: Any, tmp_path: Path) -> None:
+    with writer_lock(tmp_path):
+        first = write_batch(
+            spark, tmp_path, rows(spark, "t", range(0, 3), NOW), [OffsetRange("t", 0, 0, 4)], RULES
+        )
+        second = write_batch(
+            spark, tmp_path, rows(spark, "t", range(4, 6), NOW), [OffsetRange("t", 0, 4, 6)], RULES
+        )
+    assert first.path.name < second.path.name
+    assert first.path.name.startswith("batch-") and len(first.path.name) == len("batch-") + 20
+    manifest = json.loads((first.path / MANIFEST).read_text())
+    assert manifest["ranges"] == [
+        {"topic": "t", "partition": 0, "start": 0, "end": 4, "skipped": 0, "records": 3}
+    ]
+    assert manifest["id_rules"] == {"t": {"kind": "header", "name": "dgm-id"}}
+    assert audited_positions(tmp_path) == {("t", 0): 6}
+    assert coordinates(load_fingerprints(spark, tmp_path)) == [("t", 0, o) for o in (0, 1, 2, 4, 5)]
+
+
+def test_a_batch_killed_before_its_rename_is_neither_read_nor_kept(
+    spark: Any, tmp_path: Path
+) -> None:
+    """What SIGKILL between Spark's write and the rename leaves: a hidden dir with data and
+    possibly the manifest. It counts for nothing and the next writer removes it."""
+    with writer_lock(tmp_path):
+        batch = write_batch(
+            spark, tmp_path, rows(spark, "t", range(3), NOW), [OffsetRange("t", 0, 0, 3)], RULES
+        )
+    leftover = fingerprints_dir(tmp_path) / ".tmp-killed"
+    rows(spark, "t", range(3, 9), NOW).write.parquet(str(leftover))
+    (leftover / MANIFEST).write_text((batch.path / MANIFEST).read_text())
+    assert audited_positions(tmp_path) == {("t", 0): 3}
+    assert load_fingerprints(spark, tmp_path).count() == 3
+    with writer_lock(tmp_path):
+        assert not leftover.exists()
+
+
+def test_compaction_drops_old_fingerprints_and_keeps_positions(spark: Any, tmp_path: Path) -> None:
+    old, new = NOW - timedelta(days=10), NOW - timedelta(hours=1)
+    with writer_lock(tmp_path):
+        write_batch(
+            spark, tmp_path, rows(spark, "t", range(0, 2), old), [OffsetRange("t", 0, 0, 2)], RULES
+        )
+        mixed = rows(spark, "t", range(2, 4), old).union(rows(spark, "t", range(4, 6), new))
+        write_batch(spark, tmp_path, mixed, [OffsetRange("t", 0, 2, 6)], RULES)
+        write_batch(
+            spark, tmp_path, rows(spark, "t", range(6, 8), new), [OffsetRange("t", 0, 6, 8)], RULES
+        )
+    compacted = compact(spark, tmp_path, timedelta(days=7), now=NOW)
+    assert compacted is not None
+    assert len(compacted.manifest["replaces"]) == 2
+    assert compacted.ranges == [
+        {"topic": "t", "partition": 0, "start": 0, "end": 6, "skipped": 0, "records": 2}
+    ]
+    assert len(complete_batches(tmp_path)) == 2
+    assert audited_positions(tmp_path) == {("t", 0): 8}
+    assert coordinates(load_fingerprints(spark, tmp_path)) == [("t", 0, o) for o in range(4, 8)]
+    assert compact(spark, tmp_path, timedelta(days=7), now=NOW) is None
+    # Everything aged out: no fingerprint left, the position still there.
+    assert compact(spark, tmp_path, timedelta(hours=1), now=NOW + timedelta(days=1)) is not None
+    assert load_fingerprints(spark, tmp_path).count() == 0
+    assert audited_positions(tmp_path) == {("t", 0): 8}
+
+
+def test_compaction_killed_before_removing_what_it_replaced_duplicates_nothing(
+    spark: Any, tmp_path: Path
+) -> None:
+    old = NOW - timedelta(days=10)
+    with writer_lock(tmp_path):
+        write_batch(
+            spark, tmp_path, rows(spark, "t", range(0, 4), old), [OffsetRange("t", 0, 0, 4)], RULES
+        )
+    (before,) = complete_batches(tmp_path)
+    copy = tmp_path / "copy"
+    shutil.copytree(before.path, copy)
+    compacted = compact(spark, tmp_path, timedelta(days=20), now=NOW)
+    assert compacted is None  # nothing old enough: untouched
+    compacted = compact(spark, tmp_path, timedelta(days=7), now=NOW)
+    assert compacted is not None
+    shutil.copytree(copy, before.path)  # as if killed before the old batch was removed
+    assert [b.path for b in complete_batches(tmp_path)] == [compacted.path]
+    assert load_fingerprints(spark, tmp_path).count() == 0
+    assert audited_positions(tmp_path) == {("t", 0): 4}
+    with writer_lock(tmp_path):
+        assert not before.path.exists()
+
+
+def test_external_snapshots_replace_each_other_and_are_loaded(spark: Any, tmp_path: Path) -> None:
+    def snapshot(n: int) -> pa.Table:
+        data = [
+            {"topic": "external:p:t", "partition": 0, "offset": o, "committed": True}
+            for o in range(n)
+        ]
+        return pa.Table.from_pylist(data, schema=ARROW_FINGERPRINT)
+
+    write_external(tmp_path, "p", snapshot(3))
+    write_external(tmp_path, "p", snapshot(2))
+    assert coordinates(load_fingerprints(spark, tmp_path)) == [
+        ("external:p:t", 0, 0),
+        ("external:p:t", 0, 1),
+    ]
+    assert remove_external_except(tmp_path, {"p"}) == []
+    assert remove_external_except(tmp_path, set()) == ["p"]
+    assert load_fingerprints(spark, tmp_path).count() == 0
