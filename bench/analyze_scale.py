@@ -41,7 +41,7 @@ sys.path.insert(0, str(REPO / "bench"))
 
 import generated  # noqa: E402
 
-from spark_jobs.audit.fingerprint import FINGERPRINT  # noqa: E402
+from spark_jobs.schemas import FINGERPRINT  # noqa: E402
 from tests import reference  # noqa: E402
 
 HEAD_PACKAGE = "spark_jobs_head"

@@ -9,36 +9,31 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.pandas.types import from_arrow_type
-from pyspark.sql.types import StructField, StructType
+from pyspark.sql.types import StructType
 
 from dgm.sample_schemas import SCHEMAS
 from dgm.samples import samples_dir
+from spark_jobs.schemas import spark_schema
 
 KINDS: tuple[str, ...] = tuple(SCHEMAS)
 
 
-def spark_schema(kind: str) -> StructType:
-    """The Spark schema of sample `kind`, converted from dgm.sample_schemas (nullability
-    kept; ms timestamps become Spark timestamps)."""
+def sample_schema(kind: str) -> StructType:
+    """The Spark schema of sample `kind` (dgm.sample_schemas converted)."""
     if kind not in SCHEMAS:
         raise ValueError(f"unknown sample kind {kind!r} (known: {', '.join(SCHEMAS)})")
-    arrow: pa.Schema = SCHEMAS[kind]
-    return StructType(
-        [StructField(f.name, from_arrow_type(f.type), f.nullable) for f in arrow]  # type: ignore[no-untyped-call]
-    )
+    return spark_schema(SCHEMAS[kind])
 
 
 def empty_samples(spark: SparkSession, kind: str) -> DataFrame:
     """A DataFrame of sample `kind` without rows."""
-    return spark.createDataFrame([], spark_schema(kind))
+    return spark.createDataFrame([], sample_schema(kind))
 
 
 def read_kind(spark: SparkSession, state_dir: Path, kind: str) -> DataFrame:
     """Every sample of `kind` under `state_dir`; empty (with the kind's columns) without files."""
-    schema = spark_schema(kind)
+    schema = sample_schema(kind)
     folder = samples_dir(Path(state_dir)) / kind
     if not folder.is_dir() or not any(folder.glob("*.parquet")):
         return empty_samples(spark, kind)

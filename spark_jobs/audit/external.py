@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 
 from dgm.config_schema import ExternalSink, PipelineConfig
 from dgm.errors import UserFacingError
-from spark_jobs.audit.fingerprint_store import ARROW_FINGERPRINT
+from dgm.fingerprints import FINGERPRINT as ARROW_FINGERPRINT
 
 TIME_COLUMN = "stored_at"
 # Like spark_jobs.audit.fingerprint's dgm-src pattern: a non-empty topic (may hold '/'), 2 numbers.

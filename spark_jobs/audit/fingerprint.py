@@ -11,50 +11,12 @@ from __future__ import annotations
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import (
-    BooleanType,
-    IntegerType,
-    LongType,
-    StringType,
-    StructField,
-    StructType,
-    TimestampType,
-)
 
 from dgm import headers
 from dgm.config_schema import MessageIdRule
+from dgm.fingerprints import COORDINATES
+from spark_jobs.schemas import FINGERPRINT
 
-FINGERPRINT = StructType(
-    [
-        # Where the record is: the audited topic, its partition and offset.
-        StructField("topic", StringType(), False),
-        StructField("partition", IntegerType(), False),
-        StructField("offset", LongType(), False),
-        # The record's Kafka timestamp (UTC); orders copies of an id across partitions.
-        StructField("timestamp", TimestampType(), True),
-        # The id the pipeline's MessageIdRule finds; null when it finds none ("unidentified").
-        StructField("message_id", StringType(), True),
-        # The record key as UTF-8 text, for display only (never used for identity unless the
-        # rule says kind=key or hash).
-        StructField("key", StringType(), True),
-        # dgm-producer: the producer session that stamped the record; null when absent.
-        StructField("producer", StringType(), True),
-        # dgm-seq: the session's per-partition sequence; null when absent or not a
-        # non-negative integer.
-        StructField("seq", LongType(), True),
-        # dgm-src as written (topic/partition/offset of the record it was made from); raw so a
-        # malformed value is still visible as evidence.
-        StructField("lineage", StringType(), True),
-        # dgm-src parsed; all three null when it is absent or malformed.
-        StructField("src_topic", StringType(), True),
-        StructField("src_partition", IntegerType(), True),
-        StructField("src_offset", LongType(), True),
-        # False for a record only a read_uncommitted consumer sees (an aborted transaction's).
-        StructField("committed", BooleanType(), False),
-    ]
-)
-
-COORDINATES = ("topic", "partition", "offset")
 # What fingerprints() reads from a Spark Kafka source row.
 KAFKA_COLUMNS = ("key", "value", *COORDINATES, "timestamp", "headers")
 

@@ -42,23 +42,14 @@ from pyspark.sql import functions as F
 
 from dgm.config_schema import MessageIdRule
 from dgm.durable import fsync
-from spark_jobs.audit.fingerprint import FINGERPRINT
+from dgm.fingerprints import FINGERPRINT as ARROW_FINGERPRINT
+from dgm.fingerprints import FINGERPRINTS_DIR
 from spark_jobs.audit.ranges import Key, OffsetRange
+from spark_jobs.schemas import FINGERPRINT
 
-FINGERPRINTS_DIR = "fingerprints"
 EXTERNAL_DIR = "external"
 MANIFEST = "_range.json"
 _BATCH = re.compile(r"batch-(\d{13})-(\d{6})")
-# FINGERPRINT as Arrow, for the snapshots written without Spark (the external sinks).
-ARROW_FINGERPRINT = pa.schema(
-    [
-        ("topic", pa.string()), ("partition", pa.int32()), ("offset", pa.int64()),
-        ("timestamp", pa.timestamp("us", tz="UTC")), ("message_id", pa.string()),
-        ("key", pa.string()), ("producer", pa.string()), ("seq", pa.int64()),
-        ("lineage", pa.string()), ("src_topic", pa.string()), ("src_partition", pa.int32()),
-        ("src_offset", pa.int64()), ("committed", pa.bool_()),
-    ]
-)  # fmt: skip
 
 
 def fingerprints_dir(state_dir: Path) -> Path:

@@ -20,8 +20,9 @@ from dgm.config_schema import (
 from dgm.published import TABLES, open_read_only, published_path
 from spark_jobs.analyze.analysis import SPARK_TYPES, analyze, fill_run
 from spark_jobs.analyze.publish import publish
-from spark_jobs.analyze.samples import read_samples, spark_schema
-from spark_jobs.audit.fingerprint import FINGERPRINT
+from spark_jobs.analyze.samples import read_samples
+from spark_jobs.analyze.samples import sample_schema as spark_schema
+from spark_jobs.schemas import FINGERPRINT
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 NOW = T0 + timedelta(hours=1)

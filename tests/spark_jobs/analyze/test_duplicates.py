@@ -19,7 +19,7 @@ from spark_jobs.analyze.duplicates import (
     duplicate_summary,
     sequence_gaps,
 )
-from spark_jobs.audit.fingerprint import FINGERPRINT
+from spark_jobs.schemas import FINGERPRINT
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -9,8 +9,8 @@ from typing import Any
 from pyspark.sql import functions as F
 
 from spark_jobs.analyze import loss
-from spark_jobs.analyze.samples import spark_schema
-from spark_jobs.audit.fingerprint import FINGERPRINT
+from spark_jobs.analyze.samples import sample_schema as spark_schema
+from spark_jobs.schemas import FINGERPRINT
 from tests.spark_jobs.analyze.test_duplicates import T0, fp
 
 CUTOFF = T0 + timedelta(seconds=100)

@@ -22,7 +22,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from spark_jobs.analyze import loss
-from spark_jobs.audit.fingerprint import FINGERPRINT
+from spark_jobs.schemas import FINGERPRINT
 from tests import reference
 from tests.generated_fingerprints import pipeline
 

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from spark_jobs.analyze import duplicates
-from spark_jobs.audit.fingerprint import FINGERPRINT
+from spark_jobs.schemas import FINGERPRINT
 from tests import reference
 from tests.generated_fingerprints import pipeline
 

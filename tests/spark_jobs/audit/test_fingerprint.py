@@ -25,7 +25,8 @@ from pyspark.sql.types import (
 from dgm.config_schema import MessageIdRule
 from dgm.waiting import wait_until
 from spark_jobs.analyze.duplicates import duplicate_summary
-from spark_jobs.audit.fingerprint import FINGERPRINT, fingerprints, mark_committed
+from spark_jobs.audit.fingerprint import fingerprints, mark_committed
+from spark_jobs.schemas import FINGERPRINT
 
 # The columns the Spark Kafka source gives with includeHeaders=true (those fingerprints read).
 KAFKA_ROW = StructType(

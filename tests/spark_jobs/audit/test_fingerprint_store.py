@@ -12,9 +12,8 @@ from typing import Any
 import pyarrow as pa
 
 from dgm.config_schema import MessageIdRule
-from spark_jobs.audit.fingerprint import FINGERPRINT
+from dgm.fingerprints import FINGERPRINT as ARROW_FINGERPRINT
 from spark_jobs.audit.fingerprint_store import (
-    ARROW_FINGERPRINT,
     MANIFEST,
     audited_positions,
     compact,
@@ -27,6 +26,7 @@ from spark_jobs.audit.fingerprint_store import (
     writer_lock,
 )
 from spark_jobs.audit.ranges import OffsetRange
+from spark_jobs.schemas import FINGERPRINT
 
 NOW = datetime(2026, 3, 1, tzinfo=UTC)
 RULES = {"t": MessageIdRule()}

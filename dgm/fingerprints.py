@@ -1,0 +1,44 @@
+"""The fingerprint: what the audit keeps per Kafka record, and what the analysis reads.
+
+Written by the audit (Spark Parquet batches, and snapshots of external sinks written with
+Arrow) under `<state_dir>/fingerprints/`; the words are docs/design.md's. This Arrow schema is
+the one definition; Spark's schema is converted from it (spark_jobs.schemas).
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+FINGERPRINTS_DIR = "fingerprints"
+
+FINGERPRINT = pa.schema(
+    [
+        # Where the record is: the audited topic, its partition and offset.
+        pa.field("topic", pa.string(), nullable=False),
+        pa.field("partition", pa.int32(), nullable=False),
+        pa.field("offset", pa.int64(), nullable=False),
+        # The record's Kafka timestamp (UTC); orders copies of an id across partitions.
+        pa.field("timestamp", pa.timestamp("us", tz="UTC")),
+        # The id the pipeline's MessageIdRule finds; null when it finds none ("unidentified").
+        pa.field("message_id", pa.string()),
+        # The record key as UTF-8 text, for display only (never used for identity unless the
+        # rule says kind=key or hash).
+        pa.field("key", pa.string()),
+        # dgm-producer: the producer session that stamped the record; null when absent.
+        pa.field("producer", pa.string()),
+        # dgm-seq: the session's per-partition sequence; null when absent or not a
+        # non-negative integer.
+        pa.field("seq", pa.int64()),
+        # dgm-src as written (topic/partition/offset of the record it was made from); raw so a
+        # malformed value is still visible as evidence.
+        pa.field("lineage", pa.string()),
+        # dgm-src parsed; all three null when it is absent or malformed.
+        pa.field("src_topic", pa.string()),
+        pa.field("src_partition", pa.int32()),
+        pa.field("src_offset", pa.int64()),
+        # False for a record only a read_uncommitted consumer sees (an aborted transaction's).
+        pa.field("committed", pa.bool_(), nullable=False),
+    ]
+)
+
+COORDINATES = ("topic", "partition", "offset")
