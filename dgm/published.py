@@ -10,7 +10,9 @@ records' Kafka timestamps); totals ("cumulative") span the fingerprint retention
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
@@ -285,3 +287,13 @@ def open_read_only(path: Path) -> duckdb.DuckDBPyConnection:
         connection.close()
         raise
     return connection
+
+
+def read_verdicts(db: duckdb.DuckDBPyConnection) -> tuple[list[dict[str, Any]], datetime | None]:
+    """The verdicts rows by pipeline (every column, as `dgm verdicts --json` and the exporter's
+    API show them) and when their analysis finished (None without a runs row)."""
+    cursor = db.execute(f"SELECT {', '.join(VERDICTS.names)} FROM verdicts ORDER BY pipeline")
+    names = [d[0] for d in cursor.description]
+    rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+    finished = db.execute("SELECT max(finished_at) FROM runs").fetchone()
+    return rows, finished[0] if finished else None

@@ -10,9 +10,10 @@ from typing import Any
 
 import duckdb
 
+from dgm import published
 from dgm.config import load_config
 from dgm.errors import UserFacingError
-from dgm.published import PUBLISHED_FILE, VERDICTS, open_read_only
+from dgm.published import PUBLISHED_FILE, open_read_only
 
 # What the table prints, in order: (column, heading).
 _SHOWN = (
@@ -51,15 +52,9 @@ def read_verdicts(state_dir: Path) -> tuple[list[dict[str, Any]], datetime | Non
         )
     try:
         with open_read_only(path) as db:
-            cursor = db.execute(
-                f"SELECT {', '.join(VERDICTS.names)} FROM verdicts ORDER BY pipeline"
-            )
-            names = [d[0] for d in cursor.description]
-            rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
-            finished = db.execute("SELECT max(finished_at) FROM runs").fetchone()
+            return published.read_verdicts(db)
     except (duckdb.Error, OSError) as error:
         raise UserFacingError(f"cannot read {path}: {error}") from None
-    return rows, finished[0] if finished else None
 
 
 def _meets(row: dict[str, Any]) -> str:
