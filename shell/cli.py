@@ -46,6 +46,9 @@ def build_parser() -> argparse.ArgumentParser:
     from shell.dashboard_command import register as register_dashboard
 
     register_dashboard(commands)
+    from exporter.commands import register as register_exporter
+
+    register_exporter(commands)
     from shell.run_command import register as register_run
 
     register_run(commands)

@@ -13,7 +13,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 CORE = "dgm"
-STAGES = ("collectors", "spark_jobs", "alerts", "dashboard")
+STAGES = ("collectors", "spark_jobs", "alerts", "dashboard", "exporter")
 SHELL = "shell"
 LAB = "lab"
 PACKAGES = (CORE, *STAGES, SHELL, LAB)

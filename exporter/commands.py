@@ -1,0 +1,58 @@
+"""`dgm exporter`: serve `/metrics` and the JSON API over the published analysis."""
+
+from __future__ import annotations
+
+import argparse
+import threading
+from typing import Any
+
+from dgm.config import load_config
+from dgm.errors import UserFacingError
+from dgm.ports import port_number
+from dgm.signals import stop_on_signals
+from exporter.server import ExporterServer
+
+DEFAULT_PORT = 9598
+
+
+def register(commands: Any) -> None:
+    serve = commands.add_parser(
+        "exporter",
+        help="serve Prometheus metrics and a read-only JSON API over the published analysis",
+        description="An HTTP server: /metrics (verdicts, duplicate and loss ratios, LSO and "
+        "consumer lag, open and hanging transactions, and the monitor's own health, read from "
+        "<state_dir>/dgm.duckdb at every scrape) and /api/v1/verdicts, "
+        "/api/v1/pipelines/{name}, /api/v1/topics/{topic}/duplicates. Binds 127.0.0.1 unless "
+        "--host says otherwise; Ctrl-C or SIGTERM stops it.",
+    )
+    serve.add_argument(
+        "--port", type=port_number, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})"
+    )
+    serve.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to bind (default 127.0.0.1; 0.0.0.0 exposes it to the network)",
+    )
+    # Also accepted after the subcommand; SUPPRESS keeps the global --config when absent.
+    serve.add_argument("--config", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    serve.set_defaults(handler=_exporter)
+
+
+def _exporter(args: argparse.Namespace) -> int:
+    config = load_config(getattr(args, "config", None))
+    try:
+        server = ExporterServer((args.host, args.port), config.state_dir)
+    except OSError as error:
+        raise UserFacingError(f"cannot listen on {args.host}:{args.port}: {error}") from None
+    stop = threading.Event()
+    with server, stop_on_signals(stop):
+        thread = threading.Thread(target=server.serve_forever, name="exporter", daemon=True)
+        thread.start()
+        print(
+            f"dgm exporter on http://{args.host}:{server.port}/metrics over {config.state_dir}",
+            flush=True,
+        )
+        stop.wait()
+        server.shutdown()
+        thread.join()
+    return 0

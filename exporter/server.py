@@ -1,0 +1,65 @@
+"""One HTTP server for `/metrics` (Prometheus text or OpenMetrics) and `/api/v1/...` (JSON).
+
+Threaded (a slow scrape does not hold up the API); each request reads the publication anew.
+"""
+
+from __future__ import annotations
+
+import logging
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from prometheus_client.exposition import choose_encoder
+from prometheus_client.registry import CollectorRegistry
+
+from exporter import api
+from exporter.collector import registry_for
+
+log = logging.getLogger(__name__)
+INDEX = (
+    b"dgm exporter: /metrics (Prometheus), /api/v1/verdicts, /api/v1/pipelines/{name}, "
+    b"/api/v1/topics/{topic}/duplicates\n"
+)
+
+
+class ExporterServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], state_dir: Path) -> None:
+        self.state_dir = Path(state_dir)
+        self.registry: CollectorRegistry = registry_for(self.state_dir)
+        super().__init__(address, Handler)
+
+    @property
+    def port(self) -> int:
+        return int(self.server_address[1])
+
+
+class Handler(BaseHTTPRequestHandler):
+    server: ExporterServer
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self) -> None:
+        url = urlsplit(self.path)
+        if url.path == "/metrics":
+            encoder, content_type = choose_encoder(self.headers.get("Accept", ""))
+            self._send(200, content_type, encoder(self.server.registry))
+        elif url.path.startswith(api.PREFIX):
+            status, document = api.answer(self.server.state_dir, url.path, url.query)
+            self._send(status, "application/json", api.encode(document))
+        elif url.path == "/":
+            self._send(200, "text/plain; charset=utf-8", INDEX)
+        else:
+            body = api.encode({"error": f"no such endpoint: {url.path}"})
+            self._send(404, "application/json", body)
+
+    def _send(self, status: int, content_type: str, body: bytes) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        log.debug("%s %s", self.address_string(), format % args)
