@@ -54,7 +54,7 @@ def head_package(rev: str, into: Path) -> ModuleType:
     package = into / HEAD_PACKAGE
     package.mkdir(parents=True, exist_ok=True)
     names = subprocess.run(
-        ["git", "ls-tree", "--name-only", rev, "spark_jobs/"],
+        ["git", "ls-tree", "-r", "--name-only", rev, "spark_jobs/"],
         cwd=REPO, check=True, capture_output=True, text=True,
     ).stdout.split()  # fmt: skip
     for name in names:
@@ -66,9 +66,20 @@ def head_package(rev: str, into: Path) -> ModuleType:
         text = text.replace("from spark_jobs", f"from {HEAD_PACKAGE}").replace(
             "import spark_jobs", f"import {HEAD_PACKAGE}"
         )
-        (package / Path(name).name).write_text(text)
+        target = package / Path(name).relative_to("spark_jobs")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
     sys.path.insert(0, str(into))
     return importlib.import_module(HEAD_PACKAGE)
+
+
+def _head_modules() -> tuple[str, str]:
+    """The analyze and publish modules of the head revision, flat (spark_jobs/analyze.py)
+    before the audit/analyze split, in spark_jobs/analyze/ after it."""
+    root = Path(importlib.import_module(HEAD_PACKAGE).__path__[0])
+    if (root / "analyze" / "analysis.py").exists():
+        return f"{HEAD_PACKAGE}.analyze.analysis", f"{HEAD_PACKAGE}.analyze.publish"
+    return f"{HEAD_PACKAGE}.analyze", f"{HEAD_PACKAGE}.publish"
 
 
 def job_counts(spark: Any, group: str) -> tuple[int, int, int]:
@@ -90,7 +101,7 @@ def run_spark(
     spark: Any, variant: str, world: generated.World, state: Path, per_table: bool, tag: str
 ) -> dict[str, Any]:
     modules = {
-        "head": (f"{HEAD_PACKAGE}.analyze", f"{HEAD_PACKAGE}.publish"),
+        "head": _head_modules() if variant == "head" else ("", ""),
         "tuned": ("spark_jobs.analyze.analysis", "spark_jobs.analyze.publish"),
     }[variant]
     analyze_module = importlib.import_module(modules[0])

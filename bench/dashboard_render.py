@@ -111,12 +111,14 @@ def main() -> int:
     parser.add_argument("--topic", default="s-p00")
     parser.add_argument("--group", default="g-p00")
     args = parser.parse_args()
-    state_dir = args.state_dir.resolve()
-    published = state_dir / "dgm.duckdb"
-    point_at(state_dir)
-    import duckdb
+    from dgm.published import published_path
 
-    with duckdb.connect(str(published), read_only=True) as con:
+    state_dir = args.state_dir.resolve()
+    published = published_path(state_dir)
+    point_at(state_dir)
+    from dgm.published import open_read_only
+
+    with open_read_only(published) as con:
         counts = {
             t: con.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0]  # type: ignore[index]
             for (t,) in con.execute("SELECT table_name FROM information_schema.tables").fetchall()

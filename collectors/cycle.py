@@ -29,9 +29,7 @@ from collectors.offsets import fetch_offsets, offsets_rows
 from collectors.partitions import ClusterView, check_matches, describe_cluster
 from collectors.transactions import fetch_transactions, max_transaction_timeout_ms
 from dgm.config import CollectorSettings
-from dgm.samples import SampleStore, latest_rows
-
-Key = tuple[str, int]
+from dgm.samples import Key, SampleStore, latest_rows
 
 
 @dataclass(frozen=True)

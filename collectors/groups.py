@@ -24,9 +24,7 @@ from confluent_kafka.admin import AdminClient
 from collectors.clients import ClusterUnreachable
 from collectors.events import GroupView, MemberView
 from collectors.lag import lag_from_hw, lag_from_lso
-from collectors.offsets import PartitionOffsets
-
-Key = tuple[str, int]
+from dgm.samples import Key, PartitionOffsets
 
 # Kafka's own names for group states, as kafka-consumer-groups.sh prints them.
 _STATE_NAMES = {

@@ -18,21 +18,11 @@ from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-d
 from collectors.clients import ClusterUnreachable
 from collectors.lso import LsoState, advance, lso_lag, lso_stuck_ms
 from collectors.partitions import PartitionInfo
+from dgm.samples import Key, PartitionOffsets
 
-Key = tuple[str, int]
 # Partitions per ListOffsets call: measured 6,000 in one call at 0.7-1.2 s, in calls of 500
 # to 1,000 at 0.3-0.5 s (bench/README.md), and a failed call then costs less.
 CHUNK = 1000
-
-
-@dataclass(frozen=True)
-class PartitionOffsets:
-    topic: str
-    partition: int
-    leader: int | None
-    log_start_offset: int
-    high_watermark: int
-    lso: int
 
 
 @dataclass(frozen=True)
@@ -98,8 +88,9 @@ def fetch_offsets(
     results.update(high_watermarks)
     fetched = [
         PartitionOffsets(
-            p.topic, p.partition, p.leader,
+            p.topic, p.partition,
             results["log_start_offset"][key], results["high_watermark"][key], results["lso"][key],
+            leader=p.leader,
         )
         for p in partitions
         if all((key := (p.topic, p.partition)) in found for found in results.values())

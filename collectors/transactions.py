@@ -19,8 +19,8 @@ from kafka.errors import BrokerResponseError
 from collectors.clients import Clients, ClusterUnreachable, scrub
 from collectors.hanging import CoordinatorView, OpenTransaction, hanging_reason
 from collectors.partitions import ClusterView
+from dgm.samples import Key
 
-Key = tuple[str, int]
 OPEN_STATES = frozenset({"Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence"})
 
 

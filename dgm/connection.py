@@ -33,3 +33,11 @@ def bootstrap_servers(config: DgmConfig, override: str | None = None) -> str:
 def client_config(config: DgmConfig, override: str | None = None, **extra: Any) -> dict[str, Any]:
     """librdkafka settings: bootstrap servers, the passed-through security settings, `extra`."""
     return {**config.cluster.librdkafka_config(bootstrap_servers(config, override)), **extra}
+
+
+def embedded_cluster(config: DgmConfig, override: str | None = None) -> EmbeddedCluster | None:
+    """The running embedded cluster when it is the one `bootstrap_servers` picks (no override,
+    no configured cluster); None otherwise. Faults that restart brokers need it."""
+    if override or config.cluster.bootstrap_servers:
+        return None
+    return EmbeddedCluster.running(config.state_dir)

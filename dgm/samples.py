@@ -14,7 +14,7 @@ import os
 import re
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import fields, is_dataclass
+from dataclasses import dataclass, fields, is_dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,23 @@ from dgm.durable import fsync
 from dgm.sample_schemas import SCHEMAS
 
 SAMPLES_DIR = "samples"
+# A topic-partition.
+Key = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class PartitionOffsets:
+    """One partition's offsets as an `offsets` sample holds them (dgm.sample_schemas.OFFSETS):
+    what the collectors fetch and what the audit bounds its ranges by."""
+
+    topic: str
+    partition: int
+    log_start_offset: int
+    high_watermark: int
+    lso: int
+    leader: int | None = None  # the broker that answered; unknown when read back from a file
+
+
 _NAME = re.compile(r"(\d{13})-(\d{6})\.parquet")
 
 

@@ -7,9 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from dgm.broker.cluster import EmbeddedCluster
 from dgm.config import CONFIG_FILE_NAME, load_config
-from dgm.connection import bootstrap_servers
+from dgm.connection import bootstrap_servers, embedded_cluster
 from lab.processors.settings import MODES
 from lab.run import FAULT_KINDS, LabSettings, run_lab
 from lab.supervisor import KILL_AIMS
@@ -60,9 +59,7 @@ def register(commands: Any) -> None:
 def _run(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     bootstrap = bootstrap_servers(config, args.bootstrap)
-    embedded = None
-    if not args.bootstrap and not config.cluster.bootstrap_servers:
-        embedded = EmbeddedCluster.running(config.state_dir)
+    embedded = embedded_cluster(config, args.bootstrap)
     config_path = Path(args.config) if args.config else config.source or Path(CONFIG_FILE_NAME)
     report = run_lab(
         LabSettings(

@@ -9,9 +9,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from dgm.broker.cluster import EmbeddedCluster
 from dgm.config import CONFIG_FILE_NAME, load_config
-from dgm.connection import bootstrap_servers
+from dgm.connection import bootstrap_servers, embedded_cluster
 from dgm.errors import UserFacingError
 from dgm.signals import please_wait, stop_on_signals
 from lab.continuous import DEMO_PIPELINES, ContinuousLab, ContinuousSettings
@@ -50,9 +49,7 @@ def register_lab_demo(actions: Any) -> None:
 def _lab_demo(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     servers = bootstrap_servers(config, args.bootstrap)
-    embedded = None
-    if not args.bootstrap and not config.cluster.bootstrap_servers:
-        embedded = EmbeddedCluster.running(config.state_dir)
+    embedded = embedded_cluster(config, args.bootstrap)
     pipelines = tuple(
         p
         for p in DEMO_PIPELINES

@@ -81,8 +81,9 @@ class AnalysisJob:
         return self._spark
 
     def run_once(self, now: datetime | None = None) -> RunSummary:
-        from spark_jobs.analyze.analysis import analyze, fill_run
+        from spark_jobs.analyze.analysis import analyze
         from spark_jobs.analyze.publish import publish
+        from spark_jobs.analyze.runs import fill_run
         from spark_jobs.analyze.samples import read_samples
         from spark_jobs.audit.fingerprint_store import compact, load_fingerprints
         from spark_jobs.audit.kafka_read import audit

@@ -327,10 +327,13 @@ def ignored(path: str, patterns: list[str]) -> bool:
     [
         "pyproject.toml",
         "README.md",
-        "dgm/cli.py",
+        "dgm/__init__.py",
+        "shell/cli.py",
         "collectors/__init__.py",
         "spark_jobs/__init__.py",
+        "alerts/__init__.py",
         "dashboard/__init__.py",
+        "lab/__init__.py",
     ],
 )
 def test_dockerignore_keeps_what_pip_install_needs(path: str) -> None:

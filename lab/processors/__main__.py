@@ -14,8 +14,7 @@ import threading
 from collections.abc import Callable, Sequence
 
 from lab.processors import (
-    at_least_once,
-    at_most_once,
+    commit_order,
     exactly_once,
     exactly_once_broken,
     idempotent_sink,
@@ -23,8 +22,8 @@ from lab.processors import (
 from lab.processors.settings import MODES, ProcessorSettings, SettingsError
 
 RUNNERS: dict[str, Callable[[ProcessorSettings, threading.Event], int]] = {
-    "at-most-once": at_most_once.run,
-    "at-least-once": at_least_once.run,
+    "at-most-once": commit_order.run_at_most_once,
+    "at-least-once": commit_order.run_at_least_once,
     "exactly-once": exactly_once.run,
     "exactly-once-broken": exactly_once_broken.run,
     "idempotent-sink": idempotent_sink.run,

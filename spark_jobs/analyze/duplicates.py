@@ -168,3 +168,37 @@ def sequence_gaps(fingerprints: DataFrame, first_seq: int | None = 0) -> DataFra
         (F.col("seq") - 1).alias("last_missing"),
         (F.col("seq") - F.col("previous") - 1).alias("missing"),
     )
+
+
+def keyed_causes(source: DataFrame, sink: DataFrame, key: str) -> DataFrame:
+    """duplicate_causes of each value of column `key` (both frames have it) in one call: ids
+    are prefixed with the key (keys hold no NUL), so keys never see each other's ids."""
+    separator = "\u0000"
+
+    def prefixed(frame: DataFrame) -> DataFrame:
+        joined = F.concat_ws(separator, F.col(key), F.col("message_id"))
+        return frame.withColumn("message_id", F.when(F.col("message_id").isNotNull(), joined))
+
+    causes = duplicate_causes(prefixed(source).drop(key), prefixed(sink).drop(key))
+    start = F.instr(F.col("message_id"), separator) + 1
+    return causes.select(
+        F.substring_index("message_id", separator, 1).alias(key),
+        "topic",
+        F.col("message_id").substr(start, F.lit(1 << 30)).alias("message_id"),
+        "cause",
+    )
+
+
+def plain_causes(fingerprints: DataFrame, plain: DataFrame) -> DataFrame:
+    """Causes of duplicates in topics that are no pipeline's sink: each topic is the sink of
+    the topics its records name in dgm-src (none: only sink-side causes can apply)."""
+    upstream_of = (
+        plain.where(F.col("src_topic").isNotNull())
+        .select(F.col("topic").alias("_sink"), F.col("src_topic").alias("topic"))
+        .distinct()
+    )
+    source = fingerprints.join(F.broadcast(upstream_of), ["topic"])
+    causes = keyed_causes(source, plain.withColumn("_sink", F.col("topic")), "_sink")
+    return causes.select(
+        F.lit(None).cast("string").alias("pipeline"), "topic", "message_id", "cause"
+    )

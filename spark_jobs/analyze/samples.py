@@ -7,13 +7,17 @@ collectors' Arrow schema converted, so a kind without files still has its column
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
+from dgm import published as tables
 from dgm.sample_schemas import SCHEMAS
 from dgm.samples import samples_dir
+from spark_jobs.analyze.frames import conform, latest_sample
 from spark_jobs.schemas import spark_schema
 
 KINDS: tuple[str, ...] = tuple(SCHEMAS)
@@ -46,3 +50,15 @@ def read_samples(spark: SparkSession, state_dir: Path) -> dict[str, DataFrame]:
     """Sample kind -> DataFrame, for every kind dgm.sample_schemas declares (what `analyze`
     takes as its `samples`)."""
     return {kind: read_kind(spark, state_dir, kind) for kind in KINDS}
+
+
+def sample_tables(samples: Mapping[str, DataFrame]) -> dict[str, DataFrame]:
+    """partition_offsets, group_lag and transactions (open ones at the last producers sample)."""
+    producers = latest_sample(samples["producers"]).where(F.col("txn_start_offset").isNotNull())
+    return {
+        tables.PARTITION_OFFSETS.name: conform(samples["offsets"], tables.PARTITION_OFFSETS),
+        tables.GROUP_LAG.name: conform(samples["group_offsets"], tables.GROUP_LAG),
+        tables.TRANSACTIONS.name: conform(
+            producers.withColumn("age_ms", F.col("idle_ms")), tables.TRANSACTIONS
+        ),
+    }

@@ -44,7 +44,8 @@ from dgm.config_schema import MessageIdRule
 from dgm.durable import fsync
 from dgm.fingerprints import FINGERPRINT as ARROW_FINGERPRINT
 from dgm.fingerprints import FINGERPRINTS_DIR
-from spark_jobs.audit.ranges import Key, OffsetRange
+from dgm.samples import Key
+from spark_jobs.audit.ranges import OffsetRange
 from spark_jobs.schemas import FINGERPRINT
 
 EXTERNAL_DIR = "external"

@@ -27,6 +27,7 @@ from pyspark.sql import functions as F
 
 from dgm.config_schema import DgmConfig, MessageIdRule
 from dgm.errors import UserFacingError
+from dgm.samples import Key
 from spark_jobs.audit.external import external_fingerprints
 from spark_jobs.audit.fingerprint import fingerprints, mark_committed
 from spark_jobs.audit.fingerprint_store import (
@@ -38,7 +39,6 @@ from spark_jobs.audit.fingerprint_store import (
     writer_lock,
 )
 from spark_jobs.audit.ranges import (
-    Key,
     OffsetRange,
     assign_json,
     has_open_or_recent_transaction,

@@ -27,23 +27,11 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from dgm.sample_schemas import SCHEMAS
-from dgm.samples import SampleStore
+from dgm.samples import Key, PartitionOffsets, SampleStore
 
-Key = tuple[str, int]
 # Newest sample files read to find every monitored topic: one cycle writes one file, so the
 # newest file normally has everything; older ones only fill in a topic missing from it.
 MAX_SAMPLE_FILES = 5
-
-
-@dataclass(frozen=True)
-class SampledOffsets:
-    """One partition's offsets as the newest `offsets` sample holds them."""
-
-    topic: str
-    partition: int
-    log_start_offset: int
-    high_watermark: int
-    lso: int
 
 
 @dataclass(frozen=True)
@@ -67,7 +55,9 @@ class OffsetRange:
         return self.end - self.start
 
 
-def plan_ranges(sampled: Iterable[SampledOffsets], audited: Mapping[Key, int]) -> list[OffsetRange]:
+def plan_ranges(
+    sampled: Iterable[PartitionOffsets], audited: Mapping[Key, int]
+) -> list[OffsetRange]:
     """The non-empty range to audit per sampled partition, sorted by topic and partition.
 
     start = max(audited end, log start offset); end = the sampled LSO. A partition never
@@ -122,7 +112,7 @@ def _newest_rows(
 
 def latest_offsets(
     state_dir: Path, topics: Collection[str], max_files: int = MAX_SAMPLE_FILES
-) -> list[SampledOffsets]:
+) -> list[PartitionOffsets]:
     """The newest sampled offsets of every partition of `topics`, from the newest files only.
 
     Files are read newest first until every topic has been seen. A partition missing from the
@@ -130,9 +120,9 @@ def latest_offsets(
     was read anyway for another topic; older offsets are always safe, only less far.
     """
     columns = ["topic", "partition", "log_start_offset", "high_watermark", "lso"]
-    latest: dict[Key, SampledOffsets] = {}
+    latest: dict[Key, PartitionOffsets] = {}
     for row in _newest_rows(state_dir, "offsets", topics, columns, max_files):
-        sampled = SampledOffsets(**row)  # type: ignore[arg-type]
+        sampled = PartitionOffsets(**row)  # type: ignore[arg-type]
         latest.setdefault((sampled.topic, sampled.partition), sampled)
     return sorted(latest.values(), key=lambda s: (s.topic, s.partition))
 
@@ -153,7 +143,7 @@ def transactional_topics(
     }
 
 
-def has_open_or_recent_transaction(sampled: Iterable[SampledOffsets]) -> set[str]:
+def has_open_or_recent_transaction(sampled: Iterable[PartitionOffsets]) -> set[str]:
     """Topics with a partition whose LSO sat below its high watermark when sampled: records
     (or a marker) above the LSO, so a transaction touched the partition near the range end."""
     return {s.topic for s in sampled if s.lso < s.high_watermark}

@@ -18,8 +18,10 @@ from dgm.config_schema import (
     PipelineConfig,
 )
 from dgm.published import TABLES, open_read_only, published_path
-from spark_jobs.analyze.analysis import SPARK_TYPES, analyze, fill_run
+from spark_jobs.analyze.analysis import analyze
+from spark_jobs.analyze.frames import SPARK_TYPES
 from spark_jobs.analyze.publish import publish
+from spark_jobs.analyze.runs import fill_run
 from spark_jobs.analyze.samples import read_samples
 from spark_jobs.analyze.samples import sample_schema as spark_schema
 from spark_jobs.schemas import FINGERPRINT

@@ -6,10 +6,9 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
-from dgm.samples import SampleStore
+from dgm.samples import PartitionOffsets, SampleStore
 from spark_jobs.audit.ranges import (
     OffsetRange,
-    SampledOffsets,
     assign_json,
     has_open_or_recent_transaction,
     latest_offsets,
@@ -21,8 +20,8 @@ from spark_jobs.audit.ranges import (
 AT = datetime(2026, 1, 1, tzinfo=UTC)
 
 
-def sampled(topic: str, partition: int, start: int, hw: int, lso: int) -> SampledOffsets:
-    return SampledOffsets(topic, partition, start, hw, lso)
+def sampled(topic: str, partition: int, start: int, hw: int, lso: int) -> PartitionOffsets:
+    return PartitionOffsets(topic, partition, start, hw, lso)
 
 
 def test_a_new_partition_is_audited_from_its_log_start_to_its_lso() -> None:

@@ -1,0 +1,80 @@
+"""Shaping shared by the analysis modules: contract conformance, windows, unions, the
+newest sample, and persisting frames that several published tables share."""
+
+from __future__ import annotations
+
+import contextlib
+import weakref
+from functools import reduce
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from dgm import published as tables
+
+# The contract's SQL types as Spark types.
+SPARK_TYPES = {
+    "VARCHAR": "string",
+    "BIGINT": "bigint",
+    "INTEGER": "int",
+    "DOUBLE": "double",
+    "BOOLEAN": "boolean",
+    "TIMESTAMPTZ": "timestamp",
+    "VARCHAR[]": "array<string>",
+}
+
+
+class Shared:
+    """The frames one analyze run persisted. Each table frame it returns holds this object;
+    when the last of them is garbage collected (after publish), the frames are unpersisted.
+    A frame derived from a table frame does not hold it: keep the table frame alive too, or
+    the derived one recomputes (correctly, just slower)."""
+
+    def __init__(self) -> None:
+        self.frames: list[DataFrame] = []
+        finalizer = weakref.finalize(self, _unpersist, self.frames)
+        finalizer.atexit = False  # the JVM may be gone by then, and so are its caches
+
+    def persist(self, frame: DataFrame) -> DataFrame:
+        persisted = frame.persist()  # lazy: the first table that needs it computes it
+        self.frames.append(persisted)
+        return persisted
+
+    def hold(self, frames: dict[str, DataFrame]) -> dict[str, DataFrame]:
+        for frame in frames.values():
+            frame._dgm_shared = self  # type: ignore[attr-defined]
+        return frames
+
+
+def _unpersist(frames: list[DataFrame]) -> None:
+    for frame in frames:
+        with contextlib.suppress(Exception):  # a stopped session has nothing left to free
+            frame.unpersist(blocking=False)
+
+
+def conform(frame: DataFrame, table: tables.Table) -> DataFrame:
+    """`frame` with exactly `table`'s columns, in order and of its types (null when absent)."""
+    return frame.select(
+        *(
+            (F.col(c.name) if c.name in frame.columns else F.lit(None))
+            .cast(SPARK_TYPES[c.sql_type])
+            .alias(c.name)
+            for c in table.columns
+        )
+    )
+
+
+def window_start(at: Column, window_s: int) -> Column:
+    """Start of the epoch-aligned `window_s`-second window holding `at` (integer arithmetic)."""
+    micros, width = F.unix_micros(at), F.lit(window_s * 1_000_000)
+    return F.timestamp_micros(micros - F.pmod(micros, width))
+
+
+def union_all(frames: list[DataFrame], empty: DataFrame) -> DataFrame:
+    return reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames, empty)
+
+
+def latest_sample(frame: DataFrame) -> DataFrame:
+    """The rows of `frame` (a sample kind) taken at its newest sampled_at."""
+    newest = frame.agg(F.max("sampled_at").alias("_newest"))
+    return frame.join(F.broadcast(newest), F.col("sampled_at") == F.col("_newest")).drop("_newest")
