@@ -206,6 +206,34 @@ def _load_table(cls: type[_T], table: Mapping[str, object], at: _At) -> _T:
 
 
 _TOML_ERROR_LINE = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")
+# In any string value: ${NAME} is the environment variable NAME; $${ is a literal ${.
+_REFERENCE = re.compile(r"\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$\{")
+
+
+def _interpolate(value: object, at: _At, env: Mapping[str, str]) -> object:
+    """`value` with ${NAME} replaced by the environment's NAME in every string it holds; a
+    ConfigError naming the key and the variable when one is unset. Values are never echoed."""
+    if isinstance(value, dict):
+        return {key: _interpolate(item, at.child(key), env) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_interpolate(item, at.child(index), env) for index, item in enumerate(value)]
+    if not isinstance(value, str) or "${" not in value:
+        return value
+
+    def substitute(match: re.Match[str]) -> str:
+        if match[0] == "$${":
+            return "${"
+        name = match[1]
+        if name is None:
+            raise at.error("expected ${NAME} (letters, digits, '_'), or $${ for a literal '${'")
+        if name not in env:
+            raise at.error(
+                f"environment variable {name} is not set (the value says ${{{name}}}; "
+                "write $${ for a literal '${')"
+            )
+        return env[name]
+
+    return _REFERENCE.sub(substitute, value)
 
 
 def _parse(text: str, file: str, base: Path) -> DgmConfig:
@@ -221,7 +249,10 @@ def _parse(text: str, file: str, base: Path) -> DgmConfig:
         raise ConfigError(
             f"{file}: line {at_line[1]}: invalid TOML: {reason} (column {at_line[2]})"
         ) from None
-    return _load_table(DgmConfig, document, _At(file, base))
+    at = _At(file, base)
+    interpolated = _interpolate(document, at, os.environ)
+    assert isinstance(interpolated, dict)
+    return _load_table(DgmConfig, interpolated, at)
 
 
 def _read(path: Path, file: str) -> str:

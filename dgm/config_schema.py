@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Literal, get_args
 
 from dgm.errors import UserFacingError
+from dgm.java_client import derive as derive_java_client
+from dgm.java_client import needs_java_client
 
 
 class ConfigError(UserFacingError):
@@ -32,6 +34,8 @@ Problem = tuple[str, str]
 
 # Pipeline names become file and partition names downstream, so keep them path-safe.
 _PIPELINE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+# An HTTP header name (RFC 9110 token, without the rarely used punctuation).
+_HEADER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 
 # Client settings whose values are credentials. Matched on the lower-cased key.
 _SECRET_WORDS = ("password", "secret", "jaas", "token")
@@ -140,12 +144,21 @@ class ClusterConfig:
     # librdkafka settings passed through verbatim (security.protocol, sasl.*, ssl.*).
     client: dict[str, str] = field(default_factory=dict)
     # Java client settings for Spark's Kafka source (sasl.jaas.config, ssl.truststore.*),
-    # without Spark's "kafka." prefix: the Spark job adds it.
+    # without Spark's "kafka." prefix: the Spark job adds it. Left empty, it is derived from
+    # `client` for SASL PLAIN/SCRAM and TLS with a PEM CA file (dgm.java_client); other
+    # SASL/TLS settings need it written out.
     java_client: dict[str, str] = field(default_factory=dict)
 
     def librdkafka_config(self, bootstrap_servers: str) -> dict[str, str]:
         """Settings for confluent-kafka clients; the caller decides the bootstrap servers."""
         return {"bootstrap.servers": bootstrap_servers, **self.client}
+
+    def spark_client(self) -> dict[str, str]:
+        """Java client settings for Spark: java_client as written, else derived from client."""
+        if self.java_client:
+            return dict(self.java_client)
+        derived, _ = derive_java_client(self.client)
+        return derived or {}
 
     def problems(self) -> Iterator[Problem]:
         if self.bootstrap_servers is not None and not self.bootstrap_servers.strip():
@@ -158,6 +171,16 @@ class ClusterConfig:
                     yield f"{table}.{key}", "set cluster.bootstrap_servers instead"
                 elif table == "java_client" and key.startswith("kafka."):
                     yield f"{table}.{key}", "expected the key without Spark's 'kafka.' prefix"
+        if not self.java_client and needs_java_client(self.client):
+            derived, why = derive_java_client(self.client)
+            if derived is None:
+                protocol = self.client["security.protocol"]
+                yield (
+                    "java_client",
+                    f"client uses security.protocol {protocol} and {why}: set "
+                    "[cluster.java_client] (sasl.jaas.config, ssl.truststore.*, ...) for "
+                    "Spark's Kafka source",
+                )
 
     def __repr__(self) -> str:
         return (
@@ -321,6 +344,9 @@ class AlertRule:
                 yield key, f"{rule}: expected a number of seconds >= 0, got {value!r}"
 
 
+WebhookFormat = Literal["json", "slack", "alertmanager"]
+
+
 @dataclass(frozen=True)
 class AlertWebhook:
     """[alerts_webhook]: where alert notifications are POSTed as JSON, besides the log line."""
@@ -332,6 +358,13 @@ class AlertWebhook:
     dashboard_url: str = "http://localhost:8501"
     # Seconds one POST may take; > 0. A failed POST is retried on later evaluations.
     timeout_s: float = 5.0
+    # The body: json (dgm's fields plus a one-line `text`), slack (Slack/Mattermost incoming
+    # webhook: `text` and one attachment) or alertmanager (Alertmanager's v2 API, POST
+    # /api/v2/alerts: a list of one alert, endsAt set on resolution).
+    format: WebhookFormat = "json"
+    # HTTP headers sent with every POST (e.g. Authorization = "Bearer ${TOKEN}"). Values are
+    # never logged, stored or shown in repr or errors.
+    headers: dict[str, str] = field(default_factory=dict, repr=False)
 
     def problems(self) -> Iterator[Problem]:
         for key in ("url", "dashboard_url"):
@@ -340,6 +373,11 @@ class AlertWebhook:
                 yield key, "expected an http:// or https:// URL"
         if not (math.isfinite(self.timeout_s) and self.timeout_s > 0):
             yield "timeout_s", f"expected a number of seconds > 0, got {self.timeout_s!r}"
+        for name, value in self.headers.items():
+            if not _HEADER_NAME.fullmatch(name):
+                yield f"headers.{name}", "expected an HTTP header name (letters, digits, '-')"
+            elif any(c in value for c in "\r\n\0"):  # the value itself is never echoed
+                yield f"headers.{name}", "expected a value without line breaks or NUL"
 
 
 @dataclass(frozen=True)

@@ -95,7 +95,9 @@ _ESCAPES.update({ord('"'): '\\"', ord("\\"): "\\\\"})
 
 
 def _toml_string(text: str) -> str:
-    return '"' + text.translate(_ESCAPES) + '"'
+    """A basic string that loads back as `text`: '${' escaped as '$${' (dgm.config reads
+    ${NAME} as an environment variable)."""
+    return '"' + text.translate(_ESCAPES).replace("${", "$${") + '"'
 
 
 def write_atomically(path: Path, text: str) -> None:

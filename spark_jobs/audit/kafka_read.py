@@ -92,7 +92,7 @@ def topic_rules(config: DgmConfig) -> dict[str, MessageIdRule]:
 
 def kafka_options(config: DgmConfig, bootstrap_servers: str) -> dict[str, str]:
     """Spark Kafka source options reaching the cluster. They may hold secrets: never log."""
-    java = {f"kafka.{key}": value for key, value in config.cluster.java_client.items()}
+    java = {f"kafka.{key}": value for key, value in config.cluster.spark_client().items()}
     return {**java, "kafka.bootstrap.servers": bootstrap_servers}
 
 

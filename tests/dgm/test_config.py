@@ -388,6 +388,104 @@ def test_append_round_trips_any_string(
     assert load_config(path).pipelines == (added,)
 
 
+# --- ${VAR} interpolation -------------------------------------------------------------------
+
+
+def test_any_string_value_takes_environment_variables(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DGM_TEST_PASSWORD", "hunter2-env")
+    monkeypatch.setenv("DGM_TEST_HOST", "kafka-1")
+    config = load_text(
+        tmp_path,
+        '[cluster]\nbootstrap_servers = "${DGM_TEST_HOST}:9092,${DGM_TEST_HOST}:9093"\n'
+        '[cluster.client]\nsecurity.protocol = "SASL_SSL"\nsasl.mechanism = "PLAIN"\n'
+        'sasl.username = "dgm"\nsasl.password = "${DGM_TEST_PASSWORD}"\n'
+        '[collectors]\ninclude_topics = ["^${DGM_TEST_HOST}-", "$${literal}", "a$$${b}"]\n',
+    )
+    assert config.cluster.bootstrap_servers == "kafka-1:9092,kafka-1:9093"
+    assert config.cluster.client["sasl.password"] == "hunter2-env"
+    assert config.collectors.include_topics == ("^kafka-1-", "${literal}", "a$${b}")
+    assert "hunter2" not in repr(config)
+
+
+def test_an_unset_variable_names_the_file_the_key_and_the_variable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("DGM_TEST_UNSET", raising=False)
+    message = error_for(
+        tmp_path,
+        '[alerts_webhook]\nurl = "https://x/hook"\n'
+        '[alerts_webhook.headers]\nAuthorization = "Bearer ${DGM_TEST_UNSET}"\n',
+    )
+    assert message.startswith("dgm.toml: alerts_webhook.headers.Authorization: ")
+    assert "environment variable DGM_TEST_UNSET is not set" in message
+    assert "Bearer" not in message  # the value is never echoed
+    bad = error_for(tmp_path, 'state_dir = "${not a name}"\n')
+    assert bad.startswith("dgm.toml: state_dir: expected ${NAME}")
+
+
+def test_an_appended_pipeline_keeps_a_literal_dollar_brace(tmp_path: Path) -> None:
+    path = tmp_path / "dgm.toml"
+    added = pipeline(source_topics=("odd${topic}",))
+    append_pipeline(path, added)
+    assert "$${topic}" in path.read_text()
+    assert load_config(path).pipelines == (added,)
+
+
+# --- Spark's Java client settings -------------------------------------------------------------
+
+
+def test_java_client_is_derived_for_scram_with_a_pem_ca(tmp_path: Path) -> None:
+    config = load_text(
+        tmp_path,
+        '[cluster.client]\nsecurity.protocol = "sasl_ssl"\nsasl.mechanism = "SCRAM-SHA-512"\n'
+        'sasl.username = "dgm"\nsasl.password = \'pa"ss\\word\'\n'
+        'ssl.ca.location = "/etc/ca.pem"\n',
+    )
+    assert config.cluster.java_client == {}  # as written
+    assert config.cluster.spark_client() == {
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "SCRAM-SHA-512",
+        "sasl.jaas.config": "org.apache.kafka.common.security.scram.ScramLoginModule required "
+        'username="dgm" password="pa\\"ss\\\\word";',
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": "/etc/ca.pem",
+    }
+
+
+def test_java_client_as_written_wins(tmp_path: Path) -> None:
+    config = load_text(tmp_path, SECRETS)
+    assert config.cluster.spark_client() == config.cluster.java_client
+
+
+@pytest.mark.parametrize(
+    ("client", "why"),
+    [
+        ('security.protocol = "SASL_SSL"\nsasl.mechanism = "GSSAPI"\n', "GSSAPI is not derived"),
+        ('security.protocol = "SASL_PLAINTEXT"\nsasl.mechanism = "OAUTHBEARER"\n', "OAUTHBEARER"),
+        (
+            'security.protocol = "SSL"\nssl.certificate.location = "c.pem"\n'
+            'ssl.key.location = "k.pem"\nssl.key.password = "hunter2"\n',
+            "client certificate",
+        ),
+        ('security.protocol = "SASL_SSL"\nsasl.mechanism = "PLAIN"\n', "without sasl.username"),
+    ],
+)
+def test_security_that_cannot_be_derived_needs_java_client(
+    tmp_path: Path, client: str, why: str
+) -> None:
+    message = error_for(tmp_path, f"[cluster.client]\n{client}")
+    assert message.startswith("dgm.toml: cluster.java_client: client uses security.protocol")
+    assert why in message and "[cluster.java_client]" in message
+    assert "hunter2" not in message
+
+
+def test_plaintext_needs_no_java_client(tmp_path: Path) -> None:
+    config = load_text(tmp_path, '[cluster.client]\n"client.id" = "dgm"\n')
+    assert config.cluster.spark_client() == {}
+
+
 # --- the example and the public constants -------------------------------------------------
 
 
