@@ -29,12 +29,14 @@ from dgm.config import CONFIG_FILE_NAME, ENV_BOOTSTRAP, ENV_STATE_DIR
 from dgm.errors import UserFacingError
 from dgm.ports import check_port_free, port_number
 from dgm.signals import interrupt_on_signals, please_wait, stop_on_signals
+from exporter.commands import DEFAULT_PORT as EXPORTER_PORT
 from lab.continuous import ContinuousLab, ContinuousSettings
 from shell.dashboard_command import DEFAULT_PORT
 from shell.services import ServiceGroup
 from shell.stack import (
     dashboard_url,
     follow,
+    metrics_url,
     monitoring_services,
 )
 
@@ -68,6 +70,12 @@ def register(commands: Any) -> None:
         help=f"dashboard port (default {DEFAULT_PORT})",
     )
     demo.add_argument("--host", default="127.0.0.1", help="dashboard address (default 127.0.0.1)")
+    demo.add_argument(
+        "--exporter-port",
+        type=port_number,
+        default=EXPORTER_PORT,
+        help=f"Prometheus exporter port, on --host (default {EXPORTER_PORT})",
+    )
     demo.add_argument(
         "--state-dir",
         default=DEFAULT_STATE_DIR,
@@ -119,6 +127,7 @@ def _demo(args: argparse.Namespace) -> int:
     state_dir = Path(args.state_dir).expanduser().absolute()
     find_java()  # no Java: one clear line before anything starts
     check_port_free(args.host, args.port)
+    check_port_free(args.host, args.exporter_port)
     prepare_state_dir(state_dir)
     # Every child inherits it: the services read it, and it marks the demo's processes.
     os.environ[ENV_STATE_DIR] = str(state_dir)
@@ -148,14 +157,16 @@ def _demo(args: argparse.Namespace) -> int:
             )
         )
         lab.setup()  # topics and [[pipelines]] before the services read the config
-        for spec in monitoring_services(config_path, (args.host, args.port)):
+        exporter = (args.host, args.exporter_port)
+        for spec in monitoring_services(config_path, (args.host, args.port), exporter=exporter):
             group.start(spec)
         lab.start()
         url = dashboard_url(args.host, args.port)
         say(
             f"demo running: {len(lab.pipelines)} pipelines, logs in {group.log_dir}; "
             f"dashboard at {url} once it answers (the first analysis starts Spark, which "
-            "resolves its Kafka package once). Ctrl-C stops everything."
+            f"resolves its Kafka package once); Prometheus metrics at {metrics_url(*exporter)}. "
+            "Ctrl-C stops everything."
         )
         for signum, handler in previous.items():
             signal.signal(signum, handler)  # type: ignore[arg-type]

@@ -15,11 +15,13 @@ from dgm.config import ENV_STATE_DIR, load_config
 from dgm.connection import bootstrap_servers
 from dgm.ports import check_port_free, port_number
 from dgm.signals import please_wait, stop_on_signals
+from exporter.commands import DEFAULT_PORT as EXPORTER_PORT
 from shell.dashboard_command import DEFAULT_PORT
 from shell.services import ServiceGroup
 from shell.stack import (
     dashboard_url,
     follow,
+    metrics_url,
     monitoring_services,
 )
 
@@ -47,6 +49,13 @@ def register(commands: Any) -> None:
         default=DEFAULT_PORT,
         help=f"dashboard port (default {DEFAULT_PORT})",
     )
+    run.add_argument(
+        "--exporter-port",
+        type=port_number,
+        default=EXPORTER_PORT,
+        help=f"Prometheus exporter port, on --host (default {EXPORTER_PORT})",
+    )
+    run.add_argument("--no-exporter", action="store_true", help="no Prometheus exporter")
     run.set_defaults(handler=_run)
 
 
@@ -56,8 +65,10 @@ def _run(args: argparse.Namespace) -> int:
     servers = bootstrap_servers(config)  # a clear error now if there is no cluster
     config_path = Path(config.source).absolute() if config.source is not None else None
     dashboard = None if args.no_dashboard else (args.host, args.port)
-    if dashboard is not None:
-        check_port_free(*dashboard)
+    exporter = None if args.no_exporter else (args.host, args.exporter_port)
+    for address in (dashboard, exporter):
+        if address is not None:
+            check_port_free(*address)
     state_dir = Path(config.state_dir).absolute()
     state_dir.mkdir(parents=True, exist_ok=True)
     url = dashboard_url(*dashboard) if dashboard is not None else None
@@ -67,12 +78,13 @@ def _run(args: argparse.Namespace) -> int:
         try:
             # Set to what the config says anyway; it marks every process of this run.
             env = {**os.environ, ENV_STATE_DIR: str(state_dir)}
-            for spec in monitoring_services(config_path, dashboard, env):
+            for spec in monitoring_services(config_path, dashboard, env, exporter):
                 group.start(spec)
             say(
                 f"dgm run: monitoring {servers} ({len(config.pipelines)} pipelines); "
                 f"logs in {group.log_dir}"
                 + (f"; dashboard at {url} once it answers" if url else "")
+                + (f"; Prometheus metrics at {metrics_url(*exporter)}" if exporter else "")
             )
             follow(group, state_dir, url, stop, say)
             say("stopping…")

@@ -21,8 +21,10 @@ def monitoring_services(
     config: Path | None,
     dashboard: tuple[str, int] | None,
     env: Mapping[str, str] | None = None,
+    exporter: tuple[str, int] | None = None,
 ) -> list[ServiceSpec]:
-    """collectors, analysis (with its alerts) and, unless None, the dashboard on (host, port)."""
+    """collectors, analysis (with its alerts) and, unless None, the dashboard and the
+    Prometheus exporter, each on its (host, port)."""
     specs = [
         ServiceSpec("collectors", dgm_command("collect", config=config), env),
         ServiceSpec("analysis", dgm_command("analyze", config=config), env),
@@ -31,12 +33,20 @@ def monitoring_services(
         host, port = dashboard
         command = dgm_command("dashboard", "--host", host, "--port", str(port), config=config)
         specs.append(ServiceSpec("dashboard", command, env))
+    if exporter is not None:
+        host, port = exporter
+        command = dgm_command("exporter", "--host", host, "--port", str(port), config=config)
+        specs.append(ServiceSpec("exporter", command, env))
     return specs
 
 
 def dashboard_url(host: str, port: int) -> str:
     shown = "127.0.0.1" if host in ("0.0.0.0", "") else host
     return f"http://{shown}:{port}"
+
+
+def metrics_url(host: str, port: int) -> str:
+    return f"{dashboard_url(host, port)}/metrics"
 
 
 def dashboard_answers(url: str, timeout: float = 2.0) -> bool:

@@ -40,13 +40,21 @@ def achieved(state_dir: Path) -> dict[str, str]:
 @pytest.mark.timeout(1800)  # one analysis run alone takes minutes on a busy 2-core machine
 def test_dgm_demo_shows_every_verdict_and_stops_cleanly(tmp_path: Path) -> None:
     state_dir = tmp_path / "demo-state"
-    port = free_ports(1)[0]
+    port, exporter_port = free_ports(2)
     url = f"http://127.0.0.1:{port}"
     output = tmp_path / "demo.out"
     began = time.monotonic()
     with output.open("w") as out:
         demo = subprocess.Popen(
-            [*DEMO, "--state-dir", str(state_dir), "--port", str(port)],
+            [
+                *DEMO,
+                "--state-dir",
+                str(state_dir),
+                "--port",
+                str(port),
+                "--exporter-port",
+                str(exporter_port),
+            ],
             stdout=out,
             stderr=subprocess.STDOUT,
             cwd=tmp_path,
@@ -86,6 +94,7 @@ def test_dgm_demo_shows_every_verdict_and_stops_cleanly(tmp_path: Path) -> None:
     text = output.read_text()
     assert returncode == 0, text[-3000:]
     assert f"dashboard: {url}" in text
+    assert f"Prometheus metrics at http://127.0.0.1:{exporter_port}/metrics" in text
     assert "demo stopped" in text
     # Nothing of this run is left: no broker, no services (Streamlit, Spark), no processor.
     wait_until(lambda: not processes_of(str(state_dir)), 30, "no process of the demo left")

@@ -1,11 +1,13 @@
 """`dgm run` against a cluster it did not start (`dgm broker start`, as an external cluster
-would be): it collects, analyzes, publishes, serves the dashboard, then stops cleanly."""
+would be): it collects, analyzes, publishes, serves the dashboard and the exporter, then stops
+cleanly."""
 
 from __future__ import annotations
 
 import signal
 import subprocess
 import sys
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -73,7 +75,7 @@ def test_dgm_run_collects_analyzes_publishes_and_stops(
         'sink_topics = ["orders-enriched"]\nconsumer_group = "orders-enricher"\n'
         'declared_semantic = "at-least-once"\n'
     )
-    port = free_ports(1)[0]
+    port, exporter_port = free_ports(2)
     url = f"http://127.0.0.1:{port}"
     output = tmp_path / "run.out"
     with output.open("w") as out:
@@ -87,6 +89,8 @@ def test_dgm_run_collects_analyzes_publishes_and_stops(
                 str(config),
                 "--port",
                 str(port),
+                "--exporter-port",
+                str(exporter_port),
             ],
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -112,6 +116,9 @@ def test_dgm_run_collects_analyzes_publishes_and_stops(
                 "SELECT topic, records FROM topic_windows WHERE window_start IS NULL ORDER BY topic"
             ).fetchall()
         assert ("orders", 20) in records and ("orders-enriched", 20) in records, records
+        # The exporter service serves the same publication.
+        metrics = f"http://127.0.0.1:{exporter_port}/metrics"
+        wait_until(lambda: alive() or published_up(metrics), 60, "the exporter's metrics")
         wait_until(lambda: "status: last sample" in output.read_text(), 60, "a status line")
     finally:
         if run.poll() is None:
@@ -124,6 +131,15 @@ def test_dgm_run_collects_analyzes_publishes_and_stops(
     # Its services (collectors, analysis with its Spark JVM, Streamlit) carry its state dir.
     wait_until(lambda: not processes_of(str(state_dir)), 30, "no process of dgm run left")
     assert (state_dir / "logs" / "collectors.log").exists()
+
+
+def published_up(url: str) -> bool:
+    """The exporter answers and read the publication (dgm_publication_up 1)."""
+    try:
+        with urllib.request.urlopen(url, timeout=5) as answer:
+            return "\ndgm_publication_up 1.0\n" in answer.read().decode()
+    except OSError:
+        return False
 
 
 def test_dgm_run_without_a_cluster_is_one_clear_line(tmp_path: Path) -> None:
