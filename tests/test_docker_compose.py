@@ -38,8 +38,12 @@ DGM_SERVICES = {
     "collectors": "collect",
     "analysis": "analyze",
     "dashboard": "dashboard",
+    "exporter": "exporter",
     "demo-pipelines": "lab",
 }
+# Services of the `monitoring` profile, from public images, configured from deploy/.
+MONITORING = ("prometheus", "grafana")
+EXPORTER_PORT = "9598"
 KAFKA_BROKERS = ("kafka-1", "kafka-2", "kafka-3")
 KAFKA_IMAGE = "apache/kafka:4.1.1"
 SPARK_MASTER, SPARK_WORKER = "spark-master", "spark-worker"
@@ -455,9 +459,81 @@ def test_demo_pipelines_only_run_with_the_demo_profile(
     services: dict[str, dict[str, Any]],
 ) -> None:
     assert services["demo-pipelines"].get("profiles") == ["demo"]
+    for name in MONITORING:
+        assert services[name].get("profiles") == ["monitoring"], name
     for name, service in services.items():
-        if name != "demo-pipelines":
+        if name != "demo-pipelines" and name not in MONITORING:
             assert not service.get("profiles"), f"{name} would not start by default"
+
+
+# --- the exporter and the monitoring profile ------------------------------------------------
+
+
+def test_exporter_is_published_on_loopback_only(services: dict[str, dict[str, Any]]) -> None:
+    exporter = services["exporter"]
+    argv = command(exporter)
+    assert option(argv, "--host") == "0.0.0.0", "unreachable through the published port"
+    assert option(argv, "--port") == EXPORTER_PORT
+    assert ports(exporter) == [Port(LOOPBACK, EXPORTER_PORT, EXPORTER_PORT)]
+
+
+def bind_mounts(service: dict[str, Any]) -> dict[str, Path]:
+    """Container path -> the repository file or folder bound there (each must exist)."""
+    found = {}
+    for mount in mounts(service):
+        if mount.kind == "bind":
+            source = (ROOT / mount.source).resolve()
+            assert source.exists(), f"{mount.source} is mounted but does not exist"
+            assert mount.read_only, f"{mount.source} is mounted writable"
+            found[mount.target] = source
+    return found
+
+
+def test_monitoring_services_mount_existing_deploy_files(
+    services: dict[str, dict[str, Any]],
+) -> None:
+    for name in MONITORING:
+        service = services[name]
+        assert "image" in service and "build" not in service, name
+        assert all(port.host_ip == LOOPBACK for port in ports(service)), name
+        sources = bind_mounts(service).values()
+        assert sources and all(ROOT / "deploy" in s.parents for s in sources), name
+
+
+def test_prometheus_scrapes_the_exporter_and_loads_the_mounted_rules(
+    services: dict[str, dict[str, Any]],
+) -> None:
+    prometheus = services["prometheus"]
+    files = bind_mounts(prometheus)
+    config_file = option(command(prometheus), "--config.file")
+    assert config_file in files, f"{config_file} is not mounted"
+    config = yaml.safe_load(files[config_file].read_text())
+    for rules in config["rule_files"]:
+        assert rules in files, f"rule file {rules} is not mounted"
+    targets = [
+        target
+        for job in config["scrape_configs"]
+        for static in job.get("static_configs", [])
+        for target in static["targets"]
+    ]
+    assert f"exporter:{option(command(services['exporter']), '--port')}" in targets
+
+
+def test_grafana_is_provisioned_with_prometheus_and_the_dashboard(
+    services: dict[str, dict[str, Any]],
+) -> None:
+    files = bind_mounts(services["grafana"])
+    provisioning = files["/etc/grafana/provisioning"]
+    (datasource,) = yaml.safe_load((provisioning / "datasources" / "prometheus.yml").read_text())[
+        "datasources"
+    ]
+    assert datasource["type"] == "prometheus"
+    assert datasource["url"] == "http://prometheus:9090"
+    assert any(port.target == "9090" for port in ports(services["prometheus"]))
+    (provider,) = yaml.safe_load((provisioning / "dashboards" / "dgm.yml").read_text())["providers"]
+    folder = PurePosixPath(provider["options"]["path"])
+    dashboards = [t for t in files if PurePosixPath(t).parent == folder]
+    assert [files[t] for t in dashboards] == [ROOT / "deploy" / "grafana" / "dgm.json"]
 
 
 # --- Spark ----------------------------------------------------------------------------------
