@@ -10,7 +10,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from dashboard import queries, ui
+from dashboard import queries, timerange, ui
 from dgm.config import ConfigError
 
 HERE = Path(__file__).parent
@@ -70,6 +70,7 @@ def _freshness() -> None:
 
 
 with st.sidebar:
+    timerange.sidebar()  # every page reads the range from the URL this keeps
 
     @st.fragment(run_every=ui.refresh_every())
     def freshness() -> None:

@@ -187,3 +187,71 @@ def faults_timeline(faults: pd.DataFrame) -> go.Figure:
         height=120 + 30 * frame["event"].nunique(), margin=_MARGIN, legend_title="", yaxis_title=""
     )
     return fig
+
+
+# Verdict colors: the strongest guarantee green, weaker ones warmer, unjudged grey.
+VERDICT_COLORS = {
+    "exactly-once": GREEN,
+    "at-least-once": ORANGE,
+    "at-most-once": "#e377c2",
+    "no guarantee": RED,
+    "insufficient evidence": GREY,
+}
+CAUSE_COLORS = {
+    "reprocessing": ORANGE,
+    "producer retry": BLUE,
+    "aborted read": RED,
+    "upstream": "#9467bd",
+    "unknown": GREY,
+}
+
+
+def verdict_timeline(segments: pd.DataFrame) -> go.Figure:
+    """One row per pipeline, one bar per run of windows with the same verdict: where the
+    color changes, the pipeline's achieved semantic changed."""
+    title = "Verdict history (each window's own verdict)"
+    if segments.empty:
+        return _empty(title, "no pipeline windows in this time range")
+    fig = px.timeline(
+        segments,
+        x_start="start",
+        x_end="finish",
+        y="pipeline",
+        color="achieved",
+        color_discrete_map=VERDICT_COLORS,
+        category_orders={"achieved": list(VERDICT_COLORS)},
+        hover_data={"windows": True, "pipeline": False},
+        title=title,
+    )
+    fig.update_yaxes(autorange="reversed", title="")
+    pipelines = segments["pipeline"].nunique()
+    fig.update_layout(
+        height=min(140 + 24 * pipelines, 2600),
+        margin=_MARGIN,
+        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "title": ""},
+    )
+    return fig
+
+
+def duplicates_by_cause(by_cause: pd.DataFrame) -> go.Figure:
+    """Extra copies per window, stacked by cause."""
+    title = "Extra copies per window, by cause"
+    if by_cause.empty:
+        return _empty(title, "no extra copies in this time range")
+    fig = px.bar(
+        by_cause,
+        x="window_start",
+        y="extra_copies",
+        color="cause",
+        color_discrete_map=CAUSE_COLORS,
+        title=title,
+    )
+    fig.update_layout(
+        barmode="stack",
+        height=300,
+        margin=_MARGIN,
+        yaxis_title="extra copies",
+        xaxis_title="",
+        legend={"orientation": "h", "y": -0.2, "title": ""},
+    )
+    return fig

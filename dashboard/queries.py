@@ -17,6 +17,7 @@ import pandas as pd
 import pyarrow as pa
 import streamlit as st
 
+from dashboard.timerange import TimeRange
 from dgm.config import DgmConfig, load_config
 from dgm.published import PUBLISHED_FILE, TABLES, open_read_only
 
@@ -100,6 +101,13 @@ def read(sql: str, *params: object, **named: object) -> pd.DataFrame:
     return _read(source(), sql, params, tuple(sorted(named.items())))
 
 
+def between(column: str, within: TimeRange | None) -> tuple[str, dict[str, object]]:
+    """A SQL condition keeping `column` in [start, end) of the range ($start, $end), or true."""
+    if within is None:
+        return "true", {}
+    return f"{column} >= $start AND {column} < $end", {"start": within.start, "end": within.end}
+
+
 def check() -> None:
     """Raise NoDatabase / UnreadableDatabase unless every contract table is readable."""
     read(
@@ -115,8 +123,15 @@ def verdicts() -> pd.DataFrame:
     return read("SELECT * FROM verdicts ORDER BY pipeline")
 
 
-def pipeline_windows() -> pd.DataFrame:
-    return read("SELECT * FROM pipeline_windows ORDER BY pipeline, window_start")
+def pipeline_windows(within: TimeRange | None = None, pipeline: str | None = None) -> pd.DataFrame:
+    """Windows in the range, of every pipeline or of one."""
+    kept, args = between("window_start", within)
+    return read(
+        f"SELECT * FROM pipeline_windows WHERE {kept} "
+        "AND ($pipeline IS NULL OR pipeline = $pipeline) ORDER BY pipeline, window_start",
+        pipeline=pipeline,
+        **args,
+    )
 
 
 def topics() -> list[str]:
@@ -131,11 +146,13 @@ def topics() -> list[str]:
     return [str(t) for t in frame["topic"]]
 
 
-def topic_windows(topic: str) -> pd.DataFrame:
+def topic_windows(topic: str, within: TimeRange | None = None) -> pd.DataFrame:
+    kept, args = between("window_start", within)
     return read(
-        "SELECT * FROM topic_windows WHERE topic = ? AND window_start IS NOT NULL "
-        "ORDER BY window_start",
-        topic,
+        "SELECT * FROM topic_windows WHERE topic = $topic AND window_start IS NOT NULL "
+        f"AND {kept} ORDER BY window_start",
+        topic=topic,
+        **args,
     )
 
 
@@ -150,31 +167,48 @@ _PIPELINES_OF = (
 )
 
 
-def loss_windows(topic: str) -> pd.DataFrame:
+def loss_windows(topic: str, within: TimeRange | None = None) -> pd.DataFrame:
     """pipeline_windows of the pipelines reading or writing `topic` (loss is per pipeline)."""
+    kept, args = between("window_start", within)
     return read(
-        f"SELECT * FROM pipeline_windows WHERE pipeline IN ({_PIPELINES_OF}) "
+        f"SELECT * FROM pipeline_windows WHERE pipeline IN ({_PIPELINES_OF}) AND {kept} "
         "ORDER BY pipeline, window_start",
         topic=topic,
+        **args,
     )
 
 
-def partition_windows(topic: str) -> pd.DataFrame:
+def partition_windows(topic: str, within: TimeRange | None = None) -> pd.DataFrame:
+    kept, args = between("window_start", within)
     return read(
-        "SELECT * FROM partition_windows WHERE topic = ? ORDER BY window_start, partition", topic
-    )
-
-
-def duplicates(topic: str) -> pd.DataFrame:
-    return read("SELECT * FROM duplicates WHERE topic = ? ORDER BY message_id, copy_number", topic)
-
-
-def lost(topic: str) -> pd.DataFrame:
-    """Lost ids read from `topic`, or lost by a pipeline reading or writing it."""
-    return read(
-        f"SELECT * FROM lost WHERE topic = $topic OR pipeline IN ({_PIPELINES_OF}) "
-        'ORDER BY pipeline, "timestamp" NULLS LAST, seq',
+        f"SELECT * FROM partition_windows WHERE topic = $topic AND {kept} "
+        "ORDER BY window_start, partition",
         topic=topic,
+        **args,
+    )
+
+
+def duplicates(topic: str, within: TimeRange | None = None) -> pd.DataFrame:
+    """Every copy of the ids of `topic` with at least one copy in the range."""
+    kept, args = between('"timestamp"', within)
+    return read(
+        "SELECT * FROM duplicates WHERE topic = $topic AND message_id IN "
+        f"(SELECT message_id FROM duplicates WHERE topic = $topic AND {kept}) "
+        "ORDER BY message_id, copy_number",
+        topic=topic,
+        **args,
+    )
+
+
+def lost(topic: str, within: TimeRange | None = None) -> pd.DataFrame:
+    """Lost ids read from `topic`, or lost by a pipeline reading or writing it; sequence gaps
+    (no timestamp) whatever the range."""
+    kept, args = between('"timestamp"', within)
+    return read(
+        f"SELECT * FROM lost WHERE (topic = $topic OR pipeline IN ({_PIPELINES_OF})) "
+        f'AND ("timestamp" IS NULL OR {kept}) ORDER BY pipeline, "timestamp" NULLS LAST, seq',
+        topic=topic,
+        **args,
     )
 
 
@@ -187,9 +221,13 @@ def latest_offsets() -> pd.DataFrame:
     return read(f"SELECT * FROM {table} WHERE {_LATEST.format(table=table)} ORDER BY 2, 3")
 
 
-def partition_offsets(topic: str) -> pd.DataFrame:
+def partition_offsets(topic: str, within: TimeRange | None = None) -> pd.DataFrame:
+    kept, args = between("sampled_at", within)
     return read(
-        "SELECT * FROM partition_offsets WHERE topic = ? ORDER BY sampled_at, partition", topic
+        f"SELECT * FROM partition_offsets WHERE topic = $topic AND {kept} "
+        "ORDER BY sampled_at, partition",
+        topic=topic,
+        **args,
     )
 
 
@@ -204,9 +242,13 @@ def group_ids() -> list[str]:
     return [str(g) for g in frame["group_id"]]
 
 
-def group_lag(group: str) -> pd.DataFrame:
+def group_lag(group: str, within: TimeRange | None = None) -> pd.DataFrame:
+    kept, args = between("sampled_at", within)
     return read(
-        "SELECT * FROM group_lag WHERE group_id = ? ORDER BY sampled_at, topic, partition", group
+        f"SELECT * FROM group_lag WHERE group_id = $group AND {kept} "
+        "ORDER BY sampled_at, topic, partition",
+        group=group,
+        **args,
     )
 
 
@@ -218,8 +260,9 @@ def transactions() -> pd.DataFrame:
     )
 
 
-def faults() -> pd.DataFrame:
-    return read('SELECT * FROM faults ORDER BY "at"')
+def faults(within: TimeRange | None = None) -> pd.DataFrame:
+    kept, args = between('"at"', within)
+    return read(f'SELECT * FROM faults WHERE {kept} ORDER BY "at"', **args)
 
 
 def cluster_summary() -> dict[str, int]:
@@ -238,3 +281,16 @@ def cluster_summary() -> dict[str, int]:
             WHERE {_LATEST.format(table="transactions")}) AS hanging_transactions"""
     )
     return {str(k): int(v) if pd.notna(v) else 0 for k, v in frame.iloc[0].items()}
+
+
+def duplicates_by_cause(topic: str, within: TimeRange | None = None) -> pd.DataFrame:
+    """Extra copies in `topic` per window (analysis.window_s, by the copy's timestamp) and cause."""
+    kept, args = between('"timestamp"', within)
+    return read(
+        f"""SELECT time_bucket(to_seconds(coalesce((SELECT max(window_s) FROM runs), 60)),
+              "timestamp") AS window_start, cause, count(*) AS extra_copies
+            FROM duplicates WHERE topic = $topic AND is_extra_copy AND {kept}
+            GROUP BY ALL ORDER BY window_start, cause""",
+        topic=topic,
+        **args,
+    )

@@ -108,8 +108,9 @@ def stale_banner() -> bool:
 _SOLID = {"green": "#1b7f3b", "red": "#c62828", "gray": "#6b7280", "orange": "#d97706"}
 
 
-def verdict_badge(meets: object, achieved: str, stale: bool) -> None:
-    """MEETS (green) / VIOLATES (red) / INSUFFICIENT EVIDENCE (grey); never green when stale."""
+def badge_label(meets: object, achieved: str, stale: bool) -> tuple[str, str]:
+    """(label, color): MEETS green, VIOLATES red, INSUFFICIENT EVIDENCE gray; stale data
+    adds (STALE) and never looks healthy: a green MEETS turns orange."""
     if achieved == "insufficient evidence" or meets is None or pd.isna(meets):  # type: ignore[arg-type]
         label, color = "INSUFFICIENT EVIDENCE", "gray"
     elif bool(meets):
@@ -117,8 +118,13 @@ def verdict_badge(meets: object, achieved: str, stale: bool) -> None:
     else:
         label, color = "VIOLATES", "red"
     if stale:
-        # Stale data must not look healthy: a green MEETS turns orange.
         label, color = f"{label} (STALE)", ("orange" if color == "green" else color)
+    return label, color
+
+
+def verdict_badge(meets: object, achieved: str, stale: bool) -> None:
+    """MEETS (green) / VIOLATES (red) / INSUFFICIENT EVIDENCE (grey); never green when stale."""
+    label, color = badge_label(meets, achieved, stale)
     st.markdown(
         f'<span data-verdict="{label}" data-color="{color}" style="background:{_SOLID[color]};'
         "color:white;font-weight:700;font-size:1.05rem;letter-spacing:0.04em;"

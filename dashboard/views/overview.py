@@ -1,4 +1,5 @@
-"""Overview: one card per pipeline (declared vs achieved, with the evidence) and the cluster."""
+"""Overview: every pipeline in one sortable table (violating first), the details of the one
+selected (kept in the URL: `?pipeline=NAME`), the verdict history and the cluster."""
 
 from __future__ import annotations
 
@@ -7,9 +8,10 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from dashboard import charts, queries, ui
+from dashboard import charts, pipeline_queries, queries, timerange, ui
 
 TOPIC_PAGE = "views/topic.py"
+_PICKED = "overview-picked-row"  # the table's last selection, to tell a new one from an old
 
 EVIDENCE = {
     "tested": "**Tested**: {faults} fault(s) (rebalances, restarts, producer epoch bumps, "
@@ -19,18 +21,131 @@ EVIDENCE = {
     "and rebalances.",
     "none": "**No evidence**: no checked record's fate is known yet.",
 }
+COLUMNS = {
+    "pipeline": st.column_config.TextColumn("Pipeline", pinned=True),
+    "verdict": st.column_config.TextColumn(
+        "Verdict", help="achieved vs declared: MEETS, VIOLATES or INSUFFICIENT EVIDENCE"
+    ),
+    "declared": st.column_config.TextColumn("Declared"),
+    "achieved": st.column_config.TextColumn("Achieved", help="cumulative over the retention"),
+    "duplicate_rate": st.column_config.NumberColumn("Duplicate rate", format="percent"),
+    "loss_rate": st.column_config.NumberColumn("Loss rate", format="percent"),
+    "aborted_reads": st.column_config.NumberColumn("Aborted reads", format="localized"),
+    "lso_lag": st.column_config.NumberColumn(
+        "LSO lag", help="max over its topics' partitions at the newest sample", format="localized"
+    ),
+    "faults_observed": st.column_config.NumberColumn("Faults", format="localized"),
+    "evidence": st.column_config.TextColumn("Evidence", help="tested | untested | none"),
+    "window_verdict": st.column_config.TextColumn(
+        "Latest windows", help="the verdict of the newest judged windows"
+    ),
+    "holds_since": st.column_config.DatetimeColumn(
+        "Holds since",
+        help="start of the earliest window since which every judged window had this verdict",
+        format="YYYY-MM-DD HH:mm:ss",
+        timezone="UTC",
+    ),
+    "group_status": st.column_config.TextColumn(
+        "Group status", help="the consumer group's status by Burrow's rules (its worst partition)"
+    ),
+    "why_not_judged": st.column_config.TextColumn(
+        "Not judged because", help="why some counts have no verdict yet", width="large"
+    ),
+}
+_COLORS = {"green": "#d7f0dd", "red": "#f8d4d4", "gray": "#e5e7eb", "orange": "#fde7c4"}
+
+
+def within_label() -> str:
+    return timerange.current().label
+
+
+def _verdict(meets: object, achieved: object, stale: bool) -> str:
+    label, _ = ui.badge_label(meets, str(achieved), stale)
+    return label
+
+
+def _style(rows: pd.DataFrame, stale: bool) -> Any:
+    """The shown columns only, the verdict and achieved cells in the badge's color."""
+    tones = [
+        _COLORS[ui.badge_label(m, str(a), stale)[1]]
+        for m, a in zip(rows["meets_declared"], rows["achieved"], strict=True)
+    ]
+    shown = rows[[c for c in COLUMNS if c in rows]]
+
+    def color(row: pd.Series) -> list[str]:
+        css = f"background-color: {tones[shown.index.get_loc(row.name)]}; font-weight: 600"
+        return [css if c in ("verdict", "achieved") else "" for c in row.index]
+
+    return shown.style.apply(color, axis=1)
+
+
+def _table(stale: bool) -> pd.DataFrame:
+    """The pipelines table with its filters; returns the rows shown."""
+    left, right = st.columns([3, 1], vertical_alignment="bottom")
+    text = left.text_input(
+        "Filter", placeholder="pipeline, topic or consumer group contains…", key="overview-filter"
+    )
+    violating = right.toggle("Violating only", key="overview-violating")
+    rows = pipeline_queries.overview(text.strip(), violating)
+    settings = queries.config().analysis
+    rows["verdict"] = [
+        _verdict(m, a, stale) for m, a in zip(rows["meets_declared"], rows["achieved"], strict=True)
+    ]
+    rows["why_not_judged"] = [
+        pipeline_queries.why_not_judged(r, settings.grace_s, settings.min_records)
+        for _, r in rows.iterrows()
+    ]
+    if not pipeline_queries.has_group_status():
+        rows = rows.drop(columns=["group_status"])
+    total = len(rows)
+    violating_count = int((rows["meets_declared"] == False).sum())  # noqa: E712 (nullable)
+    st.caption(
+        f"{total} pipeline(s), {violating_count} violating. Verdicts and rates are cumulative "
+        "over the fingerprint retention; select a row for its details."
+    )
+    event = st.dataframe(
+        _style(rows, stale),
+        column_config=COLUMNS,
+        column_order=[c for c in COLUMNS if c in rows],
+        hide_index=True,
+        width="stretch",
+        on_select="rerun",
+        selection_mode="single-row",
+        key="overview-table",
+        height=min(38 + 35 * max(total, 1), 740),
+    )
+    picked = list(event.selection.rows) if event is not None else []
+    if picked != st.session_state.get(_PICKED, []):  # a new selection, not the last one again
+        st.session_state[_PICKED] = picked
+        if picked and picked[0] < total:
+            st.query_params["pipeline"] = str(rows.iloc[picked[0]]["pipeline"])
+    return rows
+
+
+def _details(rows: pd.DataFrame, stale: bool) -> None:
+    names = list(rows["pipeline"])
+    if not names:
+        return
+    wanted = st.query_params.get("pipeline")
+    if wanted and wanted not in names:
+        st.caption(f"`{wanted}` is not among the pipelines shown; showing {names[0]}.")
+    index = names.index(wanted) if wanted in names else 0
+    # No key: the selectbox follows the URL, and a choice goes back into it (a shareable link).
+    name = st.selectbox("Details of", names, index=index)
+    if name is None:
+        return
+    if name != wanted:
+        st.query_params["pipeline"] = name
+    within = timerange.current()
+    windows = queries.pipeline_windows(within, pipeline=name)
+    _card(rows[rows["pipeline"] == name].iloc[0], windows, stale)
 
 
 def _topics(value: Any) -> list[str]:
     return [] if value is None else [str(t) for t in value]
 
 
-def _lso_lag(topics: list[str], offsets: pd.DataFrame) -> str:
-    rows = offsets[offsets["topic"].isin(topics)]
-    return "n/a" if rows.empty else ui.count(rows["lso_lag"].max())
-
-
-def _card(v: pd.Series, windows: pd.DataFrame, offsets: pd.DataFrame, stale: bool) -> None:
+def _card(v: pd.Series, windows: pd.DataFrame, stale: bool) -> None:
     sources, sinks = _topics(v["source_topics"]), _topics(v["sink"])
     with st.container(border=True):
         head, badge = st.columns([3, 2], vertical_alignment="center")
@@ -57,7 +172,7 @@ def _card(v: pd.Series, windows: pd.DataFrame, offsets: pd.DataFrame, stale: boo
         )
         cells[3].metric(
             "LSO lag",
-            _lso_lag(sources + sinks, offsets),
+            ui.count(v["lso_lag"]),
             help="max high watermark - LSO over the pipeline's topics at the newest sample",
         )
         cells[4].metric("Faults observed", ui.count(v["faults_observed"]))
@@ -69,9 +184,18 @@ def _card(v: pd.Series, windows: pd.DataFrame, offsets: pd.DataFrame, stale: boo
                 evidence=evidence,
             )
         )
-        trend = windows[windows["pipeline"] == v["pipeline"]]
+        if v["why_not_judged"]:
+            st.warning(
+                f"**Not judged yet**: {v['why_not_judged']}.", icon=":material/hourglass_top:"
+            )
+        if pd.notna(v["holds_since"]):
+            st.caption(
+                f"Each window's own verdict has been **{v['window_verdict']}** since "
+                f"{ui.when(v['holds_since'])}."
+            )
+        trend = windows
         if not trend.empty:
-            st.caption("Duplicate (orange) and loss (red) rate per window")
+            st.caption(f"Duplicate (orange) and loss (red) rate per window, {within_label()}")
             st.plotly_chart(
                 charts.sparkline(trend),
                 config={"displayModeBar": False},
@@ -117,17 +241,22 @@ def render() -> None:
         st.switch_page(TOPIC_PAGE, query_params={"topic": st.query_params["topic"]})
     st.title("Delivery guarantees")
     stale = ui.stale_banner()
-    verdicts = queries.verdicts()
-    windows = queries.pipeline_windows()
-    offsets = queries.latest_offsets()
-    st.header("Pipelines", anchor=False)
-    if verdicts.empty:
+    if queries.verdicts().empty:
+        st.header("Pipelines", anchor=False)
         st.info(
             "No pipeline verdicts yet: declare pipelines in dgm.toml (`dgm lab run` adds "
             "one), then let `dgm analyze` run."
         )
-    for _, v in verdicts.iterrows():
-        _card(v, windows, offsets, stale)
+    else:
+        st.header("Pipelines", anchor=False)
+        rows = _table(stale)
+        _details(rows, stale)
+        st.header("Verdict history", anchor=False)
+        within = timerange.current()
+        st.caption(f"When each pipeline's achieved semantic changed, {within.label}.")
+        st.plotly_chart(
+            charts.verdict_timeline(pipeline_queries.verdict_segments(within)), key="history"
+        )
     st.header("Cluster", anchor=False)
     _cluster()
 

@@ -1,16 +1,15 @@
-"""Topic drill-down (shareable: `?topic=NAME`): rates over time, heat map, duplicates, lost ids.
+"""Topic drill-down (shareable: `?topic=NAME&id=ID`): rates and duplicates by cause over the
+time range, heat map, duplicates, the story of one duplicated id, lost ids.
 
 Only ids, keys and record coordinates are shown: the published tables hold no payloads.
 """
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
-
 import pandas as pd
 import streamlit as st
 
-from dashboard import charts, queries, ui
+from dashboard import charts, queries, story_view, timerange, ui
 
 DUPLICATE_COLUMNS = [
     "message_id",
@@ -52,25 +51,8 @@ def _pick_topic(topics: list[str]) -> str | None:
     return topic
 
 
-def _time_range(frame: pd.DataFrame, key: str) -> tuple[datetime, datetime] | None:
-    times = frame["timestamp"].dropna()
-    if times.empty or times.min() == times.max():
-        return None
-    low, high = times.min().to_pydatetime(), times.max().to_pydatetime()
-    chosen = st.slider(
-        "Time range",
-        low,
-        high,
-        (low, high),
-        step=timedelta(seconds=1),
-        format="MM-DD HH:mm:ss",
-        key=key,
-    )
-    return None if chosen == (low, high) else (chosen[0], chosen[1])
-
-
 def _matching(frame: pd.DataFrame, key: str, text_label: str) -> pd.Series:
-    """Row mask from the filter widgets: text (id or key), partitions, causes, time range."""
+    """Row mask from the filter widgets: text (id or key), partitions, causes."""
     left, middle, right = st.columns([2, 1, 2])
     text = left.text_input(text_label, key=f"{key}-text").strip()
     partitions = middle.multiselect(
@@ -79,7 +61,6 @@ def _matching(frame: pd.DataFrame, key: str, text_label: str) -> pd.Series:
     causes = right.multiselect(
         "Cause", sorted(frame["cause"].dropna().unique()), key=f"{key}-cause"
     )
-    window = _time_range(frame, f"{key}-time")
     mask = pd.Series(True, index=frame.index)
     if text:
         fields = ["message_id", "key"] if "key" in frame else ["message_id"]
@@ -89,9 +70,6 @@ def _matching(frame: pd.DataFrame, key: str, text_label: str) -> pd.Series:
         mask &= frame["partition"].isin(partitions)
     if causes:
         mask &= frame["cause"].isin(causes)
-    if window is not None:
-        ts = frame["timestamp"]
-        mask &= ts.notna() & (ts >= window[0]) & (ts <= window[1])
     return mask
 
 
@@ -112,11 +90,14 @@ def _download(frame: pd.DataFrame, name: str, key: str) -> None:
     )
 
 
-def _duplicates(topic: str) -> None:
+def _duplicates(topic: str, within: timerange.TimeRange) -> None:
     st.header("Duplicates", anchor=False)
-    frame = queries.duplicates(topic)
+    st.plotly_chart(
+        charts.duplicates_by_cause(queries.duplicates_by_cause(topic, within)), key="by-cause"
+    )
+    frame = queries.duplicates(topic, within)
     if frame.empty:
-        st.success("No duplicated ids in this topic.")
+        st.success(f"No duplicated ids in this topic, {within.label}.")
         return
     mask = _matching(frame, f"dup-{topic}", "Message id or key contains")
     # A match on any copy shows the id with every copy.
@@ -131,12 +112,16 @@ def _duplicates(topic: str) -> None:
         st.caption("Extra copies by cause: " + ", ".join(f"{c}: {n}" for c, n in by_cause.items()))
     _table(shown[DUPLICATE_COLUMNS])
     _download(shown[DUPLICATE_COLUMNS], f"duplicates-{topic}.csv", f"dup-csv-{topic}")
+    story_view.render(topic, [str(i) for i in ids])
 
 
-def _lost(topic: str) -> None:
+def _lost(topic: str, within: timerange.TimeRange) -> None:
     st.header("Lost", anchor=False)
-    st.caption("Ids of the pipelines that read or write this topic, at their source coordinates.")
-    frame = queries.lost(topic)
+    st.caption(
+        "Ids of the pipelines that read or write this topic, at their source coordinates "
+        f"({within.label}; sequence gaps, which have no time, always)."
+    )
+    frame = queries.lost(topic, within)
     if frame.empty:
         st.success("No lost ids read from this topic or by a pipeline writing it.")
         return
@@ -174,8 +159,12 @@ def render() -> None:
     if topic is None:
         return
     _totals(topic)
+    within = timerange.current()
+    st.caption(f"Totals over the fingerprint retention; charts and tables: {within.label}.")
     st.plotly_chart(
-        charts.rates_over_time(queries.topic_windows(topic), queries.loss_windows(topic)),
+        charts.rates_over_time(
+            queries.topic_windows(topic, within), queries.loss_windows(topic, within)
+        ),
         key="rates",
     )
     value = st.radio(
@@ -185,10 +174,10 @@ def render() -> None:
         format_func=lambda v: v.replace("_", " "),
     )
     st.plotly_chart(
-        charts.partition_heatmap(queries.partition_windows(topic), value), key="heatmap"
+        charts.partition_heatmap(queries.partition_windows(topic, within), value), key="heatmap"
     )
-    _duplicates(topic)
-    _lost(topic)
+    _duplicates(topic, within)
+    _lost(topic, within)
 
 
 ui.run_page(render, "topic")

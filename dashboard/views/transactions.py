@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from dashboard import charts, queries, ui
+from dashboard import charts, queries, timerange, ui
 
 TXN_COLUMNS = [
     "topic",
@@ -90,7 +90,9 @@ def render() -> None:
     latest = queries.latest_offsets()
     topic = _lso_topic(latest)
     if topic is not None:
-        st.plotly_chart(charts.lso_lag(queries.partition_offsets(topic)), key="lso")
+        within = timerange.current()
+        st.caption(f"LSO lag over {within.label}; the tables below: the newest sample.")
+        st.plotly_chart(charts.lso_lag(queries.partition_offsets(topic, within)), key="lso")
     _stuck(latest)
     _transactions()
     _aborted()

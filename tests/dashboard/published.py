@@ -522,7 +522,7 @@ def build(state_dir: Path, *, now: datetime | None = None, finished_ago_s: int =
         con.execute("SET TimeZone = 'UTC'")
         for table in TABLES:
             con.execute(table.ddl())
-            _insert(con, table.name, content[table.name], now)
+            _insert(con, table.name, content.get(table.name, []), now)  # else empty
     os.replace(temp, path)
     expected = Expected(path, now)
     for d in dups:

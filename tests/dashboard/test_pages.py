@@ -2,40 +2,101 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import pandas as pd
 from streamlit.testing.v1 import AppTest
 
+from dashboard.pipeline_queries import why_not_judged
 from tests.dashboard.conftest import badges, healthy, markdown, no_exception, page
 from tests.dashboard.published import Expected, build
 
 
-def test_overview_badges(app: AppTest) -> None:
+def _table(at: AppTest) -> pd.DataFrame:
+    frame: pd.DataFrame = at.dataframe[0].value
+    return frame
+
+
+def _select(at: AppTest, label: str) -> Any:
+    return next(s for s in at.selectbox if s.label == label)
+
+
+def test_overview_table_lists_every_pipeline_violating_first(app: AppTest) -> None:
     at = app.run()
     healthy(at)  # fresh data: no STALE error either
-    assert badges(at) == [  # pipelines by name
-        ("gray", "INSUFFICIENT EVIDENCE"),
-        ("green", "MEETS"),
-        ("red", "VIOLATES"),
+    table = _table(at)
+    assert list(zip(table["pipeline"], table["verdict"], strict=True)) == [
+        ("payments-eos", "VIOLATES"),
+        ("audit-trail", "INSUFFICIENT EVIDENCE"),
+        ("orders-alo", "MEETS"),
     ]
-    text = markdown(at)
-    assert any("weaker evidence" in t and "Untested" in t for t in text)
+    assert list(table["lso_lag"]) == [480, 0, 0]  # the hanging transaction pins the ledger
+    assert list(table["evidence"]) == ["tested", "untested", "tested"]
+    # Each window's verdict has been the same since the first window.
+    assert table["holds_since"].iloc[0] == table["holds_since"].iloc[2]
+    assert table["why_not_judged"].iloc[1] == (
+        "only 40 records checked, fewer than min_records = 100"
+    )
+    # The first row's details: its badge and its card.
+    assert badges(at) == [("red", "VIOLATES")]
+    assert any("weaker evidence" not in t and "Tested" in t for t in markdown(at))
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Hanging transactions"] == "1"
     assert metrics["Open transactions"] == "2"
     assert metrics["Topics"] == "6"
+    assert at.query_params["pipeline"] == "payments-eos"
 
 
-def test_overview_cards_carry_the_pipeline_numbers(app: AppTest) -> None:
+def test_overview_filters_in_the_table(app: AppTest) -> None:
     at = app.run()
-    by_label: dict[str, list[str]] = {}
-    for m in at.metric:
-        by_label.setdefault(m.label, []).append(str(m.value))
-    # Cards by name: audit-trail, orders-alo, payments-eos.
-    assert by_label["Loss rate"] == ["0%", "0%", "0.208%"]
-    assert by_label["Aborted reads"] == ["0", "0", "1"]
-    assert by_label["LSO lag"][2] == "480"  # the hanging transaction pins payments-ledger
+    at.toggle(key="overview-violating").set_value(True).run()
+    assert list(_table(at)["pipeline"]) == ["payments-eos"]
+    at.toggle(key="overview-violating").set_value(False).run()
+    at.text_input(key="overview-filter").input("ORDERS").run()  # a source topic, any case
+    assert list(_table(at)["pipeline"]) == ["orders-alo"]
+    at.text_input(key="overview-filter").input("audit-copier").run()  # a consumer group
+    assert list(_table(at)["pipeline"]) == ["audit-trail"]
+    assert badges(at) == [("gray", "INSUFFICIENT EVIDENCE")]
+    assert any("Untested" in t and "weaker evidence" in t for t in markdown(at))
+    healthy(at)
+
+
+def test_overview_details_follow_the_url(app: AppTest) -> None:
+    app.query_params["pipeline"] = "orders-alo"
+    at = app.run()
+    healthy(at)
+    assert _select(at, "Details of").value == "orders-alo"
+    assert badges(at) == [("green", "MEETS")]
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Loss rate"] == "0%" and metrics["Aborted reads"] == "0"
+    _select(at, "Details of").select("payments-eos").run()
+    assert at.query_params["pipeline"] == "payments-eos"
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Loss rate"] == "0.208%" and metrics["LSO lag"] == "480"
+
+
+def test_unjudged_counts_say_why() -> None:
+    """ "records 0 · duplicates 4" never comes alone: the reason is given."""
+    row = pd.Series(
+        {"records_checked": 0, "duplicate_copies": 4, "consumer_group": "g", "group_commits": 0}
+    )
+    assert why_not_judged(row, 30, 100).startswith("no commit of group g sampled yet")
+    row["group_commits"] = 5
+    assert why_not_judged(row, 30, 100).startswith("pending grace")
+    assert "grace_s = 30 s" in why_not_judged(row, 30, 100)
+    row["records_checked"], row["achieved"] = 500, "at-least-once"
+    assert why_not_judged(row, 30, 100) == ""
+
+
+def test_verdict_history_is_a_timeline(app: AppTest) -> None:
+    at = app.run()
+    history = json.loads(at.get("plotly_chart")[-1].proto.spec)
+    traces = {t["name"]: t for t in history["data"]}
+    assert set(traces) == {"no guarantee", "insufficient evidence", "at-least-once"}
+    assert traces["no guarantee"]["y"] == ["payments-eos"]
 
 
 def test_stale_data_never_looks_healthy(
@@ -46,11 +107,14 @@ def test_stale_data_never_looks_healthy(
     at = AppTest.from_file(str(Path(__file__).parents[2] / "dashboard/app.py")).run(timeout=60)
     no_exception(at)
     assert any("STALE" in str(e.value) for e in at.error)
-    assert badges(at) == [
-        ("gray", "INSUFFICIENT EVIDENCE (STALE)"),
-        ("orange", "MEETS (STALE)"),
-        ("red", "VIOLATES (STALE)"),
+    assert list(at.dataframe[0].value["verdict"]) == [
+        "VIOLATES (STALE)",
+        "INSUFFICIENT EVIDENCE (STALE)",
+        "MEETS (STALE)",
     ]
+    at.query_params["pipeline"] = "orders-alo"
+    at = at.run()
+    assert badges(at) == [("orange", "MEETS (STALE)")]
 
 
 def test_topic_by_url_lists_every_duplicated_id(app: AppTest, published: Expected) -> None:

@@ -1,0 +1,116 @@
+"""The story of one duplicated id on the topic page (`?topic=NAME&id=ID`): every copy with
+its coordinates, producer, transaction state, the group's commit around it and the nearest
+fault. Payloads are never shown: the published tables hold none."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from dashboard import story_queries, ui
+
+MAX_CHOICES = 1000  # ids offered in the picker; a link may name any other
+COLUMNS = [
+    "copy_number",
+    "cause",
+    "partition",
+    "offset",
+    "timestamp",
+    "key",
+    "producer",
+    "seq",
+    "producer_id",
+    "producer_epoch",
+    "transaction_state",
+    "lineage",
+    "group_commit",
+    "high_watermark",
+    "lso",
+    "nearest_fault",
+]
+CONFIG = {
+    "copy_number": st.column_config.NumberColumn("Copy", pinned=True),
+    "timestamp": st.column_config.DatetimeColumn(
+        "Timestamp", format="YYYY-MM-DD HH:mm:ss.SSS", timezone="UTC"
+    ),
+    "producer": st.column_config.TextColumn("Producer (dgm-producer)"),
+    "seq": st.column_config.NumberColumn("Seq (dgm-seq)"),
+    "producer_id": st.column_config.NumberColumn(
+        "Producer id", help="known while its transaction is open at the newest sample"
+    ),
+    "producer_epoch": st.column_config.NumberColumn("Epoch"),
+    "transaction_state": st.column_config.TextColumn("Transaction"),
+    "lineage": st.column_config.TextColumn("Source record (dgm-src)"),
+    "group_commit": st.column_config.TextColumn("Consumer group's commit around it", width="large"),
+    "high_watermark": st.column_config.NumberColumn("HW then", help="newest sample before it"),
+    "lso": st.column_config.NumberColumn("LSO then", help="newest sample before it"),
+    "nearest_fault": st.column_config.TextColumn("Nearest fault", width="large"),
+}
+
+
+def _pick(ids: list[str]) -> str | None:
+    wanted = st.query_params.get("id")
+    choices = ids[:MAX_CHOICES]
+    if wanted and wanted not in choices:
+        choices = [wanted, *choices]
+    if not choices:
+        return None
+    index = choices.index(wanted) if wanted in choices else 0
+    # No key: the picker follows the URL, and a choice goes back into it (a shareable link).
+    chosen: str | None = st.selectbox("Duplicated id", choices, index=index)
+    if chosen is not None and chosen != wanted:
+        st.query_params["id"] = chosen
+    return chosen
+
+
+def fault_sentence(row: pd.Series) -> str:
+    if row.get("fault") is None or pd.isna(row.get("fault")):
+        return "no fault observed"
+    seconds = float(row["fault_after_s"])
+    when = f"{abs(seconds):.1f} s {'after' if seconds >= 0 else 'before'} this copy"
+    detail = f": {row['fault_detail']}" if row.get("fault_detail") else ""
+    return f"{row['fault']} {when}{detail}"
+
+
+def _narrative(message_id: str, topic: str, copies: pd.DataFrame) -> str:
+    first = copies.iloc[0]
+    lines = [
+        f"**`{message_id}`: {ui.count(first['copies'])} copies in {topic}**, cause "
+        f"**{first['cause']}**"
+        + (f" (pipeline {first['pipeline']})" if pd.notna(first["pipeline"]) else "")
+    ]
+    for _, c in copies.iterrows():
+        at = (
+            pd.Timestamp(c["timestamp"]).strftime("%H:%M:%S.%f")[:-3]
+            if pd.notna(c["timestamp"])
+            else "?"
+        )
+        lines.append(
+            f"- copy {c['copy_number']}: partition {c['partition']}, offset "
+            f"{ui.count(c['offset'])}, at {at}, {c['transaction_state']}; "
+            f"{c['group_commit']}; nearest fault: {c['nearest_fault']}"
+        )
+    return "\n".join(lines)
+
+
+def render(topic: str, ids: list[str]) -> None:
+    st.subheader("The story of one duplicate", anchor=False)
+    message_id = _pick(ids)
+    if message_id is None:
+        return
+    copies = story_queries.story(topic, message_id)
+    if copies.empty:
+        st.info(f"`{message_id}` is not a duplicated id of {topic}.")
+        return
+    copies["group_commit"] = [story_queries.commit_sentence(r) for _, r in copies.iterrows()]
+    copies["nearest_fault"] = [fault_sentence(r) for _, r in copies.iterrows()]
+    st.markdown(_narrative(message_id, topic, copies))
+    st.dataframe(
+        copies[COLUMNS], column_config=CONFIG, hide_index=True, width="stretch", key="story"
+    )
+    st.caption(
+        "Copies are committed records (aborted ones are not duplicates). Producer id and "
+        "epoch are known while the copy's transaction is open at the newest sample; the "
+        "group's commit is the sample nearest before and after the copy, on its source "
+        "partition. Payloads are never published, so never shown."
+    )
