@@ -1,6 +1,7 @@
 """Resolve Apache Kafka's jars: KAFKA_HOME, else the user cache, else Maven Central.
 
-Pinned to one Kafka version so that every test run, CI run and demo measures the same broker.
+Pinned to one Kafka version so that every test run, CI run and demo measures the same broker:
+the jars and their SHA-256 are listed in kafka-jars.lock and fetched over HTTPS (no Maven).
 """
 
 from __future__ import annotations
@@ -8,22 +9,28 @@ from __future__ import annotations
 import fcntl
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from dgm.broker.java import NO_BROKER_HINT
+from dgm.broker.maven_central import (
+    DownloadError,
+    LockedJar,
+    fetch_all,
+    kafka_jars,
+    repository_url,
+)
 from dgm.errors import UserFacingError
 from dgm.paths import user_cache_dir
 
 KAFKA_VERSION = "4.1.1"
 SCALA_VERSION = "2.13"
-# Kafka 4 logs through SLF4J 2; without an explicit slf4j-api 2.x, Maven's nearest-wins picks a
-# 1.7 API from a transitive dependency and the broker silently logs nothing.
+# Kafka 4 logs through SLF4J 2; the lock pins slf4j-api 2.x (a 1.7 API, which Maven's
+# nearest-wins would pick from a transitive dependency, makes the broker silently log nothing).
 SLF4J_VERSION = "2.0.17"
 LOG4J_VERSION = "2.24.3"
 
@@ -41,7 +48,7 @@ class DistributionError(UserFacingError):
 @dataclass(frozen=True)
 class KafkaDistribution:
     libs: Path
-    origin: str  # "KAFKA_HOME", "cache" or "maven": where the jars came from
+    origin: str  # "KAFKA_HOME", "cache" or "Maven Central": where the jars came from
 
     @property
     def classpath(self) -> str:
@@ -70,7 +77,7 @@ def resolve_distribution(
     cached = cache_dir()
     if (cached / COMPLETE_MARKER).exists():
         return KafkaDistribution(cached / "libs", "cache")
-    return _download(cached, progress)
+    return download(cached, progress)
 
 
 def cache_dir() -> Path:
@@ -88,29 +95,6 @@ def _from_kafka_home(home: Path) -> KafkaDistribution:
     return KafkaDistribution(libs, "KAFKA_HOME")
 
 
-def runtime_pom() -> str:
-    """A POM whose runtime dependencies are a runnable broker plus Kafka's own tools."""
-    deps = [
-        ("org.slf4j", "slf4j-api", SLF4J_VERSION),
-        ("org.apache.kafka", f"kafka_{SCALA_VERSION}", KAFKA_VERSION),
-        ("org.apache.kafka", "kafka-tools", KAFKA_VERSION),
-        ("org.apache.logging.log4j", "log4j-slf4j2-impl", LOG4J_VERSION),
-        ("org.apache.logging.log4j", "log4j-core", LOG4J_VERSION),
-    ]
-    entries = "\n".join(
-        f"    <dependency><groupId>{g}</groupId><artifactId>{a}</artifactId>"
-        f"<version>{v}</version></dependency>"
-        for g, a, v in deps
-    )
-    return (
-        '<project xmlns="http://maven.apache.org/POM/4.0.0">\n'
-        "  <modelVersion>4.0.0</modelVersion>\n"
-        f"  <groupId>dgm</groupId><artifactId>kafka-runtime</artifactId>"
-        f"<version>{KAFKA_VERSION}</version>\n"
-        f"  <dependencies>\n{entries}\n  </dependencies>\n</project>\n"
-    )
-
-
 @contextmanager
 def _exclusive(lock_path: Path) -> Iterator[None]:
     """Two processes (two test sessions, demo and CI) must not download into one folder."""
@@ -123,61 +107,32 @@ def _exclusive(lock_path: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def _download(target: Path, progress: Progress) -> KafkaDistribution:
+def download(
+    target: Path,
+    progress: Progress,
+    jars: Sequence[LockedJar] | None = None,
+    repository: str | None = None,
+) -> KafkaDistribution:
     with _exclusive(target.with_name(f"{target.name}.lock")):
         if (target / COMPLETE_MARKER).exists():  # another process finished while we waited
             return KafkaDistribution(target / "libs", "cache")
-        mvn = shutil.which("mvn")
-        if mvn is None:
-            raise DistributionError(
-                f"Kafka {KAFKA_VERSION} is not cached yet and Maven (`mvn`) is not installed to "
-                "fetch it from Maven Central. Install Maven (apt-get install maven), or set "
-                f"KAFKA_HOME to an extracted Apache Kafka 4.x distribution. {NO_BROKER_HINT}"
-            )
+        pinned = kafka_jars() if jars is None else jars
+        megabytes = sum(jar.size for jar in pinned) / (1024 * 1024)
         progress(
-            f"Fetching Apache Kafka {KAFKA_VERSION} jars from Maven Central into {target} "
-            "(first run only)..."
+            f"Fetching Apache Kafka {KAFKA_VERSION} ({len(pinned)} jars, {megabytes:.0f} MB) "
+            f"from {repository or repository_url()} into {target} (first run only)..."
         )
         target.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=target.parent))
         try:
-            (staging / "pom.xml").write_text(runtime_pom())
-            _run_maven(mvn, staging, progress)
+            fetch_all(pinned, staging / "libs", progress, repository)
             if target.exists():
                 shutil.rmtree(target)
             (staging / COMPLETE_MARKER).write_text(KAFKA_VERSION)
             os.replace(staging, target)  # the cache appears whole or not at all
+        except DownloadError as error:
+            raise DistributionError(f"{error} {NO_BROKER_HINT}") from error
         finally:
             shutil.rmtree(staging, ignore_errors=True)
-        jars = len(list((target / "libs").glob("*.jar")))
-        progress(f"Kafka {KAFKA_VERSION} ready: {jars} jars in {target / 'libs'}")
-        return KafkaDistribution(target / "libs", "maven")
-
-
-def _run_maven(mvn: str, folder: Path, progress: Progress) -> None:
-    command = [
-        mvn,
-        "-B",
-        "-f",
-        str(folder / "pom.xml"),
-        "dependency:copy-dependencies",
-        f"-DoutputDirectory={folder / 'libs'}",
-        "-DincludeScope=runtime",
-    ]
-    tail: list[str] = []
-    downloaded = 0
-    with subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    ) as process:
-        assert process.stdout is not None
-        for line in process.stdout:
-            tail = [*tail[-30:], line.rstrip()]
-            if line.startswith("Downloaded from"):
-                downloaded += 1
-                if downloaded % 25 == 0:
-                    progress(f"  ... {downloaded} files downloaded")
-    if process.returncode != 0:
-        raise DistributionError(
-            "Maven could not resolve the Kafka jars (is Maven Central reachable?). "
-            "Last lines:\n" + "\n".join(tail)
-        )
+        progress(f"Kafka {KAFKA_VERSION} ready: {len(pinned)} jars in {target / 'libs'}")
+        return KafkaDistribution(target / "libs", "Maven Central")

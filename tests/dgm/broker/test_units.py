@@ -1,4 +1,4 @@
-"""Pure parts of the embedded broker: property rendering, Java version parsing, the POM."""
+"""Pure parts of the embedded broker: property rendering, Java version parsing, the jar lock."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from dgm.broker import java
-from dgm.broker.distribution import KAFKA_VERSION, SLF4J_VERSION, runtime_pom
+from dgm.broker.distribution import KAFKA_VERSION, SCALA_VERSION, SLF4J_VERSION
+from dgm.broker.maven_central import kafka_jars
 from dgm.broker.properties import NodePorts, server_properties
 
 
@@ -74,8 +75,9 @@ def test_missing_java_says_how_to_use_an_existing_cluster(
     assert "bootstrap_servers" in str(error.value)
 
 
-def test_pom_pins_kafka_and_slf4j_two() -> None:
-    pom = runtime_pom()
-    assert f"<artifactId>kafka_2.13</artifactId><version>{KAFKA_VERSION}</version>" in pom
-    assert f"<artifactId>kafka-tools</artifactId><version>{KAFKA_VERSION}</version>" in pom
-    assert f"<artifactId>slf4j-api</artifactId><version>{SLF4J_VERSION}</version>" in pom
+def test_lock_pins_kafka_and_slf4j_two() -> None:
+    pinned = {(jar.group, jar.artifact): jar.version for jar in kafka_jars()}
+    assert pinned[("org.apache.kafka", f"kafka_{SCALA_VERSION}")] == KAFKA_VERSION
+    assert pinned[("org.apache.kafka", "kafka-tools")] == KAFKA_VERSION
+    assert pinned[("org.slf4j", "slf4j-api")] == SLF4J_VERSION
+    assert all(len(jar.sha256) == 64 and jar.size > 0 for jar in kafka_jars())
