@@ -1,6 +1,6 @@
-"""The monitoring stack as services — `dgm collect`, `dgm analyze`, `dgm dashboard` — and the
-foreground loop of `dgm run` / `dgm demo`: the dashboard URL once it answers, a status line
-every so often, and a clean stop on Ctrl-C or SIGTERM."""
+"""The monitoring stack as services — `dgm collect`, `dgm analyze`, `dgm dashboard`,
+`dgm exporter` — and the foreground loop of `dgm run` / `dgm demo`: the dashboard URL once it
+answers, a status line every so often, and a clean stop on Ctrl-C or SIGTERM."""
 
 from __future__ import annotations
 
