@@ -36,8 +36,9 @@ def register(commands: Any) -> None:
         help="collectors, periodic analysis and the dashboard against your cluster",
         description="Starts `dgm collect`, `dgm analyze` (which also evaluates alerts), "
         "`dgm dashboard` and `dgm exporter` (Prometheus metrics) as child processes against "
-        "the cluster dgm.toml names (security settings included), logs in <state_dir>/logs/, restarts one that dies, prints the "
-        "dashboard URL and a status line every 15 s. Ctrl-C or SIGTERM stops everything.",
+        "the cluster dgm.toml names (security settings included), logs in <state_dir>/logs/, "
+        "restarts one that dies, prints the dashboard URL and a status line every 15 s. "
+        "Ctrl-C or SIGTERM stops everything.",
     )
     # Also accepted after the subcommand; SUPPRESS keeps the global --config when absent.
     run.add_argument("--config", default=argparse.SUPPRESS, help="path to dgm.toml")
