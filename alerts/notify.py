@@ -4,7 +4,9 @@ Delivery never raises and never runs long: each POST has a timeout, a run stops 
 budget, and every failure is recorded (with its error) for a retry with exponential backoff
 on a later evaluation. Notifications go out in the order they were made; when the oldest
 pending one fails, the ones behind it wait, so a receiver never sees a resolution before its
-firing. The webhook URL is never logged (it may carry a token).
+firing. The outbox keeps dgm's JSON body; the webhook's format (alerts.formats) and headers
+are applied when sending. Neither the webhook URL nor a header value is ever logged or
+recorded (they may carry a token).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import quote, urlsplit
 
+from alerts.formats import render, text_line
 from dgm.alert_rules import Notification, scope_kind
 from dgm.alert_store import AlertStore, Delivery
 from dgm.config_schema import AlertWebhook
@@ -58,12 +61,15 @@ def link(
 
 
 def payload(
-    notification: Notification, dashboard_url: str, sinks: Mapping[str, str] | None = None
+    notification: Notification,
+    dashboard_url: str,
+    sinks: Mapping[str, str] | None = None,
+    fired_at: datetime | None = None,
 ) -> dict[str, Any]:
     """The webhook's JSON body; `sinks` (pipeline -> sink topic) links pipelines to the
-    drill-down of what they wrote."""
+    drill-down of what they wrote; `fired_at` is when the (rule, subject) began firing."""
     rule = notification.rule
-    return {
+    body: dict[str, Any] = {
         "rule": rule.name,
         "severity": rule.severity,
         "metric": rule.metric,
@@ -75,7 +81,9 @@ def payload(
         "state": notification.state,
         "at": notification.at.isoformat(),
         "link": link(dashboard_url, scope_kind(rule), notification.subject, sinks),
+        "fired_at": fired_at.isoformat() if fired_at is not None else None,
     }
+    return {**body, "text": text_line(body)}
 
 
 def log_notification(notification: Notification) -> None:
@@ -100,26 +108,33 @@ def log_notification(notification: Notification) -> None:
     )
 
 
-def post(url: str, body: dict[str, Any], timeout_s: float) -> None:
-    """POST `body` as JSON; raises OSError (URLError, HTTPError, timeouts) unless 2xx."""
+def post(url: str, body: Any, timeout_s: float, headers: Mapping[str, str] | None = None) -> None:
+    """POST `body` as JSON with `headers` added; raises OSError (URLError, HTTPError,
+    timeouts) unless 2xx."""
     request = urllib.request.Request(
         url,
         data=json.dumps(body).encode(),
-        headers={"Content-Type": "application/json", "User-Agent": "dgm-alerts"},
+        headers={"Content-Type": "application/json", "User-Agent": "dgm-alerts", **(headers or {})},
         method="POST",
     )
     with urllib.request.urlopen(request, timeout=timeout_s) as response:
         response.read()
 
 
-def describe(error: BaseException, url: str) -> str:
-    """The error in one line, without the URL's path or query (they may hold a token)."""
+def describe(error: BaseException, url: str, secrets: Mapping[str, str] | None = None) -> str:
+    """The error in one line, without the URL's path or query (they may hold a token) and
+    with any of the `secrets` (header name -> value) that it quotes replaced by '***'."""
     where = urlsplit(url).netloc or "webhook"
     if isinstance(error, urllib.error.HTTPError):
-        return f"{where}: HTTP {error.code} {error.reason}"
-    if isinstance(error, urllib.error.URLError):
-        return f"{where}: {error.reason}"
-    return f"{where}: {type(error).__name__}: {error}"
+        line = f"{where}: HTTP {error.code} {error.reason}"
+    elif isinstance(error, urllib.error.URLError):
+        line = f"{where}: {error.reason}"
+    else:
+        line = f"{where}: {type(error).__name__}: {error}"
+    for value in (secrets or {}).values():
+        if value:
+            line = line.replace(value, "***")
+    return line
 
 
 @dataclass(frozen=True)
@@ -177,10 +192,15 @@ def _try(webhook: AlertWebhook, delivery: Delivery, deadline: float) -> tuple[st
         if attempt:
             time.sleep(min(QUICK_PAUSE_S * 2 ** (attempt - 1), left))
         try:
-            post(webhook.url, delivery.payload, timeout_s=max(0.1, min(webhook.timeout_s, left)))
+            post(
+                webhook.url,
+                render(webhook.format, delivery.payload),
+                timeout_s=max(0.1, min(webhook.timeout_s, left)),
+                headers=webhook.headers,
+            )
             return None, attempt + 1
         except Exception as caught:  # a notification must never break the analysis
-            error = describe(caught, webhook.url)
+            error = describe(caught, webhook.url, webhook.headers)
     return error, QUICK_TRIES
 
 

@@ -8,13 +8,14 @@ the analysis carries on.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from alerts.evaluate import evaluate
 from alerts.metrics import MetricsUnavailable, Values, read_values
 from alerts.notify import DeliveryReport, deliver_due, log_notification, payload
-from dgm.alert_rules import Notification
+from dgm.alert_rules import AlertState, Evaluation, Notification, StateKey
 from dgm.alert_store import AlertStore, rules_in_effect
 from dgm.config_schema import DgmConfig
 
@@ -64,13 +65,17 @@ def _evaluate(config: DgmConfig, now: datetime, errors: list[str]) -> Evaluation
         errors.append(str(error))
     for message in errors:
         log.error("alerts: %s", message)
-    evaluation = evaluate(rules, values, store.states(), now)
+    previous = store.states()
+    evaluation = evaluate(rules, values, previous, now)
     for notification in evaluation.notifications:
         log_notification(notification)
     webhook = config.alerts_webhook
     sinks = {p.name: p.sink_names()[0] for p in config.pipelines}
     queued = (
-        [(n, payload(n, webhook.dashboard_url, sinks)) for n in evaluation.notifications]
+        [
+            (n, payload(n, webhook.dashboard_url, sinks, _fired_at(n, previous, evaluation)))
+            for n in evaluation.notifications
+        ]
         if webhook.url
         else []
     )
@@ -93,3 +98,13 @@ def _evaluate(config: DgmConfig, now: datetime, errors: list[str]) -> Evaluation
         waiting=report.waiting,
         errors=tuple(errors),
     )
+
+
+def _fired_at(
+    notification: Notification, previous: Mapping[StateKey, AlertState], evaluation: Evaluation
+) -> datetime | None:
+    """When the notified (rule, subject) began firing: its new state's for a firing, its last
+    state's for a resolution."""
+    key = (notification.rule.name, notification.subject)
+    state = (previous if notification.state == "resolved" else evaluation.states).get(key)
+    return state.fired_at if state is not None else None

@@ -23,17 +23,21 @@ from tests.alerts.published_db import at, publish, verdict
 
 
 class Receiver:
-    """An HTTP server on 127.0.0.1 in a thread, keeping every JSON body POSTed to it."""
+    """An HTTP server on 127.0.0.1 in a thread, keeping every JSON body POSTed to it and the
+    headers it came with; it answers `status` (200 unless a test changes it)."""
 
     def __init__(self, port: int = 0) -> None:
-        self.bodies: list[dict[str, Any]] = []
-        bodies = self.bodies
+        self.bodies: list[Any] = []
+        self.headers: list[dict[str, str]] = []
+        self.status = 200
+        bodies, headers, receiver = self.bodies, self.headers, self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 length = int(self.headers["Content-Length"])
+                headers.append(dict(self.headers.items()))
                 bodies.append(json.loads(self.rfile.read(length)))
-                self.send_response(200)
+                self.send_response(receiver.status)
                 self.end_headers()
 
             def log_message(self, format: str, *args: Any) -> None:
@@ -90,7 +94,16 @@ timeout_s = 2
     return load_config("dgm.toml", cwd=tmp_path)
 
 
-def expected_body(state: str, seconds: float, threshold: float = 0.01) -> dict[str, Any]:
+def expected_body(
+    state: str, seconds: float, threshold: float = 0.01, fired: float = 100
+) -> dict[str, Any]:
+    line = (
+        "[CRITICAL] FIRING rule 'orders-duplicates': duplicate_rate of pipeline orders = 0.05 "
+        f"(fires when > {threshold:g})"
+        if state == "firing"
+        else "[CRITICAL] RESOLVED rule 'orders-duplicates': duplicate_rate of pipeline orders "
+        f"= 0.05 (threshold > {threshold:g})"
+    )
     return {
         "rule": "orders-duplicates",
         "severity": "critical",
@@ -103,6 +116,8 @@ def expected_body(state: str, seconds: float, threshold: float = 0.01) -> dict[s
         "state": state,
         "at": at(seconds).isoformat(),
         "link": "http://dash.example:8501/overview?pipeline=orders",
+        "fired_at": at(fired).isoformat(),
+        "text": line,
     }
 
 
