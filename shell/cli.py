@@ -4,13 +4,36 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from dgm import __version__
 from dgm.errors import UserFacingError
 
 Handler = Callable[[argparse.Namespace], int]
+
+ENV_CONFIG = "DGM_CONFIG"
+CONFIG_HELP = f"path to dgm.toml (default: ${ENV_CONFIG}, else ./dgm.toml if present)"
+
+
+class CommandParser(argparse.ArgumentParser):
+    """The parser of every subcommand, at any depth (`dgm collect`, `dgm broker start`): it
+    accepts --config after the subcommand as well as before it. SUPPRESS leaves the value
+    given before the subcommand in place when there is none after it. A command that still
+    declares its own --config replaces this one (conflict_handler="resolve")."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("conflict_handler", "resolve")
+        super().__init__(*args, **kwargs)
+        self.add_argument("--config", default=argparse.SUPPRESS, help=CONFIG_HELP)
+
+
+def config_path(args: argparse.Namespace) -> str | None:
+    """--config (before or after the subcommand), else $DGM_CONFIG, else None (./dgm.toml)."""
+    given: str | None = getattr(args, "config", None)
+    return given or os.environ.get(ENV_CONFIG) or None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -21,9 +44,11 @@ def build_parser() -> argparse.ArgumentParser:
         "pipelines actually achieve, with the evidence.",
     )
     parser.add_argument("--version", action="version", version=f"dgm {__version__}")
-    parser.add_argument("--config", help="path to dgm.toml (default: ./dgm.toml if present)")
+    parser.add_argument("--config", help=CONFIG_HELP)
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    commands = parser.add_subparsers(
+        dest="command", metavar="COMMAND", required=True, parser_class=CommandParser
+    )
 
     from dgm.broker.commands import register as register_broker
 
@@ -61,6 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.config = config_path(args)  # every command reads args.config
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",

@@ -18,8 +18,8 @@ import dashboard
 from dgm.config import ENV_STATE_DIR, DgmConfig, load_config
 from dgm.errors import UserFacingError
 from dgm.ports import port_number
+from shell.cli import CONFIG_HELP, ENV_CONFIG, CommandParser, config_path
 
-ENV_CONFIG = "DGM_CONFIG"  # read by dashboard.queries.config()
 DEFAULT_PORT = 8501
 
 
@@ -44,8 +44,6 @@ def register(commands: Any) -> None:
         default="127.0.0.1",
         help="address to bind (default 127.0.0.1; 0.0.0.0 exposes it to the network)",
     )
-    # Also accepted after the subcommand; SUPPRESS keeps the global --config when absent.
-    serve.add_argument("--config", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     serve.set_defaults(handler=_dashboard)
 
 
@@ -98,10 +96,11 @@ def _dashboard(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """`dgm dashboard ...` without the rest of the CLI."""
     parser = argparse.ArgumentParser(prog="dgm")
-    parser.add_argument("--config", help="path to dgm.toml (default: ./dgm.toml if present)")
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser.add_argument("--config", help=CONFIG_HELP)
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=CommandParser)
     register(commands)
     args = parser.parse_args(["dashboard", *(sys.argv[1:] if argv is None else argv)])
+    args.config = config_path(args)
     try:
         handler = args.handler
         result: int = handler(args)

@@ -7,13 +7,16 @@ line. Ctrl-C (or SIGTERM) stops the lab, the services and the broker, in that or
 
 The state directory is the demo's own: it is emptied at every start (a directory that holds
 anything else is refused). Every process of the demo carries DGM_STATE_DIR=<state dir> in its
-environment and dies with the demo's process.
+environment and dies with the demo's process. Other shells reach the running demo through its
+config file: the demo prints the exact commands (`dgm verdicts --config <state>/dgm.toml`,
+or `export DGM_CONFIG=<state>/dgm.toml` once for every command).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import shutil
 import signal
 import sys
@@ -121,6 +124,16 @@ def demo_config(state_dir: Path, bootstrap_servers: str) -> str:
     )
 
 
+def other_shell_commands(config_path: Path) -> list[str]:
+    """What to type in another shell to look at the running demo (printed at start)."""
+    quoted = shlex.quote(str(config_path))
+    return [
+        f"dgm verdicts --config {quoted}",
+        f"dgm alerts list --config {quoted}",
+        f"export DGM_CONFIG={quoted}  # then every dgm command reads the demo's config",
+    ]
+
+
 def _demo(args: argparse.Namespace) -> int:
     if args.rate <= 0:
         raise UserFacingError(f"--rate: expected > 0, got {args.rate}")
@@ -168,6 +181,8 @@ def _demo(args: argparse.Namespace) -> int:
             f"resolves its Kafka package once); Prometheus metrics at {metrics_url(*exporter)}. "
             "Ctrl-C stops everything."
         )
+        commands = other_shell_commands(config_path)
+        say(f"from another shell: {'; '.join(commands[:2])}; or {commands[2]}")
         for signum, handler in previous.items():
             signal.signal(signum, handler)  # type: ignore[arg-type]
         with stop_on_signals(stop, please_wait(say)):

@@ -40,8 +40,6 @@ def register(commands: Any) -> None:
         "restarts one that dies, prints the dashboard URL and a status line every 15 s. "
         "Ctrl-C or SIGTERM stops everything.",
     )
-    # Also accepted after the subcommand; SUPPRESS keeps the global --config when absent.
-    run.add_argument("--config", default=argparse.SUPPRESS, help="path to dgm.toml")
     run.add_argument("--no-dashboard", action="store_true", help="collect and analyze only")
     run.add_argument("--host", default="127.0.0.1", help="dashboard address (default 127.0.0.1)")
     run.add_argument(

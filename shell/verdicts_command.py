@@ -1,17 +1,24 @@
-"""`dgm verdicts`: what each pipeline achieves, read from the published DuckDB file."""
+"""`dgm verdicts`: what each pipeline achieves, read from the published DuckDB file.
+
+Exit codes: 0 every pipeline meets what it declares (or has no verdict yet), 1 a pipeline
+violates its declaration, 3 the publication is stale: its analysis finished more than
+max(3 x analysis.interval_s, 60 s) ago, so `dgm analyze` has probably stopped (3 wins over 1:
+the verdicts shown may no longer hold), 2 an error (no publication, bad config).
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
-from datetime import datetime
+import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import duckdb
 
 from dgm import published
-from dgm.config import load_config
+from dgm.config import DgmConfig, load_config
 from dgm.errors import UserFacingError
 from dgm.published import PUBLISHED_FILE, open_read_only
 
@@ -36,7 +43,9 @@ def register(commands: Any) -> None:
         help="print each pipeline's declared and achieved delivery semantic",
         description="Per pipeline, from the last published analysis: declared and achieved "
         "semantic, records checked, duplicates, lost ids, aborted reads, faults observed, and "
-        "whether it meets what it declares. Exits 1 when a pipeline violates its declaration.",
+        "whether it meets what it declares. Exits 1 when a pipeline violates its declaration, "
+        "3 when the publication is older than max(3 x analysis.interval_s, 60 s) (stale: is "
+        "`dgm analyze` running?), 2 on errors.",
     )
     verdicts.add_argument("--json", action="store_true", help="one JSON document")
     verdicts.set_defaults(handler=_verdicts)
@@ -55,6 +64,24 @@ def read_verdicts(state_dir: Path) -> tuple[list[dict[str, Any]], datetime | Non
             return published.read_verdicts(db)
     except (duckdb.Error, OSError) as error:
         raise UserFacingError(f"cannot read {path}: {error}") from None
+
+
+EXIT_VIOLATION = 1
+EXIT_STALE = 3
+
+
+def stale_after_s(config: DgmConfig) -> float:
+    """Age beyond which a publication is stale: a few analysis cycles, at least a minute."""
+    return max(3 * config.analysis.interval_s, 60.0)
+
+
+def age_s(finished: datetime | None, now: datetime) -> float | None:
+    """Seconds since the publication's analysis finished; None when it has no run."""
+    if finished is None:
+        return None
+    if finished.tzinfo is None:  # DuckDB TIMESTAMP without zone: dgm writes UTC
+        finished = finished.replace(tzinfo=UTC)
+    return (now - finished).total_seconds()
 
 
 def _meets(row: dict[str, Any]) -> str:
@@ -82,12 +109,22 @@ def format_table(rows: list[dict[str, Any]]) -> str:
 def _verdicts(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     rows, finished = read_verdicts(config.state_dir)
+    age = age_s(finished, datetime.now(UTC))
+    stale = age is not None and age > stale_after_s(config)
     if args.json:
-        document = {"analyzed_at": finished, "pipelines": rows}
+        document = {"analyzed_at": finished, "age_s": age, "stale": stale, "pipelines": rows}
         print(json.dumps(document, default=str, indent=2))
     elif not rows:
         print("no pipelines analyzed: add [[pipelines]] to dgm.toml (or run `dgm lab run`)")
     else:
         print(format_table(rows))
         print(f"analyzed at {finished:%Y-%m-%d %H:%M:%S %Z}" if finished else "")
-    return 1 if any(row["meets_declared"] is False for row in rows) else 0
+    if stale:
+        print(
+            f"dgm: stale: the last analysis finished {age:.0f} s ago, more than "
+            f"{stale_after_s(config):.0f} s (3 x analysis.interval_s, at least 60 s): is "
+            "`dgm analyze` running?",
+            file=sys.stderr,
+        )
+        return EXIT_STALE
+    return EXIT_VIOLATION if any(row["meets_declared"] is False for row in rows) else 0

@@ -10,13 +10,14 @@ from pathlib import Path
 import pytest
 
 from dgm.config import load_config
+from shell.cli import CommandParser
 from shell.dashboard_command import app_path, register, streamlit_command, streamlit_env
 
 
 def _parse(*argv: str) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="dgm")
     parser.add_argument("--config")
-    register(parser.add_subparsers(dest="command", required=True))
+    register(parser.add_subparsers(dest="command", required=True, parser_class=CommandParser))
     return parser.parse_args(list(argv))
 
 
