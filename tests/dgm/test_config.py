@@ -489,12 +489,44 @@ def test_plaintext_needs_no_java_client(tmp_path: Path) -> None:
 # --- the example and the public constants -------------------------------------------------
 
 
-def test_example_config_loads() -> None:
+EXAMPLE_ENV = {
+    "KAFKA_PASSWORD": "hunter2-kafka",
+    "TRUSTSTORE_PASSWORD": "hunter2-truststore",
+    "ALERTMANAGER_TOKEN": "hunter2-token",
+}
+
+
+def test_example_config_loads(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in EXAMPLE_ENV.items():
+        monkeypatch.setenv(name, value)
     config = load_config(EXAMPLE)
     assert config.cluster.client["security.protocol"] == "SASL_SSL"
+    assert config.cluster.client["sasl.password"] == "hunter2-kafka"
+    assert 'password="hunter2-kafka"' in config.cluster.java_client["sasl.jaas.config"]
     assert {p.message_id.kind for p in config.pipelines} == {"header", "json_field"}
     assert any(p.external_sink is not None for p in config.pipelines)
-    assert "CHANGE-ME" not in repr(config)
+    assert config.analysis.interval_s == 60 and config.analysis.start == "earliest"
+    assert [rule.name for rule in config.alerts] == [
+        "orders-duplicates",
+        "lso-stuck",
+        "analysis-stalled",
+    ]
+    assert config.alerts_webhook.format == "alertmanager"
+    assert config.alerts_webhook.headers == {"Authorization": "Bearer hunter2-token"}
+    assert "hunter2" not in repr(config)
+
+
+def test_example_config_names_a_missing_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in EXAMPLE_ENV.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("ALERTMANAGER_TOKEN")
+    with pytest.raises(ConfigError) as caught:
+        load_config(EXAMPLE)
+    assert str(caught.value) == (
+        f"{EXAMPLE}: alerts_webhook.headers.Authorization: environment variable "
+        "ALERTMANAGER_TOKEN is not set (the value says ${ALERTMANAGER_TOKEN}; write $${ for a "
+        "literal '${')"
+    )
 
 
 def test_semantics_in_order() -> None:
