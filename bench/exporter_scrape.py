@@ -24,21 +24,26 @@ sys.path.insert(0, str(REPO))
 
 from exporter.server import ExporterServer  # noqa: E402
 
+Timing = tuple[float, float]  # (wall, CPU) seconds
 
-def timed_get(url: str) -> tuple[float, bytes]:
-    began = time.perf_counter()
+
+def timed_get(url: str) -> tuple[Timing, bytes]:
+    """Wall time, and the CPU time of this process (server threads and client) meanwhile:
+    on a machine shared with other work the CPU time is what the scrape itself costs."""
+    began, cpu = time.perf_counter(), time.process_time()
     with urllib.request.urlopen(url, timeout=60) as answer:
         body = answer.read()
         assert answer.status == 200, url
-    return time.perf_counter() - began, body
+    return (time.perf_counter() - began, time.process_time() - cpu), body
 
 
-def summary(name: str, seconds: list[float]) -> str:
-    ms = sorted(s * 1000 for s in seconds)
-    return (
-        f"{name}: median {statistics.median(ms):.1f} ms, min {ms[0]:.1f}, max {ms[-1]:.1f} "
-        f"({len(ms)} runs)"
-    )
+def summary(name: str, timings: list[Timing]) -> str:
+    def stats(values: list[float]) -> str:
+        ms = sorted(v * 1000 for v in values)
+        return f"median {statistics.median(ms):.1f} ms (min {ms[0]:.1f}, max {ms[-1]:.1f})"
+
+    wall, cpu = stats([t[0] for t in timings]), stats([t[1] for t in timings])
+    return f"{name}: wall {wall}; CPU {cpu}; {len(timings)} runs"
 
 
 def main() -> int:
@@ -55,7 +60,8 @@ def main() -> int:
     try:
         first, body = timed_get(f"{base}/metrics")
         lines = [line for line in body.decode().splitlines() if not line.startswith("#")]
-        print(f"first scrape {first * 1000:.1f} ms; {len(lines)} series, {len(body)} bytes")
+        print(f"first scrape: wall {first[0] * 1000:.1f} ms, CPU {first[1] * 1000:.1f} ms")
+        print(f"{len(lines)} series, {len(body)} bytes")
         scrapes = [timed_get(f"{base}/metrics")[0] for _ in range(args.scrapes)]
         print(summary("/metrics", scrapes))
         topic = "k-p00"
