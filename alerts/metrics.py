@@ -54,6 +54,8 @@ SELECT group_id, sum(lag_from_lso) FROM (
     SELECT * FROM group_lag QUALIFY sampled_at = max(sampled_at) OVER (PARTITION BY group_id)
 ) GROUP BY group_id
 """
+# Per group, the severity of its worst partition (the group row of group_status).
+GROUP_STATUS_SQL = "SELECT group_id, severity FROM group_status WHERE topic IS NULL"
 # Seconds since the epoch of the newest sample the run read, or of the run's end without one.
 FRESHNESS_SQL = """
 SELECT epoch_ms(coalesce(last_sample_at, finished_at)) / 1000.0 FROM runs
@@ -108,6 +110,11 @@ def consumer_lag_from_lso(db: Connection) -> Values:
     return _rows(db, GROUP_LAG_SQL)
 
 
+def group_status(db: Connection) -> Values:
+    """The group's status as a number: 0 OK, 1 WARN, 2 STALL, 3 STOP, 4 ERR, 5 REWIND."""
+    return _rows(db, GROUP_STATUS_SQL)
+
+
 def staleness_s(db: Connection, now: datetime) -> Values:
     """Seconds from the newest sample the published run read (or its end) to `now`."""
     row = db.execute(FRESHNESS_SQL).fetchone()
@@ -127,6 +134,7 @@ def _all_subjects(db: Connection, rule: AlertRule, now: datetime) -> Values:
         "lso_stuck_s": lso_stuck_s,
         "hanging_transactions": hanging_transactions,
         "consumer_lag_from_lso": consumer_lag_from_lso,
+        "group_status": group_status,
         "staleness_s": lambda connection: staleness_s(connection, now),
     }
     return readers[metric](db)

@@ -18,6 +18,7 @@ import argparse
 import sys
 import tempfile
 import time
+from collections import defaultdict
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -30,6 +31,13 @@ sys.path.insert(0, str(REPO / "bench"))
 import generated  # noqa: E402
 
 from dgm.published import TABLES  # noqa: E402
+from spark_jobs.analyze.group_status import (  # noqa: E402
+    SEVERITY,
+    Sample,
+    evaluate,
+    summarize,
+    worst,
+)
 from tests import reference  # noqa: E402
 
 WINDOW = "time_bucket(INTERVAL 60 SECOND, timestamp)"
@@ -162,6 +170,7 @@ def build(out: Path, rows: int, pipelines: int, partitions: int) -> dict[str, in
             "INSERT INTO group_lag BY NAME SELECT * EXCLUDE (cluster_id, member_id, "
             f"high_watermark, lso) FROM read_parquet('{samples}/group_offsets/*.parquet')"
         )
+        insert_group_status(con, samples / "group_offsets")
         con.execute(
             'INSERT INTO transactions BY NAME SELECT sampled_at, topic, "partition", '
             "producer_id, producer_epoch, transactional_id, txn_start_offset, idle_ms AS age_ms, "
@@ -184,6 +193,43 @@ def build(out: Path, rows: int, pipelines: int, partitions: int) -> dict[str, in
         }
         con.close()
         return counts
+
+
+def insert_group_status(con: duckdb.DuckDBPyConnection, folder: Path, size: int = 10) -> None:
+    """group_status by the rules' pure evaluation (spark_jobs.analyze.group_status) over the
+    group_offsets samples: the same rules, the main columns, partition rows and group rows."""
+    found = con.execute(
+        'SELECT group_id, topic, "partition", sampled_at, committed_offset, lso, '
+        "high_watermark, member_id IS NOT NULL "
+        f"FROM read_parquet('{folder}/*.parquet') WHERE lag_from_lso IS NOT NULL"
+    ).fetchall()
+    by_key: dict[tuple[str, str, int], list[tuple[Sample, Sample]]] = defaultdict(list)
+    for group, topic, partition, at, committed, lso, hw, owned in found:
+        by_key[(group, topic, partition)].append(
+            (Sample(at, committed, lso, owned), Sample(at, committed, hw, owned))
+        )
+    rows: list[tuple[object, ...]] = []
+    statuses: dict[str, list[str]] = defaultdict(list)
+    for (group, topic, partition), pairs in by_key.items():
+        lso, hw = summarize([p[0] for p in pairs], size), summarize([p[1] for p in pairs], size)
+        status, reason = evaluate(lso)
+        window = sorted(p[0].at for p in pairs)[-size:]
+        statuses[group].append(status)
+        rows.append((group, topic, partition, status, SEVERITY[status], reason, evaluate(hw)[0],
+                     lso.samples, window[0], window[-1], lso.committed_start, lso.committed_end,
+                     lso.lag_start, lso.lag_end, hw.lag_end))  # fmt: skip
+    for group, found_statuses in statuses.items():
+        status = worst(found_statuses)
+        rows.append((group, None, None, status, SEVERITY[status], "worst of its partitions",
+                     None, None, None, None, None, None, None, None, None))  # fmt: skip
+    columns = (
+        "group_id, topic, partition, status, severity, reason, status_from_hw, samples, "
+        "window_start, window_end, committed_start, committed_end, lso_lag_start, "
+        "lso_lag_end, hw_lag_end"
+    )
+    names = ", ".join(f'"{c}"' for c in columns.split(", "))
+    marks = ", ".join("?" for _ in columns.split(", "))
+    con.executemany(f"INSERT INTO group_status ({names}) VALUES ({marks})", rows)
 
 
 def main() -> int:

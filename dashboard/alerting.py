@@ -29,6 +29,7 @@ METRIC_HELP = {
     "lso_stuck_s": "seconds the LSO has not moved",
     "hanging_transactions": "hanging transactions",
     "consumer_lag_from_lso": "LSO - committed offset, records",
+    "group_status": "worst partition status: 0 OK, 1 WARN, 2 STALL, 3 STOP, 4 ERR, 5 REWIND",
     "staleness_s": "seconds since the newest sample the analysis read",
 }
 # What a rule in dgm.toml looks like (the empty state shows it).

@@ -69,12 +69,22 @@ def _freshness() -> None:
         st.success("Fresh", icon=":material/check_circle:")
 
 
+def _audit_progress() -> None:
+    try:
+        line = ui.audit_progress_line()
+    except ConfigError:
+        return  # _freshness already says the config cannot be read
+    if line is not None:
+        st.caption(line)
+
+
 with st.sidebar:
     timerange.sidebar()  # every page reads the range from the URL this keeps
 
     @st.fragment(run_every=ui.refresh_every())
     def freshness() -> None:
         _freshness()
+        _audit_progress()
 
     freshness()
 

@@ -7,12 +7,14 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pandas as pd
 import streamlit as st
 
 from dashboard import queries
 from dgm.config import ConfigError
+from dgm.progress import read_progress
 
 # Data older than this many analysis intervals is STALE: the analysis or the collectors stopped.
 STALE_AFTER_INTERVALS = 3
@@ -74,6 +76,29 @@ def freshness(now: datetime | None = None) -> Freshness:
             f"the newest collector sample is from {ago(sample, now)}: is `dgm collect` running?"
         )
     return Freshness(finished, sample, bool(reasons), tuple(reasons))
+
+
+def audit_progress_line(now: datetime | None = None) -> str | None:
+    """The latest audit's progress as `dgm analyze` wrote it (dgm.progress), or None.
+
+    Shown under the freshness: a first audit of a large backlog can run for minutes before
+    anything is published, and this says how far it is and when it should end."""
+    state = read_progress(Path(queries.config().state_dir))
+    if state is None:
+        return None
+    share = 100 * state.offsets_done / state.offsets_total if state.offsets_total else 100.0
+    updated = ago(state.updated_at, now)
+    if state.phase in ("reading", "writing"):
+        eta = "?" if state.eta_s is None else f"{state.eta_s:.0f} s"
+        return (
+            f"Audit {state.phase}: {state.records_done:,} records, {state.offsets_done:,} of "
+            f"{state.offsets_total:,} offsets ({share:.0f}%), {state.rate:,.0f} records/s, "
+            f"ETA {eta} (updated {updated})"
+        )
+    return (
+        f"Last audit {state.phase}: {state.records_done:,} records at "
+        f"{state.rate:,.0f} records/s ({updated})"
+    )
 
 
 def ago(when: datetime | None, now: datetime | None = None) -> str:

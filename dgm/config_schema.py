@@ -229,6 +229,10 @@ class AnalysisSettings:
     spark_master: str = "local[*]"
     # Fewer checked records than this gives the verdict "insufficient evidence". >= 1.
     min_records: int = 100
+    # Consumer-group status (docs/design.md, "Consumer-group status") judges each partition
+    # over its last this-many collector samples of the group's committed offset and lag from
+    # the LSO (Burrow's sliding window: 10 samples at collectors.interval_s). >= 2.
+    group_status_window: int = 10
 
     def problems(self) -> Iterator[Problem]:
         for key in ("interval_s", "grace_s", "retention_h"):
@@ -240,6 +244,11 @@ class AnalysisSettings:
             yield "window_s", f"expected a whole number of seconds >= 1, got {self.window_s!r}"
         if self.min_records < 1:
             yield "min_records", f"expected a count >= 1, got {self.min_records!r}"
+        if self.group_status_window < 2:
+            yield (
+                "group_status_window",
+                f"expected a count of samples >= 2, got {self.group_status_window!r}",
+            )
         if not self.spark_master.strip():
             yield "spark_master", "expected a Spark master URL like local[*], got ''"
 
@@ -256,6 +265,7 @@ ALERT_METRICS: dict[str, tuple[str, ...]] = {
     "lso_stuck_s": ("topic",),
     "hanging_transactions": ("topic",),
     "consumer_lag_from_lso": ("group",),
+    "group_status": ("group",),
     "staleness_s": ("run",),
 }
 ALERT_COMPARISONS = (">", ">=", "<", "<=", "==")
@@ -298,8 +308,9 @@ class AlertRule:
     name: str
     # One of ALERT_METRICS: duplicate_rate, loss_rate, lost, aborted_reads, verdict_violates
     # (1 when a pipeline's verdict does not meet its declared semantic), lso_lag (records),
-    # lso_stuck_s, hanging_transactions (count), consumer_lag_from_lso (records), staleness_s
-    # (seconds since the newest sample the published analysis read).
+    # lso_stuck_s, hanging_transactions (count), consumer_lag_from_lso (records), group_status
+    # (the group's worst partition status by severity: 0 OK, 1 WARN, 2 STALL, 3 STOP, 4 ERR,
+    # 5 REWIND), staleness_s (seconds since the newest sample the published analysis read).
     metric: str
     # Which subjects: an fnmatch pattern over pipeline, topic or group names, optionally
     # prefixed by its kind ('topic:orders-*'); a bare pattern means the metric's own kind.

@@ -219,6 +219,47 @@ GROUP_LAG = _table(
     ("lag_from_lso", "BIGINT", "LSO - committed (transaction-correct)"),
 )
 
+GROUP_STATUS = _table(
+    "group_status",
+    "Per consumer group and partition, the status Burrow's rules give over the last "
+    "analysis.group_status_window samples of lag from the LSO (docs/design.md, "
+    '"Consumer-group status"); one row per group with topic and partition null holds the '
+    "group's worst status.",
+    ("group_id", "VARCHAR", "consumer group"),
+    ("topic", "VARCHAR", "topic; null on the group's own row"),
+    ("partition", "INTEGER", "partition; null on the group's own row"),
+    ("status", "VARCHAR", "OK | WARN | STALL | STOP | ERR | REWIND (the group row: the worst)"),
+    ("severity", "INTEGER", "0 OK, 1 WARN, 2 STALL, 3 STOP, 4 ERR, 5 REWIND"),
+    ("reason", "VARCHAR", "which rule decided, in words"),
+    (
+        "status_from_hw",
+        "VARCHAR",
+        "what the same rules say with lag from the high watermark instead: differs from "
+        "status when records past the LSO (an open transaction, markers) count as lag",
+    ),
+    ("samples", "INTEGER", "samples in the window (the group row: of its partitions, fewest)"),
+    ("window_start", "TIMESTAMPTZ", "oldest sample of the window"),
+    ("window_end", "TIMESTAMPTZ", "newest sample of the window"),
+    ("committed_start", "BIGINT", "committed offset at window_start; null on the group row"),
+    ("committed_end", "BIGINT", "committed offset at window_end; null on the group row"),
+    ("lso_lag_start", "BIGINT", "LSO - committed at window_start (the group row: summed)"),
+    ("lso_lag_end", "BIGINT", "LSO - committed at window_end (the group row: summed)"),
+    (
+        "hw_lag_end",
+        "BIGINT",
+        "high watermark - committed at window_end (the group row: summed); above lso_lag_end "
+        "when records past the LSO count as lag",
+    ),
+    (
+        "last_commit_at",
+        "TIMESTAMPTZ",
+        "first sample that saw the committed offset at its current value: when it last moved, "
+        "as sampled (the group row: the latest)",
+    ),
+    ("member_id", "VARCHAR", "member assigned the partition at window_end; null if none"),
+    ("group_state", "VARCHAR", "group state at window_end"),
+)
+
 TRANSACTIONS = _table(
     "transactions",
     "Open transactions per partition at the last sample, and whether each is hanging.",
@@ -259,6 +300,7 @@ TABLES: tuple[Table, ...] = (
     LOST,
     PARTITION_OFFSETS,
     GROUP_LAG,
+    GROUP_STATUS,
     TRANSACTIONS,
     FAULTS,
 )

@@ -1,10 +1,11 @@
-"""Consumer groups: lag from the high watermark next to lag from the LSO, and faults."""
+"""Consumer groups: status by Burrow's rules, lag from the high watermark next to lag from the
+LSO, and faults."""
 
 from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import charts, queries, ui
+from dashboard import charts, group_status, queries, ui
 
 WHY = """**Why two lags?** Lag from the high watermark (HW - committed) is what other tools show.
 On transactional topics it counts records a read_committed consumer cannot or will not read:
@@ -44,6 +45,7 @@ def render() -> None:
     latest = mine[mine["sampled_at"] == mine["sampled_at"].max()]
     state = latest["group_state"].dropna()
     st.caption(f"State at the newest sample: {state.iloc[0] if not state.empty else 'unknown'}")
+    group_status.render(group)
     left, right = st.columns(2)
     left.metric("Lag from HW (other tools)", ui.count(latest["lag_from_hw"].sum()))
     right.metric("Lag from LSO (transaction-correct)", ui.count(latest["lag_from_lso"].sum()))

@@ -26,6 +26,7 @@ from spark_jobs.analyze import loss
 from spark_jobs.analyze.duplicates import UPSTREAM, duplicate_copies, keyed_causes, plain_causes
 from spark_jobs.analyze.faults import counted_faults, faults
 from spark_jobs.analyze.frames import Shared, conform, union_all
+from spark_jobs.analyze.group_status import group_status
 from spark_jobs.analyze.pipeline_metrics import COUNTS, metric, metric_sums, pipeline_tables
 from spark_jobs.analyze.pipelines import pipelines_frame, roles, tagged
 from spark_jobs.analyze.runs import runs
@@ -115,6 +116,9 @@ def analyze(
             tables.DUPLICATES.name: conform(duplicates, tables.DUPLICATES),
             tables.LOST.name: conform(lost, tables.LOST),
             **sample_tables(samples),
+            tables.GROUP_STATUS.name: group_status(
+                samples["group_offsets"], settings.group_status_window
+            ),
             tables.FAULTS.name: fault_rows,
         }
     )

@@ -54,6 +54,15 @@ ROWS: dict[str, list[dict[str, Any]]] = {
         group_lag(80, "app", 1, 6),
         group_lag(80, "idle", 0, None),  # no committed offset: no lag to sum
     ],
+    "group_status": [
+        # The group row (topic null) carries the group's worst severity; partition rows do not
+        # count on their own.
+        {"group_id": "app", "topic": None, "partition": None, "status": "STALL", "severity": 2},
+        {"group_id": "app", "topic": "orders", "partition": 0, "status": "STALL", "severity": 2},
+        {"group_id": "app", "topic": "orders", "partition": 1, "status": "OK", "severity": 0},
+        {"group_id": "idle", "topic": None, "partition": None, "status": "OK", "severity": 0},
+        {"group_id": "gone", "topic": None, "partition": None, "status": "REWIND", "severity": 5},
+    ],
     "transactions": [
         {"sampled_at": at(80), "topic": "orders", "partition": 0, "hanging": True},
         {"sampled_at": at(80), "topic": "orders", "partition": 1, "hanging": True},
@@ -90,6 +99,8 @@ def state_dir(tmp_path: Path) -> Path:
         ("lso_stuck_s", "orders", "cumulative", {"orders": 30.0}),
         ("hanging_transactions", "*", "cumulative", {"orders": 2, "payments": 0}),
         ("consumer_lag_from_lso", "*", "cumulative", {"app": 10}),
+        ("group_status", "*", "cumulative", {"app": 2, "idle": 0, "gone": 5}),
+        ("group_status", "group:a*", "cumulative", {"app": 2}),
         ("staleness_s", "*", "cumulative", {RUN_SUBJECT: 60.0}),
     ],
 )

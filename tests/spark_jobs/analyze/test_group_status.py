@@ -1,0 +1,130 @@
+"""Burrow's rules over lag from the LSO: the pure function on hand-written series, and the
+Spark expressions of the same rules giving the same answers on the same series."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from spark_jobs.analyze.group_status import (
+    ERR,
+    OK,
+    REWIND,
+    SEVERITY,
+    STALL,
+    STOP,
+    WARN,
+    Sample,
+    group_status,
+    partition_status,
+    summarize,
+    worst,
+)
+from spark_jobs.analyze.samples import empty_samples
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+WINDOW = 4
+
+
+def series(committed: list[int], lso: list[int], owned: bool = True) -> list[Sample]:
+    return [
+        Sample(T0 + timedelta(seconds=10 * i), c, e, owned)
+        for i, (c, e) in enumerate(zip(committed, lso, strict=True))
+    ]
+
+
+# name -> (samples, status): each series built to reach one rule.
+SERIES: dict[str, tuple[list[Sample], str]] = {
+    # Lag 5, 0, 3, 2: it touched 0 within the window.
+    "caught-up": (series([0, 10, 12, 15], [5, 10, 15, 17]), OK),
+    # Lag 10, 8, 9, 7: it falls somewhere, so the consumer keeps up.
+    "keeps-up": (series([0, 10, 19, 30], [10, 18, 28, 37]), OK),
+    "one-sample": (series([3], [9]), OK),
+    # Lag 2, 4, 6, 8 while the offset moves: falling behind.
+    "falling-behind": (series([0, 3, 6, 9], [2, 7, 12, 17]), WARN),
+    # Lag 2, 2, 4, 4: never falls, grows overall.
+    "falling-behind-in-steps": (series([0, 3, 6, 9], [2, 5, 10, 13]), WARN),
+    # Same offset, lag constant, a member assigned: stuck.
+    "stuck": (series([5, 5, 5, 5], [9, 9, 9, 9]), STALL),
+    # Same offset, lag growing, a member assigned: still stuck, not stopped.
+    "stuck-while-producers-write": (series([5, 5, 5, 5], [9, 11, 13, 15]), STALL),
+    # Nobody owns the partition, lag constant: stopped.
+    "stopped": (series([5, 5, 5, 5], [9, 9, 9, 9], owned=False), STOP),
+    # Nobody owns the partition and lag grows: stopped while producers write.
+    "stopped-while-producers-write": (series([5, 5, 5, 5], [9, 11, 13, 15], owned=False), ERR),
+    # Caught up, then reset backwards: zero lag before does not hide it.
+    "rewound": (series([10, 10, 10, 2], [10, 10, 10, 10]), REWIND),
+    # A rewind that caught up again is over.
+    "rewound-and-caught-up": (series([10, 2, 6, 10], [10, 10, 10, 10]), OK),
+    # The LSO pinned by an open transaction at 6; the consumer committed 6: lag 0, OK.
+    "pinned-lso": (series([6, 6, 6, 6], [6, 6, 6, 6]), OK),
+}
+
+
+@pytest.mark.parametrize("name", SERIES)
+def test_each_series_reaches_its_status(name: str) -> None:
+    samples, expected = SERIES[name]
+    assert partition_status(samples, WINDOW)[0] == expected
+
+
+def test_the_window_is_the_last_samples_only() -> None:
+    # Lag 0 in the first sample, then 4, 6, 8, 10: with 4 samples the zero has slid out.
+    samples = series([0, 1, 2, 3, 4], [0, 5, 8, 11, 14])
+    assert partition_status(samples, 5)[0] == OK
+    assert partition_status(samples, 4)[0] == WARN
+
+
+def test_an_offset_that_moved_before_the_window_is_not_stopped_within_it() -> None:
+    # Moved at the third sample, unchanged since: within a window of 2 it has not moved...
+    samples = series([1, 2, 5, 5, 5], [9, 9, 9, 9, 9], owned=False)
+    assert summarize(samples, 2).unmoved and partition_status(samples, 2)[0] == STOP
+    # ...but within a window of 4 it did (from 2 to 5, after the window began).
+    assert not summarize(samples, 4).unmoved
+    assert partition_status(samples, 4)[0] == OK
+
+
+def test_the_same_samples_with_lag_from_the_high_watermark_look_stalled() -> None:
+    # HW 9 while the LSO is pinned at 6: a consumer at 6 has HW lag 3, never falling.
+    by_lso = series([6, 6, 6, 6], [6, 6, 6, 6])
+    by_hw = series([6, 6, 6, 6], [9, 9, 9, 9])
+    assert (partition_status(by_lso, WINDOW)[0], partition_status(by_hw, WINDOW)[0]) == (
+        OK,
+        STALL,
+    )
+
+
+def test_a_group_takes_its_worst_partition() -> None:
+    assert worst([OK, WARN, STALL]) == STALL
+    assert worst([STOP, ERR, OK]) == ERR
+    assert worst([]) == OK
+    assert [SEVERITY[s] for s in (OK, WARN, STALL, STOP, ERR, REWIND)] == [0, 1, 2, 3, 4, 5]
+
+
+def _rows(group: str, samples: list[Sample]) -> list[tuple[Any, ...]]:
+    return [
+        (s.at, "c", group, "t", 0, s.committed, "Stable", "m" if s.owned else None,
+         s.lso + 3, s.lso, s.lso + 3 - s.committed, s.lso - s.committed)
+        for s in samples
+    ]  # fmt: skip
+
+
+def test_spark_evaluates_the_same_rules(spark: Any) -> None:
+    rows = [row for name, (samples, _) in SERIES.items() for row in _rows(name, samples)]
+    schema = empty_samples(spark, "group_offsets").schema
+    frame = spark.createDataFrame(rows, schema)
+    got = {(r["group_id"], r["topic"]): r.asDict() for r in group_status(frame, WINDOW).collect()}
+    for name, (samples, expected) in SERIES.items():
+        row = got[(name, "t")]
+        assert (name, row["status"], row["reason"]) == (name, *partition_status(samples, WINDOW))
+        assert row["severity"] == SEVERITY[expected]
+        assert row["samples"] == min(len(samples), WINDOW)
+        assert row["committed_end"] == samples[-1].committed
+        assert row["lso_lag_end"] == max(samples[-1].lso - samples[-1].committed, 0)
+        assert row["hw_lag_end"] == row["lso_lag_end"] + 3
+        group = got[(name, None)]
+        assert (group["status"], group["partition"]) == (expected, None)
+    assert got[("pinned-lso", "t")]["status_from_hw"] == STALL
+    assert got[("stopped", "t")]["member_id"] is None
+    assert got[("stuck", None)]["reason"] == "worst: t[0] is STALL (1 of 1 partitions not OK)"
