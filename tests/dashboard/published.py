@@ -25,6 +25,7 @@ from typing import Any
 import duckdb
 
 from dgm.published import PUBLISHED_FILE, TABLES
+from spark_jobs.analyze.group_status import SEVERITY, Sample, evaluate, summarize, worst
 
 WINDOW_S = 60
 WINDOWS = 10
@@ -362,6 +363,46 @@ def _offsets_and_lag(now: datetime) -> tuple[list[Row], list[Row]]:
     return offsets, lag
 
 
+def _group_status(lag: list[Row], size: int = 10) -> list[Row]:
+    """group_status as the analysis judges these lag rows (the rules' pure evaluation)."""
+    series: dict[tuple[str, str, int], list[Row]] = {}
+    for row in lag:
+        series.setdefault((row["group_id"], row["topic"], row["partition"]), []).append(row)
+    rows: list[Row] = []
+    for (group, topic, partition), found in sorted(series.items()):
+        found = sorted(found, key=lambda r: -r["sampled_at"])[-size:]  # seconds ago: oldest first
+
+        def judged(lag_column: str, found: list[Row] = found) -> Any:
+            return summarize(
+                [Sample(-r["sampled_at"], r["committed_offset"],
+                        r["committed_offset"] + r[lag_column]) for r in found],
+                size,
+            )  # fmt: skip
+
+        by_lso, by_hw = judged("lag_from_lso"), judged("lag_from_hw")
+        status, reason = evaluate(by_lso)
+        rows.append({"group_id": group, "topic": topic, "partition": partition,
+                     "status": status, "severity": SEVERITY[status], "reason": reason,
+                     "status_from_hw": evaluate(by_hw)[0], "samples": by_lso.samples,
+                     "window_start": found[0]["sampled_at"], "window_end": found[-1]["sampled_at"],
+                     "committed_start": by_lso.committed_start,
+                     "committed_end": by_lso.committed_end, "lso_lag_start": by_lso.lag_start,
+                     "lso_lag_end": by_lso.lag_end, "hw_lag_end": by_hw.lag_end,
+                     "member_id": f"{group}-0", "group_state": "Stable"})  # fmt: skip
+    for group in sorted({r["group_id"] for r in rows}):
+        mine = [r for r in rows if r["group_id"] == group]
+        status = worst([r["status"] for r in mine])
+        rows.append({"group_id": group, "status": status, "severity": SEVERITY[status],
+                     "reason": "worst of its partitions",
+                     "status_from_hw": worst([r["status_from_hw"] for r in mine]),
+                     "samples": min(r["samples"] for r in mine),
+                     "window_start": mine[0]["window_start"], "window_end": mine[0]["window_end"],
+                     **{k: sum(r[k] for r in mine)
+                        for k in ("lso_lag_start", "lso_lag_end", "hw_lag_end")},
+                     "group_state": "Stable"})  # fmt: skip
+    return rows
+
+
 def _transactions() -> list[Row]:
     return [
         {
@@ -515,6 +556,7 @@ def build(state_dir: Path, *, now: datetime | None = None, finished_ago_s: int =
         "lost": _lost(),
         "partition_offsets": offsets,
         "group_lag": lag,
+        "group_status": _group_status(lag),
         "transactions": _transactions(),
         "faults": _faults(),
     }

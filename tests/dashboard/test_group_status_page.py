@@ -1,0 +1,34 @@
+"""The groups page's status over the published test file: a badge per group, the partitions'
+statuses, and the line that says an open transaction pins the LSO."""
+
+from __future__ import annotations
+
+from streamlit.testing.v1 import AppTest
+
+from tests.dashboard.conftest import healthy, markdown, page
+
+
+def _pinned(at: AppTest) -> list[str]:
+    return [str(i.value) for i in at.info if "An open transaction pins the LSO" in str(i.value)]
+
+
+def test_a_consumer_caught_up_to_a_pinned_lso_is_ok_not_stalled(app: AppTest) -> None:
+    at = page(app, "groups")
+    at.selectbox[0].select("ledger-auditor").run()
+    healthy(at)
+    assert any('data-status="OK"' in text for text in markdown(at))
+    table = next(d.value for d in at.dataframe if "status_from_hw" in d.value.columns)
+    # Partition 1 sits at the LSO the hanging transaction pins: lag 0 from the LSO, growing
+    # from the high watermark, so HW lag would call it STALL.
+    assert list(table["status"]) == ["OK", "OK"]
+    assert list(table["status_from_hw"]) == ["OK", "STALL"]
+    (note,) = _pinned(at)
+    assert "not stalled (by lag from the HW it would look STALL)" in note
+
+
+def test_no_pinned_lso_line_where_both_lags_agree(app: AppTest) -> None:
+    at = page(app, "groups")
+    at.selectbox[0].select("orders-enricher").run()
+    healthy(at)
+    assert any('data-status="OK"' in text for text in markdown(at))
+    assert _pinned(at) == []
