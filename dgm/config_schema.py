@@ -13,6 +13,7 @@ import math
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from typing import Literal, get_args
 
@@ -211,6 +212,25 @@ class CollectorSettings:
                     yield f"{key}[{index}]", f"expected a regex, got {pattern!r} ({error})"
 
 
+_DURATION = re.compile(r"([0-9]+(?:\.[0-9]+)?)(s|m|h|d)")
+_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def audit_start(text: str) -> Literal["earliest", "latest"] | timedelta:
+    """`analysis.start` read: "earliest", "latest" or a positive duration ("90s", "30m", "1h",
+    "7d", "1.5h"); ValueError with what was expected otherwise."""
+    value = text.strip().lower()
+    if value in ("earliest", "latest"):
+        return "earliest" if value == "earliest" else "latest"
+    match = _DURATION.fullmatch(value)
+    if match is None or float(match[1]) <= 0:
+        raise ValueError(
+            'expected "earliest", "latest" or a duration like "30m", "1h", "7d" '
+            f"(s, m, h or d), got {text!r}"
+        )
+    return timedelta(seconds=float(match[1]) * _UNIT_S[match[2]])
+
+
 @dataclass(frozen=True)
 class AnalysisSettings:
     """How `dgm analyze` audits and judges (see docs/design.md's definitions)."""
@@ -233,6 +253,13 @@ class AnalysisSettings:
     # over its last this-many collector samples of the group's committed offset and lag from
     # the LSO (Burrow's sliding window: 10 samples at collectors.interval_s). >= 2.
     group_status_window: int = 10
+    # Where the FIRST audit of a topic-partition (none audited yet) starts: "earliest" (the log
+    # start offset), "latest" (the LSO sampled when dgm first sees the partition: only newer
+    # records are audited), or a duration like "30m", "1h", "7d" (the first offset whose Kafka
+    # timestamp is at most that old). Offsets before the start are recorded as before the
+    # audit start: never audited later, never judged. Later audits always resume where the
+    # previous one ended.
+    start: str = "earliest"
 
     def problems(self) -> Iterator[Problem]:
         for key in ("interval_s", "grace_s", "retention_h"):
@@ -251,6 +278,10 @@ class AnalysisSettings:
             )
         if not self.spark_master.strip():
             yield "spark_master", "expected a Spark master URL like local[*], got ''"
+        try:
+            audit_start(self.start)
+        except ValueError as error:
+            yield "start", str(error)
 
 
 # Alert metrics (computed by alerts/metrics.py) and the scope kinds each is measured per; the

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import stat
+from datetime import timedelta
 from pathlib import Path
 from typing import Literal
 
@@ -24,6 +25,7 @@ from dgm.config import (
     is_secret_key,
     load_config,
 )
+from dgm.config_schema import audit_start
 from dgm.errors import UserFacingError
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "dgm.toml"
@@ -177,6 +179,22 @@ def test_invalid_regex_names_the_key(tmp_path: Path) -> None:
 def test_interval_must_be_positive(tmp_path: Path) -> None:
     message = error_for(tmp_path, "[collectors]\ninterval_s = 0\n")
     assert message.startswith("dgm.toml: collectors.interval_s: expected a number of seconds > 0")
+
+
+def test_analysis_start_is_earliest_latest_or_a_duration(tmp_path: Path) -> None:
+    assert load_text(tmp_path, "").analysis.start == "earliest"
+    assert audit_start(load_text(tmp_path, '[analysis]\nstart = "latest"\n').analysis.start) == (
+        "latest"
+    )
+    assert audit_start("90s") == timedelta(seconds=90)
+    assert audit_start("1.5h") == timedelta(minutes=90)
+    assert audit_start("7d") == timedelta(days=7)
+    message = error_for(tmp_path, '[analysis]\nstart = "yesterday"\n')
+    assert message.startswith(
+        'dgm.toml: analysis.start: expected "earliest", "latest" or a duration like "30m"'
+    )
+    assert "'yesterday'" in message
+    assert "analysis.start" in error_for(tmp_path, '[analysis]\nstart = "0h"\n')
 
 
 def test_duplicate_pipeline_names(tmp_path: Path) -> None:
