@@ -4,10 +4,12 @@ Spark expressions of the same rules giving the same answers on the same series."
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from dgm.config import ConfigError, load_config
 from spark_jobs.analyze.group_status import (
     ERR,
     OK,
@@ -128,3 +130,12 @@ def test_spark_evaluates_the_same_rules(spark: Any) -> None:
     assert got[("pinned-lso", "t")]["status_from_hw"] == STALL
     assert got[("stopped", "t")]["member_id"] is None
     assert got[("stuck", None)]["reason"] == "worst: t[0] is STALL (1 of 1 partitions not OK)"
+
+
+def test_a_window_of_fewer_than_two_samples_is_a_config_error(tmp_path: Path) -> None:
+    path = tmp_path / "dgm.toml"
+    path.write_text("[analysis]\ngroup_status_window = 1\n")
+    with pytest.raises(
+        ConfigError, match=r"dgm\.toml: analysis\.group_status_window: expected a count of samples"
+    ):
+        load_config(path)
