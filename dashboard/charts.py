@@ -209,7 +209,7 @@ CAUSE_COLORS = {
 def verdict_timeline(segments: pd.DataFrame) -> go.Figure:
     """One row per pipeline, one bar per run of windows with the same verdict: where the
     color changes, the pipeline's achieved semantic changed."""
-    title = "Verdict history (each window's own verdict)"
+    title = "Verdict history (each window's own verdict)"  # only when empty: the page heads it
     if segments.empty:
         return _empty(title, "no pipeline windows in this time range")
     fig = px.timeline(
@@ -221,7 +221,6 @@ def verdict_timeline(segments: pd.DataFrame) -> go.Figure:
         color_discrete_map=VERDICT_COLORS,
         category_orders={"achieved": list(VERDICT_COLORS)},
         hover_data={"windows": True, "pipeline": False},
-        title=title,
     )
     fig.update_yaxes(autorange="reversed", title="")
     pipelines = segments["pipeline"].nunique()

@@ -192,9 +192,8 @@ def duplicates(topic: str, within: TimeRange | None = None) -> pd.DataFrame:
     """Every copy of the ids of `topic` with at least one copy in the range."""
     kept, args = between('"timestamp"', within)
     return read(
-        "SELECT * FROM duplicates WHERE topic = $topic AND message_id IN "
-        f"(SELECT message_id FROM duplicates WHERE topic = $topic AND {kept}) "
-        "ORDER BY message_id, copy_number",
+        f"SELECT * FROM duplicates WHERE topic = $topic QUALIFY bool_or({kept}) "
+        "OVER (PARTITION BY message_id) ORDER BY message_id, copy_number",
         topic=topic,
         **args,
     )

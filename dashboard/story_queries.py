@@ -13,7 +13,7 @@ from dashboard.queries import read
 _SRC = "^(.+)/([0-9]{1,9})/([0-9]{1,18})$"
 
 _STORY = f"""
-WITH copy AS (
+WITH copy AS MATERIALIZED (
   SELECT d.*,
     coalesce(d.pipeline, (SELECT min(pipeline) FROM verdicts
       WHERE list_contains(source_topics, d.topic))) AS of_pipeline,
@@ -27,25 +27,30 @@ WITH copy AS (
       ELSE TRY_CAST(nullif(regexp_extract(d.lineage, '{_SRC}', 3), '') AS BIGINT)
       END AS src_offset
   FROM duplicates d WHERE d.topic = $topic AND d.message_id = $id),
-copies AS (SELECT copy.*, v.consumer_group AS group_id
+copies AS MATERIALIZED (SELECT copy.*, v.consumer_group AS group_id
   FROM copy LEFT JOIN verdicts v ON v.pipeline = copy.of_pipeline),
 open_txn AS (SELECT * FROM transactions
   WHERE sampled_at = (SELECT max(sampled_at) FROM transactions)),
-with_txn AS (SELECT c.*, t.producer_id, t.producer_epoch, t.transactional_id
+with_txn AS MATERIALIZED (SELECT c.*, t.producer_id, t.producer_epoch, t.transactional_id
   FROM copies c LEFT JOIN open_txn t ON t.topic = c.topic AND t."partition" = c."partition"
     AND t.txn_start_offset <= c."offset"),
+-- ASOF joins sort their right side: only the samples of this id's group and partitions.
+commits AS MATERIALIZED (SELECT * FROM group_lag WHERE group_id IN (SELECT group_id FROM copies)
+  AND topic IN (SELECT src_topic FROM copies)),
+offsets AS MATERIALIZED (SELECT * FROM partition_offsets WHERE topic = $topic
+  AND "partition" IN (SELECT "partition" FROM copies)),
 before AS (SELECT c.copy_number, g.sampled_at AS commit_before_at,
     g.committed_offset AS committed_before, g.group_state AS group_state_before
-  FROM with_txn c ASOF LEFT JOIN group_lag g ON g.group_id = c.group_id
+  FROM with_txn c ASOF LEFT JOIN commits g ON g.group_id = c.group_id
     AND g.topic = c.src_topic AND g."partition" = c.src_partition
     AND g.sampled_at <= c."timestamp"),
 after AS (SELECT c.copy_number, g.sampled_at AS commit_after_at,
     g.committed_offset AS committed_after, g.group_state AS group_state_after
-  FROM with_txn c ASOF LEFT JOIN group_lag g ON g.group_id = c.group_id
+  FROM with_txn c ASOF LEFT JOIN commits g ON g.group_id = c.group_id
     AND g.topic = c.src_topic AND g."partition" = c.src_partition
     AND g.sampled_at >= c."timestamp"),
 log AS (SELECT c.copy_number, o.high_watermark, o.lso
-  FROM with_txn c ASOF LEFT JOIN partition_offsets o ON o.topic = c.topic
+  FROM with_txn c ASOF LEFT JOIN offsets o ON o.topic = c.topic
     AND o."partition" = c."partition" AND o.sampled_at <= c."timestamp"),
 fault AS (SELECT c.copy_number, f."at" AS fault_at, f.event AS fault,
     f.detail AS fault_detail, epoch(f."at") - epoch(c."timestamp") AS fault_after_s

@@ -48,10 +48,13 @@ def test_overview_shows_every_lab_pipeline_with_its_badge(
 ) -> None:
     at = real_app.run()
     healthy(at)
-    runs = sorted(published_lab.reports, key=published_lab.pipeline)  # cards come by name
-    assert badges(at) == [BADGES[run] for run in runs]
-    # Each card is headed by its pipeline's name, in the badges' order.
-    assert [h.value for h in at.subheader] == [published_lab.pipeline(run) for run in runs]
+    table = at.dataframe[0].value
+    shown = dict(zip(table["pipeline"], table["verdict"], strict=True))
+    assert shown == {published_lab.pipeline(run): BADGES[run][1] for run in published_lab.reports}
+    # Violating pipelines first; the first row's card carries the same badge.
+    assert list(table["verdict"]) == sorted(table["verdict"], key=lambda v: v != "VIOLATES")
+    assert [label for _, label in badges(at)] == [table["verdict"][0]]
+    assert [h.value for h in at.subheader] == [table["pipeline"][0]]
 
 
 def test_drill_down_lists_the_at_least_once_duplicates(
