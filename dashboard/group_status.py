@@ -22,11 +22,11 @@ COLORS = {
     "REWIND": "#7c3aed",
 }
 NOT_STALLED = ("OK", "WARN")
-RULES = """**How the status is decided** (Burrow's rules, over the last samples of each partition,
-lag from the LSO): **OK** lag reached 0 or fell; **WARN** the offset moves but lag never fell
-and grew; **STALL** a member owns the partition but its committed offset has not moved;
-**STOP** no member and the offset has not moved; **ERR** the same while lag grows;
-**REWIND** the committed offset moved backwards. The group shows its worst partition."""
+RULES = """Burrow's rules, over the last samples of each partition, lag from the LSO:
+**OK** lag reached 0 or fell; **WARN** the offset moves but lag never fell and grew;
+**STALL** a member owns the partition but its committed offset has not moved; **STOP** no
+member and the offset has not moved; **ERR** the same while lag grows; **REWIND** the
+committed offset moved backwards. The group shows its worst partition."""
 
 
 def status_rows(group: str) -> pd.DataFrame:
@@ -87,8 +87,8 @@ def render(group: str) -> None:
     if note:
         st.info(note)
     partitions = frame[frame["topic"].notna()][
-        ["topic", "partition", "status", "reason", "committed_end", "lso_lag_end", "hw_lag_end",
-         "status_from_hw", "last_commit_at", "member_id"]
+        ["topic", "partition", "status", "status_from_hw", "lso_lag_end", "hw_lag_end",
+         "committed_end", "last_commit_at", "member_id", "reason"]
     ]  # fmt: skip
     st.dataframe(
         partitions.style.map(_color, subset=["status", "status_from_hw"]),
@@ -96,4 +96,5 @@ def render(group: str) -> None:
         width="stretch",
         key="group-status",
     )
-    st.markdown(RULES)
+    with st.expander("How the status is decided"):
+        st.markdown(RULES)
