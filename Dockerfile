@@ -28,15 +28,16 @@ RUN groupadd --system --gid 185 dgm \
 
 WORKDIR /src
 
-# Dependencies first, from pyproject.toml alone, so a code change does not re-download them.
-COPY pyproject.toml ./
+# Dependencies first, from pyproject.toml alone, so a code change does not re-download them;
+# at the exact versions the tests ran with (constraints.txt, written by .ci/freeze_constraints.py).
+COPY pyproject.toml constraints.txt ./
 RUN python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))" > /tmp/requirements.txt \
-    && pip install --no-cache-dir -r /tmp/requirements.txt "pyspark==${SPARK_VERSION}" \
+    && pip install --no-cache-dir -c constraints.txt -r /tmp/requirements.txt "pyspark==${SPARK_VERSION}" \
     && rm /tmp/requirements.txt
 
 # Then the project itself (.dockerignore keeps tests, caches and state out of the context).
 COPY . ./
-RUN pip install --no-cache-dir . "pyspark==${SPARK_VERSION}"
+RUN pip install --no-cache-dir -c constraints.txt . "pyspark==${SPARK_VERSION}"
 
 USER dgm
 WORKDIR /var/lib/dgm
