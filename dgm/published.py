@@ -10,11 +10,13 @@ records' Kafka timestamps); totals ("cumulative") span the fingerprint retention
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import duckdb
+
+from dgm.config import DgmConfig
 
 PUBLISHED_FILE = "dgm.duckdb"
 
@@ -329,6 +331,29 @@ def open_read_only(path: Path) -> duckdb.DuckDBPyConnection:
         connection.close()
         raise
     return connection
+
+
+def stale_after_s(config: DgmConfig) -> float:
+    """Age beyond which a publication is stale: a few analysis cycles, at least a minute."""
+    return max(3 * config.analysis.interval_s, 60.0)
+
+
+def age_s(finished: datetime | None, now: datetime) -> float | None:
+    """Seconds since the publication's analysis finished; None when it has no run."""
+    if finished is None:
+        return None
+    if finished.tzinfo is None:  # DuckDB TIMESTAMP without zone: dgm writes UTC
+        finished = finished.replace(tzinfo=UTC)
+    return (now - finished).total_seconds()
+
+
+def verdicts_document(
+    rows: list[dict[str, Any]], finished: datetime | None, stale_after: float, now: datetime
+) -> dict[str, Any]:
+    """What `dgm verdicts --json` prints and the exporter's /api/v1/verdicts answers."""
+    age = age_s(finished, now)
+    stale = age is not None and age > stale_after
+    return {"analyzed_at": finished, "age_s": age, "stale": stale, "pipelines": rows}
 
 
 def read_verdicts(db: duckdb.DuckDBPyConnection) -> tuple[list[dict[str, Any]], datetime | None]:

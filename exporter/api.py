@@ -1,6 +1,7 @@
 """The read-only JSON API: `GET /api/v1/...` answered from the published analysis.
 
-    /api/v1/verdicts                           what `dgm verdicts --json` prints
+    /api/v1/verdicts                           what `dgm verdicts --json` prints (with the
+                                               same age_s and stale)
     /api/v1/pipelines/{name}?limit=N           its verdict, newest windows and faults
     /api/v1/topics/{topic}/duplicates?limit=N&since=T   rows of the duplicates table
 
@@ -27,6 +28,7 @@ from dgm.published import (
     open_read_only,
     published_path,
     read_verdicts,
+    verdicts_document,
 )
 
 PREFIX = "/api/v1/"
@@ -47,12 +49,15 @@ def encode(document: Document) -> bytes:
     return json.dumps(document, default=str).encode()
 
 
-def answer(state_dir: Path, path: str, query: str) -> tuple[int, Document]:
-    """(HTTP status, JSON document) for a GET of `path` with `query` (without the '?')."""
+def answer(
+    state_dir: Path, path: str, query: str, stale_after: float = 60.0
+) -> tuple[int, Document]:
+    """(HTTP status, JSON document) for a GET of `path` with `query` (without the '?');
+    `stale_after`: seconds after which the publication is stale (dgm.published.stale_after_s)."""
     try:
         route, arguments = _route(path)
         params = _params(query)
-        return 200, _read(state_dir, lambda db: route(db, params, *arguments))
+        return 200, _read(state_dir, lambda db: route(db, params, stale_after, *arguments))
     except ApiError as error:
         return error.status, {"error": str(error)}
 
@@ -139,13 +144,13 @@ def _columns(names: tuple[str, ...]) -> str:
     return ", ".join(f'"{name}"' for name in names)
 
 
-def _verdicts(db: Connection, params: dict[str, str]) -> Document:
+def _verdicts(db: Connection, params: dict[str, str], stale_after: float) -> Document:
     _only(params)
     rows, finished = read_verdicts(db)
-    return {"analyzed_at": finished, "pipelines": rows}
+    return verdicts_document(rows, finished, stale_after, datetime.now(UTC))
 
 
-def _pipeline(db: Connection, params: dict[str, str], name: str) -> Document:
+def _pipeline(db: Connection, params: dict[str, str], stale_after: float, name: str) -> Document:
     _only(params, "limit")
     count = limit(params, WINDOWS_LIMIT, MAX_WINDOWS)
     rows, finished = read_verdicts(db)
@@ -161,13 +166,14 @@ def _pipeline(db: Connection, params: dict[str, str], name: str) -> Document:
     )
     faults = _records(
         db,
-        f"SELECT {_columns(FAULTS.names)} FROM faults WHERE pipeline = ? ORDER BY at DESC LIMIT ?",
+        f"SELECT {_columns(FAULTS.names)} FROM faults WHERE pipeline = ? "
+        'ORDER BY "at" DESC LIMIT ?',
         [name, count],
     )
     return {"analyzed_at": finished, "verdict": verdict, "windows": windows, "faults": faults}
 
 
-def _duplicates(db: Connection, params: dict[str, str], topic: str) -> Document:
+def _duplicates(db: Connection, params: dict[str, str], stale_after: float, topic: str) -> Document:
     _only(params, "limit", "since")
     count = limit(params, DUPLICATES_LIMIT, MAX_DUPLICATES)
     after = since(params)

@@ -9,6 +9,7 @@ from typing import Any
 from dgm.config import load_config
 from dgm.errors import UserFacingError
 from dgm.ports import port_number
+from dgm.published import stale_after_s
 from dgm.signals import stop_on_signals
 from exporter.server import ExporterServer
 
@@ -41,7 +42,7 @@ def register(commands: Any) -> None:
 def _exporter(args: argparse.Namespace) -> int:
     config = load_config(getattr(args, "config", None))
     try:
-        server = ExporterServer((args.host, args.port), config.state_dir)
+        server = ExporterServer((args.host, args.port), config.state_dir, stale_after_s(config))
     except OSError as error:
         raise UserFacingError(f"cannot listen on {args.host}:{args.port}: {error}") from None
     stop = threading.Event()

@@ -26,8 +26,11 @@ INDEX = (
 class ExporterServer(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, address: tuple[str, int], state_dir: Path) -> None:
+    def __init__(
+        self, address: tuple[str, int], state_dir: Path, stale_after: float = 60.0
+    ) -> None:
         self.state_dir = Path(state_dir)
+        self.stale_after = stale_after  # for the API's `stale`, as `dgm verdicts` judges
         self.registry: CollectorRegistry = registry_for(self.state_dir)
         super().__init__(address, Handler)
 
@@ -41,12 +44,22 @@ class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
     def do_GET(self) -> None:
+        try:
+            self._get()
+        except Exception:  # one bad request must not stop the server; say it in JSON
+            log.exception("GET %s failed", self.path)
+            body = api.encode({"error": f"internal error answering {self.path} (see the log)"})
+            self._send(500, "application/json", body)
+
+    def _get(self) -> None:
         url = urlsplit(self.path)
         if url.path == "/metrics":
             encoder, content_type = choose_encoder(self.headers.get("Accept", ""))
             self._send(200, content_type, encoder(self.server.registry))
         elif url.path.startswith(api.PREFIX):
-            status, document = api.answer(self.server.state_dir, url.path, url.query)
+            status, document = api.answer(
+                self.server.state_dir, url.path, url.query, self.server.stale_after
+            )
             self._send(status, "application/json", api.encode(document))
         elif url.path == "/":
             self._send(200, "text/plain; charset=utf-8", INDEX)

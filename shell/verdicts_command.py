@@ -18,9 +18,9 @@ from typing import Any
 import duckdb
 
 from dgm import published
-from dgm.config import DgmConfig, load_config
+from dgm.config import load_config
 from dgm.errors import UserFacingError
-from dgm.published import PUBLISHED_FILE, open_read_only
+from dgm.published import PUBLISHED_FILE, open_read_only, stale_after_s, verdicts_document
 
 # What the table prints, in order: (column, heading).
 _SHOWN = (
@@ -70,20 +70,6 @@ EXIT_VIOLATION = 1
 EXIT_STALE = 3
 
 
-def stale_after_s(config: DgmConfig) -> float:
-    """Age beyond which a publication is stale: a few analysis cycles, at least a minute."""
-    return max(3 * config.analysis.interval_s, 60.0)
-
-
-def age_s(finished: datetime | None, now: datetime) -> float | None:
-    """Seconds since the publication's analysis finished; None when it has no run."""
-    if finished is None:
-        return None
-    if finished.tzinfo is None:  # DuckDB TIMESTAMP without zone: dgm writes UTC
-        finished = finished.replace(tzinfo=UTC)
-    return (now - finished).total_seconds()
-
-
 def _meets(row: dict[str, Any]) -> str:
     meets = row["meets_declared"]
     return "n/a" if meets is None else "yes" if meets else "NO"
@@ -109,10 +95,9 @@ def format_table(rows: list[dict[str, Any]]) -> str:
 def _verdicts(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     rows, finished = read_verdicts(config.state_dir)
-    age = age_s(finished, datetime.now(UTC))
-    stale = age is not None and age > stale_after_s(config)
+    document = verdicts_document(rows, finished, stale_after_s(config), datetime.now(UTC))
+    age, stale = document["age_s"], document["stale"]
     if args.json:
-        document = {"analyzed_at": finished, "age_s": age, "stale": stale, "pipelines": rows}
         print(json.dumps(document, default=str, indent=2))
     elif not rows:
         print("no pipelines analyzed: add [[pipelines]] to dgm.toml (or run `dgm lab run`)")
