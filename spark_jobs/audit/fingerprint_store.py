@@ -2,7 +2,8 @@
 
 `<state_dir>/fingerprints/batch-<13-digit epoch ms>-<6-digit seq>/` holds Spark's Parquet part
 files and `_range.json`, the manifest: per topic-partition the offsets [start, end) audited,
-the records kept and the offsets skipped (deleted by retention unread), the id rule per topic,
+the records kept, the offsets skipped (deleted by retention unread) and those before the first
+audit's start (`analysis.start`; never audited), the id rule per topic,
 created_at. A batch is written into a hidden temp dir (a name starting with '.', which Spark
 and this module skip), its files and manifest fsynced, then renamed to its final name.
 
@@ -229,10 +230,11 @@ def _merged(batches: Sequence[Batch]) -> list[OffsetRange]:
         for r in batch.ranges:
             key, old = (r["topic"], r["partition"]), spans.get((r["topic"], r["partition"]))
             start, end, skipped = r["start"], r["end"], r.get("skipped", 0)
+            before = r.get("before_start", 0)
             if old is not None:
                 start, end = min(start, old.start), max(end, old.end)
-                skipped += old.skipped
-            spans[key] = OffsetRange(key[0], key[1], start, end, skipped)
+                skipped, before = skipped + old.skipped, before + old.before_start
+            spans[key] = OffsetRange(key[0], key[1], start, end, skipped, before)
     return sorted(spans.values(), key=lambda r: r.key)
 
 

@@ -11,6 +11,12 @@ The start is where the previous audit of the partition ended, or the log start o
 retention has already deleted records from there: those offsets are reported as skipped,
 not treated as an error (they are gone from Kafka and no audit can read them any more).
 
+A partition never audited starts where `analysis.start` says (`first_starts`): its log start
+(earliest), or a later offset (latest, or a duration ago). The offsets below such a start are
+recorded in the range as `before_start`; the range is kept even when empty, so the first
+audit's position is stored and the start is never re-decided (a "latest" start moving on
+each run would skip records).
+
 The pure part (`plan_ranges`) takes sampled offsets and audited positions; the readers take
 only the newest sample files, which the collectors name by time.
 """
@@ -18,7 +24,7 @@ only the newest sample files, which the collectors name by time.
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,13 +43,15 @@ MAX_SAMPLE_FILES = 5
 @dataclass(frozen=True)
 class OffsetRange:
     """Offsets [start, end) of one partition to audit; `skipped` offsets below `start` were
-    deleted by retention before any audit read them."""
+    deleted by retention before any audit read them; `before_start` offsets below `start`
+    precede the first audit's start (`analysis.start`) and are never audited."""
 
     topic: str
     partition: int
     start: int
     end: int
     skipped: int = 0
+    before_start: int = 0
 
     @property
     def key(self) -> Key:
@@ -56,22 +64,59 @@ class OffsetRange:
 
 
 def plan_ranges(
-    sampled: Iterable[PartitionOffsets], audited: Mapping[Key, int]
+    sampled: Iterable[PartitionOffsets],
+    audited: Mapping[Key, int],
+    first_starts: Mapping[Key, int] | None = None,
 ) -> list[OffsetRange]:
-    """The non-empty range to audit per sampled partition, sorted by topic and partition.
+    """The range to audit per sampled partition, sorted by topic and partition.
 
     start = max(audited end, log start offset); end = the sampled LSO. A partition never
-    audited starts at its log start offset (nothing is reported skipped for it). An LSO at
-    or below the start (nothing new, or a sample older than the last audit) gives no range.
+    audited starts at its `first_starts` offset, kept within [log start, LSO], else at its
+    log start offset (nothing is reported skipped for it). An LSO at or below the start
+    (nothing new, or a sample older than the last audit) gives no range, except for a never
+    audited partition with a first start: its empty range records where the audit starts.
     """
     found = []
     for s in sampled:
-        done = audited.get((s.topic, s.partition))
-        start = s.log_start_offset if done is None else max(done, s.log_start_offset)
-        skipped = 0 if done is None else max(0, s.log_start_offset - done)
+        key = (s.topic, s.partition)
+        done = audited.get(key)
+        if done is None:
+            first = (first_starts or {}).get(key)
+            if first is None:
+                if s.lso > s.log_start_offset:
+                    found.append(OffsetRange(s.topic, s.partition, s.log_start_offset, s.lso))
+                continue
+            start = max(s.log_start_offset, min(first, s.lso))
+            before = start - s.log_start_offset
+            found.append(OffsetRange(s.topic, s.partition, start, max(start, s.lso), 0, before))
+            continue
+        start = max(done, s.log_start_offset)
         if s.lso > start:
+            skipped = max(0, s.log_start_offset - done)
             found.append(OffsetRange(s.topic, s.partition, start, s.lso, skipped))
     return sorted(found, key=lambda r: r.key)
+
+
+def split_ranges(
+    ranges: Sequence[OffsetRange], max_offsets: int, max_chunks: int = 64
+) -> list[list[OffsetRange]]:
+    """`ranges` cut into chunks of about `max_offsets` offsets (at most `max_chunks` chunks),
+    each chunk a slice of every range, so a chunk still reads all partitions in parallel.
+    Together the chunks cover every offset of every non-empty range exactly once."""
+    reading = [r for r in ranges if r.size > 0]
+    total = sum(r.size for r in reading)
+    count = min(max_chunks, max(1, -(-total // max(1, max_offsets))))
+    chunks: list[list[OffsetRange]] = []
+    for index in range(count):
+        chunk = []
+        for r in reading:
+            step = -(-r.size // count)
+            start, end = r.start + index * step, min(r.end, r.start + (index + 1) * step)
+            if end > start:
+                chunk.append(OffsetRange(r.topic, r.partition, start, end))
+        if chunk:
+            chunks.append(chunk)
+    return chunks
 
 
 def offsets_json(ranges: Iterable[OffsetRange], end: bool) -> str:

@@ -63,7 +63,15 @@ def test_a_batch_commits_its_ranges_and_counts(spark: Any, tmp_path: Path) -> No
     assert first.path.name.startswith("batch-") and len(first.path.name) == len("batch-") + 20
     manifest = json.loads((first.path / MANIFEST).read_text())
     assert manifest["ranges"] == [
-        {"topic": "t", "partition": 0, "start": 0, "end": 4, "skipped": 0, "records": 3}
+        {
+            "topic": "t",
+            "partition": 0,
+            "start": 0,
+            "end": 4,
+            "skipped": 0,
+            "before_start": 0,
+            "records": 3,
+        }
     ]
     assert manifest["id_rules"] == {"t": {"kind": "header", "name": "dgm-id"}}
     assert audited_positions(tmp_path) == {("t", 0): 6}
@@ -103,7 +111,15 @@ def test_compaction_drops_old_fingerprints_and_keeps_positions(spark: Any, tmp_p
     assert compacted is not None
     assert len(compacted.manifest["replaces"]) == 2
     assert compacted.ranges == [
-        {"topic": "t", "partition": 0, "start": 0, "end": 6, "skipped": 0, "records": 2}
+        {
+            "topic": "t",
+            "partition": 0,
+            "start": 0,
+            "end": 6,
+            "skipped": 0,
+            "before_start": 0,
+            "records": 2,
+        }
     ]
     assert len(complete_batches(tmp_path)) == 2
     assert audited_positions(tmp_path) == {("t", 0): 8}

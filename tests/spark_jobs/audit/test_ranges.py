@@ -14,6 +14,7 @@ from spark_jobs.audit.ranges import (
     latest_offsets,
     offsets_json,
     plan_ranges,
+    split_ranges,
     transactional_topics,
 )
 
@@ -110,3 +111,35 @@ def test_transactional_topics_from_the_producers_sample(tmp_path: Path) -> None:
     )
     topics = {"open", "named", "marked", "idempotent", "unsampled"}
     assert transactional_topics(tmp_path, topics) == {"open", "named", "marked"}
+
+
+def test_a_first_start_records_the_offsets_before_it_and_stays_within_the_log() -> None:
+    samples = [sampled("t", 0, 5, 20, 12), sampled("t", 1, 5, 20, 12), sampled("t", 2, 5, 9, 9)]
+    found = plan_ranges(samples, {}, {("t", 0): 10, ("t", 1): 2, ("t", 2): 50})
+    assert found == [
+        OffsetRange("t", 0, 10, 12, before_start=5),
+        OffsetRange("t", 1, 5, 12),  # a start below the log start is the log start
+        OffsetRange("t", 2, 9, 9, before_start=4),  # empty, yet kept: the start is recorded
+    ]
+
+
+def test_a_first_start_is_ignored_once_the_partition_was_audited() -> None:
+    (r,) = plan_ranges([sampled("t", 0, 0, 20, 20)], {("t", 0): 10}, {("t", 0): 18})
+    assert r == OffsetRange("t", 0, 10, 20)
+    assert plan_ranges([sampled("t", 0, 0, 20, 20)], {("t", 0): 20}, {("t", 0): 18}) == []
+
+
+def test_chunks_cover_every_offset_once_and_read_every_partition() -> None:
+    ranges = [OffsetRange("t", 0, 10, 1010), OffsetRange("t", 1, 0, 7), OffsetRange("u", 0, 3, 3)]
+    chunks = split_ranges(ranges, 300)
+    assert len(chunks) == 4
+    covered: dict[tuple[str, int], list[int]] = {}
+    for chunk in chunks:
+        for r in chunk:
+            covered.setdefault(r.key, []).extend(range(r.start, r.end))
+    assert covered == {("t", 0): list(range(10, 1010)), ("t", 1): list(range(7))}
+    assert all(sum(r.size for r in chunk) <= 300 for chunk in chunks)
+    assert split_ranges(ranges, 10_000) == [
+        [OffsetRange("t", 0, 10, 1010), OffsetRange("t", 1, 0, 7)]
+    ]
+    assert split_ranges([OffsetRange("u", 0, 3, 3)], 10) == []
