@@ -34,8 +34,6 @@ def register(commands: Any) -> None:
         default="127.0.0.1",
         help="address to bind (default 127.0.0.1; 0.0.0.0 exposes it to the network)",
     )
-    # Also accepted after the subcommand; SUPPRESS keeps the global --config when absent.
-    serve.add_argument("--config", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     serve.set_defaults(handler=_exporter)
 
 
