@@ -21,11 +21,10 @@ CONFIG_HELP = f"path to dgm.toml (default: ${ENV_CONFIG}, else ./dgm.toml if pre
 class CommandParser(argparse.ArgumentParser):
     """The parser of every subcommand, at any depth (`dgm collect`, `dgm broker start`): it
     accepts --config after the subcommand as well as before it. SUPPRESS leaves the value
-    given before the subcommand in place when there is none after it. A command that still
-    declares its own --config replaces this one (conflict_handler="resolve")."""
+    given before the subcommand in place when there is none after it. Commands do not declare
+    --config themselves (argparse would refuse the second one)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        kwargs.setdefault("conflict_handler", "resolve")
         super().__init__(*args, **kwargs)
         self.add_argument("--config", default=argparse.SUPPRESS, help=CONFIG_HELP)
 
