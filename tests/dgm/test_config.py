@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import stat
 from datetime import timedelta
 from pathlib import Path
@@ -532,6 +533,18 @@ def test_example_config_loads(monkeypatch: pytest.MonkeyPatch) -> None:
     assert config.alerts_webhook.format == "alertmanager"
     assert config.alerts_webhook.headers == {"Authorization": "Bearer hunter2-token"}
     assert "hunter2" not in repr(config)
+
+
+def test_readme_toml_examples_load(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every ```toml block of README.md is a dgm.toml that loads (with its ${VAR}s set)."""
+    readme = (EXAMPLE.parents[1] / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```toml\n(.*?)```", readme, flags=re.DOTALL)
+    assert len(blocks) >= 2
+    for index, block in enumerate(blocks):
+        for name in re.findall(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", block):
+            monkeypatch.setenv(name, "set-by-the-test")
+        (tmp_path / f"readme-{index}.toml").write_text(block, encoding="utf-8")
+        load_config(tmp_path / f"readme-{index}.toml")
 
 
 def test_example_config_names_a_missing_variable(monkeypatch: pytest.MonkeyPatch) -> None:
