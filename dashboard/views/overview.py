@@ -87,6 +87,15 @@ def _table(stale: bool) -> pd.DataFrame:
     )
     violating = right.toggle("Violating only", key="overview-violating")
     rows = pipeline_queries.overview(text.strip(), violating)
+    if rows.empty:
+        if text.strip() or violating:
+            st.info("No pipeline matches the filter.")
+        else:
+            st.info(
+                "No pipeline verdicts yet: declare pipelines in dgm.toml (`dgm lab run` adds "
+                "one), then let `dgm analyze` run."
+            )
+        return rows
     settings = queries.config().analysis
     rows["verdict"] = [
         _verdict(m, a, stale) for m, a in zip(rows["meets_declared"], rows["achieved"], strict=True)
@@ -241,16 +250,10 @@ def render() -> None:
         st.switch_page(TOPIC_PAGE, query_params={"topic": st.query_params["topic"]})
     st.title("Delivery guarantees")
     stale = ui.stale_banner()
-    if queries.verdicts().empty:
-        st.header("Pipelines", anchor=False)
-        st.info(
-            "No pipeline verdicts yet: declare pipelines in dgm.toml (`dgm lab run` adds "
-            "one), then let `dgm analyze` run."
-        )
-    else:
-        st.header("Pipelines", anchor=False)
-        rows = _table(stale)
-        _details(rows, stale)
+    st.header("Pipelines", anchor=False)
+    rows = _table(stale)
+    _details(rows, stale)
+    if not rows.empty:
         st.header("Verdict history", anchor=False)
         within = timerange.current()
         st.caption(f"When each pipeline's achieved semantic changed, {within.label}.")

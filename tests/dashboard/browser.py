@@ -79,3 +79,17 @@ def settle(page: Page) -> None:
     """Let Streamlit finish its run and Plotly draw before a screenshot."""
     page.wait_for_selector('[data-testid="stStatusWidget"]', state="detached", timeout=WAIT_MS)
     page.wait_for_timeout(1500)
+
+
+def grid_cells(page: Page, scope: str = "[data-testid='stDataFrame']") -> list[str]:
+    """The text of a dataframe's rendered cells, row by row: Glide draws on a canvas, and its
+    accessible grid behind it (hidden to Playwright, but attached) holds the text."""
+    cells = page.locator(f"{scope} [role='gridcell']")
+    cells.first.wait_for(state="attached", timeout=WAIT_MS)
+    return [cells.nth(i).inner_text() for i in range(cells.count())]
+
+
+def wait_cell(page: Page, text: str) -> None:
+    """Until some text, a dataframe's cell included (attached, not visible: see grid_cells),
+    reads exactly `text`."""
+    page.get_by_text(text, exact=True).first.wait_for(state="attached", timeout=WAIT_MS)

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("playwright.sync_api", reason="needs the playwright package")
-from tests.dashboard.browser import CHROMIUM, WAIT_MS, chromium, serving, settle
+from tests.dashboard.browser import CHROMIUM, WAIT_MS, chromium, serving, settle, wait_cell
 from tests.dashboard.published import Expected, build
 
 REPO = Path(__file__).resolve().parents[2]
@@ -46,8 +46,9 @@ def test_overview_then_topic_then_pages(
     shots: dict[str, Path] = {}
     with chromium() as page:
         page.goto(dashboard_url, timeout=WAIT_MS)
-        for badge in ("MEETS", "VIOLATES", "INSUFFICIENT EVIDENCE"):
-            page.get_by_text(badge, exact=True).wait_for(timeout=WAIT_MS)
+        for badge in ("MEETS", "VIOLATES", "INSUFFICIENT EVIDENCE"):  # the table's cells
+            wait_cell(page, badge)
+        page.get_by_text("VIOLATES", exact=True).last.wait_for(timeout=WAIT_MS)  # the card's
         assert page.get_by_text("STALE", exact=False).count() == 0
         page.get_by_text("Fresh", exact=True).wait_for(timeout=WAIT_MS)
         settle(page)
@@ -84,10 +85,10 @@ def test_a_new_publication_shows_without_a_reload(tmp_path: Path) -> None:
     build(tmp_path)
     with serving(tmp_path, refresh_s=1) as url, chromium() as page:
         page.goto(url, timeout=WAIT_MS)
-        page.get_by_text("MEETS", exact=True).wait_for(timeout=WAIT_MS)
+        wait_cell(page, "MEETS")
         page.get_by_text("Fresh", exact=True).wait_for(timeout=WAIT_MS)
         build(tmp_path, finished_ago_s=3600)  # the analysis stopped an hour ago
-        page.get_by_text("MEETS (STALE)", exact=True).wait_for(timeout=WAIT_MS)
+        wait_cell(page, "MEETS (STALE)")
         page.get_by_text("STALE DATA", exact=False).first.wait_for(timeout=WAIT_MS)
         assert page.get_by_text("MEETS", exact=True).count() == 0
 
