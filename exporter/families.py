@@ -141,6 +141,14 @@ PARTITION_LAG_FROM_LSO = Family(
     "LSO - committed offset (transaction-correct)",
     GROUP_PARTITION,
 )
+# Per group, its worst partition's status by Burrow's rules over lag from the LSO
+# (group_status; docs/design.md, "Consumer-group status").
+GROUP_STATUS = Family(
+    "dgm_consumer_group_status",
+    "Status by Burrow's rules over lag from the LSO: 0 OK, 1 WARN, 2 STALL, 3 STOP, 4 ERR, "
+    "5 REWIND (the status label names it)",
+    ("group_id", "status"),
+)
 # Per topic with open transactions at the last sample (transactions).
 OPEN_TRANSACTIONS = Family("dgm_open_transactions", "Open transactions at the last sample", TOPIC)
 HANGING_TRANSACTIONS = Family(
@@ -159,6 +167,7 @@ PUBLISHED = (
     GROUP_LAG_FROM_LSO,
     PARTITION_LAG_FROM_HW,
     PARTITION_LAG_FROM_LSO,
+    GROUP_STATUS,
     OPEN_TRANSACTIONS,
     HANGING_TRANSACTIONS,
 )

@@ -39,6 +39,10 @@ OFFSETS_SQL = """
 SELECT topic, "partition", lso_lag, lso_stuck_ms / 1000.0 FROM partition_offsets
 QUALIFY sampled_at = max(sampled_at) OVER (PARTITION BY topic)
 """
+# The group rows of group_status (topic NULL): the worst partition's status.
+GROUP_STATUS_SQL = (
+    "SELECT group_id, status, severity FROM group_status WHERE topic IS NULL ORDER BY group_id"
+)
 # Every partition of a group at the group's newest sample (as alerts.metrics.GROUP_LAG_SQL).
 GROUP_LAG_SQL = """
 SELECT group_id, topic, "partition", lag_from_hw, lag_from_lso FROM group_lag
@@ -94,6 +98,7 @@ def read_published(db: Connection, snapshot: Snapshot, now: datetime) -> None:
     add_verdicts(db, snapshot)
     add_offsets(db, snapshot)
     add_group_lag(db, snapshot)
+    add_group_status(db, snapshot)
     add_transactions(db, snapshot)
 
 
@@ -130,6 +135,11 @@ def add_group_lag(db: Connection, snapshot: Snapshot) -> None:
         snapshot.set(f.GROUP_LAG_FROM_HW, [group], value)
     for group, value in from_lso.items():
         snapshot.set(f.GROUP_LAG_FROM_LSO, [group], value)
+
+
+def add_group_status(db: Connection, snapshot: Snapshot) -> None:
+    for group, status, severity in db.execute(GROUP_STATUS_SQL).fetchall():
+        snapshot.set(f.GROUP_STATUS, [group, status], severity)
 
 
 def add_transactions(db: Connection, snapshot: Snapshot) -> None:

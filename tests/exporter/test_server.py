@@ -12,7 +12,7 @@ import duckdb
 import pytest
 
 from dgm import published
-from dgm.published import PUBLISHED_FILE
+from dgm.published import PUBLISHED_FILE, open_read_only
 from exporter.families import FAMILIES, HEALTH, served_names
 from tests.dashboard import published as builder
 from tests.exporter.serving import by, get, get_json, scrape, serving, single
@@ -21,7 +21,7 @@ from tests.exporter.serving import by, get, get_json, scrape, serving, single
 # are left out, so these tests do not depend on the builder knowing every table.
 READ = {
     *("runs", "verdicts", "pipeline_windows", "topic_windows", "duplicates", "faults"),
-    *("partition_offsets", "group_lag", "transactions"),
+    *("partition_offsets", "group_lag", "group_status", "transactions"),
 }
 
 
@@ -156,3 +156,20 @@ def test_errors_are_json_with_their_status(
     with serving(state_dir) as base:
         got, document = get_json(f"{base}{path}")
     assert got == status and says in document["error"], document
+
+
+def test_group_status_is_the_published_group_rows(state_dir: Path) -> None:
+    with open_read_only(published.published_path(state_dir)) as db:
+        expected = {
+            (group, status): float(severity)
+            for group, status, severity in db.execute(
+                "SELECT group_id, status, severity FROM group_status WHERE topic IS NULL"
+            ).fetchall()
+        }
+    with serving(state_dir) as base:
+        scraped = scrape(base)
+    served = {
+        (dict(labels)["group_id"], dict(labels)["status"]): value
+        for labels, value in scraped["dgm_consumer_group_status"].items()
+    }
+    assert expected and served == expected
