@@ -35,6 +35,7 @@ def test_overview_table_lists_every_pipeline_violating_first(app: AppTest) -> No
     ]
     assert list(table["lso_lag"]) == [480, 0, 0]  # the hanging transaction pins the ledger
     assert list(table["evidence"]) == ["tested", "untested", "tested"]
+    assert list(table["group_status"]) == ["OK", "OK", "OK"]  # each one's consumer group
     # Each window's verdict has been the same since the first window.
     assert table["holds_since"].iloc[0] == table["holds_since"].iloc[2]
     assert table["why_not_judged"].iloc[1] == (

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import pandas as pd
 from streamlit.testing.v1 import AppTest
 
 from tests.dashboard.conftest import healthy, markdown, page
 
 
-def _story(at: AppTest) -> object:
-    return next(d for d in at.dataframe if "transaction_state" in d.value.columns).value
+def _story(at: AppTest) -> pd.DataFrame:
+    frame: pd.DataFrame = next(
+        d for d in at.dataframe if "transaction_state" in d.value.columns
+    ).value
+    return frame
 
 
 def test_the_story_of_an_id_in_the_url(app: AppTest) -> None:
