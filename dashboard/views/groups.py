@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import charts, group_status, queries, ui
+from dashboard import charts, group_status, queries, timerange, ui
 
 WHY = """**Why two lags?** Lag from the high watermark (HW - committed) is what other tools show.
 On transactional topics it counts records a read_committed consumer cannot or will not read:
@@ -17,7 +17,7 @@ transaction pins the LSO (see Transactions & LSO)."""
 
 def _faults(group: str) -> None:
     st.subheader("Rebalances and restarts", anchor=False)
-    faults = queries.faults()
+    faults = queries.faults(timerange.current())
     verdicts = queries.verdicts()
     pipelines = set(verdicts.loc[verdicts["consumer_group"] == group, "pipeline"])
     everything = st.toggle("Show every fault (not only this group's)", key="all-faults")
@@ -51,7 +51,9 @@ def render() -> None:
     right.metric("Lag from LSO (transaction-correct)", ui.count(latest["lag_from_lso"].sum()))
     st.plotly_chart(charts.lag_both_ways(latest), key="lag-both")
     st.markdown(WHY)
-    st.plotly_chart(charts.lag_over_time(mine), key="lag-time")
+    within = timerange.current()  # the over-time views; the metrics above: the newest sample
+    st.caption(f"Lag over time and faults: {within.label}.")
+    st.plotly_chart(charts.lag_over_time(queries.group_lag(group, within)), key="lag-time")
     _faults(group)
 
 
