@@ -45,3 +45,15 @@ def port_number(text: str) -> int:
     if not 0 < port < 65536:
         raise argparse.ArgumentTypeError(f"expected a port in 1..65535, got {port}")
     return port
+
+
+def add_listen_arguments(parser: argparse.ArgumentParser, default_port: int) -> None:
+    """--port and --host of a server command; loopback unless told otherwise."""
+    parser.add_argument(
+        "--port", type=port_number, default=default_port, help=f"port (default {default_port})"
+    )
+    parser.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to bind (default 127.0.0.1; 0.0.0.0 exposes it to the network)",
+    )

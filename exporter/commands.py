@@ -8,7 +8,7 @@ from typing import Any
 
 from dgm.config import load_config
 from dgm.errors import UserFacingError
-from dgm.ports import port_number
+from dgm.ports import add_listen_arguments
 from dgm.published import stale_after_s
 from dgm.signals import stop_on_signals
 from exporter.server import ExporterServer
@@ -26,14 +26,7 @@ def register(commands: Any) -> None:
         "/api/v1/pipelines/{name}, /api/v1/topics/{topic}/duplicates. Binds 127.0.0.1 unless "
         "--host says otherwise; Ctrl-C or SIGTERM stops it.",
     )
-    serve.add_argument(
-        "--port", type=port_number, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})"
-    )
-    serve.add_argument(
-        "--host",
-        default="127.0.0.1",
-        help="address to bind (default 127.0.0.1; 0.0.0.0 exposes it to the network)",
-    )
+    add_listen_arguments(serve, DEFAULT_PORT)
     serve.set_defaults(handler=_exporter)
 
 

@@ -17,7 +17,7 @@ from typing import Any
 import dashboard
 from dgm.config import ENV_STATE_DIR, DgmConfig, load_config
 from dgm.errors import UserFacingError
-from dgm.ports import port_number
+from dgm.ports import add_listen_arguments
 from shell.cli import CONFIG_HELP, ENV_CONFIG, CommandParser, config_path
 
 DEFAULT_PORT = 8501
@@ -36,14 +36,7 @@ def register(commands: Any) -> None:
         "`dgm analyze` publishes. It only reads them. Binds 127.0.0.1 unless --host says "
         "otherwise; stop it with Ctrl-C.",
     )
-    serve.add_argument(
-        "--port", type=port_number, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})"
-    )
-    serve.add_argument(
-        "--host",
-        default="127.0.0.1",
-        help="address to bind (default 127.0.0.1; 0.0.0.0 exposes it to the network)",
-    )
+    add_listen_arguments(serve, DEFAULT_PORT)
     serve.set_defaults(handler=_dashboard)
 
 
