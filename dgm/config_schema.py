@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Literal, get_args
 
 from dgm.errors import UserFacingError
+from dgm.java_client import SASL_MECHANISMS, needs_java_client, sasl_mechanism
 from dgm.java_client import derive as derive_java_client
-from dgm.java_client import needs_java_client
 
 
 class ConfigError(UserFacingError):
@@ -172,7 +172,16 @@ class ClusterConfig:
                     yield f"{table}.{key}", "set cluster.bootstrap_servers instead"
                 elif table == "java_client" and key.startswith("kafka."):
                     yield f"{table}.{key}", "expected the key without Spark's 'kafka.' prefix"
-        if not self.java_client and needs_java_client(self.client):
+        protocol = self.client.get("security.protocol", "PLAINTEXT").upper()
+        mechanism = sasl_mechanism(self.client)
+        if protocol.startswith("SASL_") and mechanism not in SASL_MECHANISMS:
+            key = "sasl.mechanism" if "sasl.mechanism" in self.client else "sasl.mechanisms"
+            yield (
+                f"client.{key}",
+                f"Unsupported SASL mechanism: {mechanism} (expected one of "
+                f"{', '.join(SASL_MECHANISMS)})",
+            )
+        elif not self.java_client and needs_java_client(self.client):
             derived, why = derive_java_client(self.client)
             if derived is None:
                 protocol = self.client["security.protocol"]

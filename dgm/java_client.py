@@ -18,6 +18,8 @@ _LOGIN_MODULES = {
     "SCRAM-SHA-256": "org.apache.kafka.common.security.scram.ScramLoginModule",
     "SCRAM-SHA-512": "org.apache.kafka.common.security.scram.ScramLoginModule",
 }
+# Every SASL mechanism librdkafka takes: anything else is a typo, not a case to derive.
+SASL_MECHANISMS = ("GSSAPI", "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
 # librdkafka settings for a client certificate: Java wants them as a key store.
 _CLIENT_CERTIFICATE = (
     "ssl.certificate.location",
@@ -33,6 +35,11 @@ def needs_java_client(client: Mapping[str, str]) -> bool:
     return client.get("security.protocol", "PLAINTEXT").upper() in _SECURE
 
 
+def sasl_mechanism(client: Mapping[str, str]) -> str:
+    """The SASL mechanism librdkafka will use (its default is GSSAPI)."""
+    return client.get("sasl.mechanism", client.get("sasl.mechanisms", "GSSAPI")).upper()
+
+
 def derive(client: Mapping[str, str]) -> tuple[dict[str, str] | None, str]:
     """(Java settings, "") equivalent to the librdkafka `client`, or (None, why not)."""
     protocol = client.get("security.protocol", "PLAINTEXT").upper()
@@ -40,7 +47,7 @@ def derive(client: Mapping[str, str]) -> tuple[dict[str, str] | None, str]:
         return {}, ""
     java = {"security.protocol": protocol}
     if protocol.startswith("SASL_"):
-        mechanism = client.get("sasl.mechanism", client.get("sasl.mechanisms", "GSSAPI")).upper()
+        mechanism = sasl_mechanism(client)
         if mechanism not in _LOGIN_MODULES:
             return None, f"SASL mechanism {mechanism} is not derived"
         if "sasl.username" not in client or "sasl.password" not in client:
