@@ -112,8 +112,8 @@ def ago(when: datetime | None, now: datetime | None = None) -> str:
 
 
 def when(moment: datetime | None) -> str:
-    """`2026-11-23 08:01:02 UTC (26 s ago)`, or `never`."""
-    if moment is None:
+    """`2026-11-23 08:01:02 UTC (26 s ago)`, or `never` (None, or a null cell: pandas' NaT)."""
+    if moment is None or pd.isna(moment):
         return "never"
     return f"{moment.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC ({ago(moment)})"
 
