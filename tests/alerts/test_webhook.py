@@ -7,7 +7,6 @@ import json
 import socket
 import threading
 import time
-from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from typing import Any
@@ -56,13 +55,6 @@ class Receiver:
         self.server.shutdown()
         self.server.server_close()
         self.thread.join(timeout=10)
-
-
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    running = Receiver()
-    yield running
-    running.stop()
 
 
 @pytest.fixture(autouse=True)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -72,13 +71,6 @@ def assert_postable_alerts(body: Any) -> None:
         assert all(t.tzinfo is not None for t in times)
         assert times == sorted(times)
         assert urlsplit(alert["generatorURL"]).scheme in ("http", "https")
-
-
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    running = Receiver()
-    yield running
-    running.stop()
 
 
 @pytest.fixture(autouse=True)

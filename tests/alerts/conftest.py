@@ -1,0 +1,17 @@
+"""Fixtures of the alert tests."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.alerts.test_webhook import Receiver
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    """A local HTTP receiver of webhook posts, stopped after the test."""
+    running = Receiver()
+    yield running
+    running.stop()
