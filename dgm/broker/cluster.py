@@ -282,8 +282,7 @@ class EmbeddedCluster:
             STORAGE_TOOL,
             "format",
             "--ignore-formatted",
-            "-t",
-            self.cluster_id,
+            f"--cluster-id={self.cluster_id}",
             "-c",
             str(node.properties_file),
         ]
@@ -306,7 +305,12 @@ class EmbeddedCluster:
 
 
 def _new_cluster_id() -> str:
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    # Like Kafka's Uuid.randomUuid: an id starting with '-' reads as an option to kafka-storage
+    # (one CI run in 64 failed on it), so draw again.
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
 
 
 def _megabytes(heap: str) -> int:
