@@ -139,7 +139,7 @@ def build(out: Path, rows: int, pipelines: int, partitions: int) -> dict[str, in
             SELECT c.*, coalesce(d.duplicate_copies, 0) AS duplicate_copies,
               coalesce(d.duplicate_copies, 0) / c.records_checked AS duplicate_rate,
               coalesce(l.lost, 0) AS lost, coalesce(l.lost, 0) / c.records_checked AS loss_rate,
-              0 AS aborted_reads, 0 AS faults_observed,
+              0 AS aborted_reads, 0 AS beyond_retention, 0 AS faults_observed,
               CASE WHEN coalesce(l.lost, 0) > 0 AND coalesce(d.duplicate_copies, 0) > 0
                    THEN 'no guarantee' WHEN coalesce(l.lost, 0) > 0 THEN 'at-most-once'
                    WHEN coalesce(d.duplicate_copies, 0) > 0 THEN 'at-least-once'
@@ -155,7 +155,8 @@ def build(out: Path, rows: int, pipelines: int, partitions: int) -> dict[str, in
               sum(duplicate_copies) / sum(records_checked) AS duplicate_rate,
               0 AS upstream_duplicates, sum(lost) AS lost,
               sum(lost) / sum(records_checked) AS loss_rate, 0 AS aborted_reads,
-              0 AS unidentified, 2 AS faults_observed, 'faults observed' AS evidence,
+              0 AS unidentified, 0 AS beyond_retention, 2 AS faults_observed,
+              'faults observed' AS evidence,
               min(window_start) AS first_record_at, max(window_start) AS last_record_at,
               ['s-' || pipeline] AS source_topics, ['k-' || pipeline] AS sink,
               'g-' || pipeline AS consumer_group

@@ -96,7 +96,19 @@ def verdict_segments(within: TimeRange | None = None) -> pd.DataFrame:
 
 
 def why_not_judged(row: pd.Series, grace_s: float, min_records: int) -> str:
-    """Why a pipeline's counts are not (all) judged yet, or "" when they are."""
+    """Why a pipeline's counts are not (all) judged, or "" when they are."""
+    reasons = [_why_nothing_judged(row, grace_s, min_records)]
+    beyond = row.get("beyond_retention")
+    if beyond is not None and not pd.isna(beyond) and int(beyond) > 0:
+        reasons.append(
+            f"{int(beyond):,} source records missing from the sink are older than the oldest "
+            "sink record dgm holds: their copies may have been deleted by retention, so they "
+            "are beyond retention, neither lost nor checked"
+        )
+    return "; ".join(r for r in reasons if r)
+
+
+def _why_nothing_judged(row: pd.Series, grace_s: float, min_records: int) -> str:
     checked = row.get("records_checked")
     checked = 0 if checked is None or pd.isna(checked) else int(checked)
     group = row.get("consumer_group")

@@ -95,6 +95,12 @@ VERDICTS = _table(
     ),
     ("unidentified", "BIGINT", "committed records (source and sink) without a message id"),
     (
+        "beyond_retention",
+        "BIGINT",
+        "source records not judged: missing from the sink, but older than the oldest sink "
+        "record dgm holds, so their copy may have been deleted by retention",
+    ),
+    (
         "faults_observed",
         "BIGINT",
         "faults seen while the checked records flowed: rebalances, "
@@ -124,6 +130,7 @@ PIPELINE_WINDOWS = _table(
     ("lost", "BIGINT", "lost ids whose source record is in this window"),
     ("loss_rate", "DOUBLE", "lost / records_checked"),
     ("aborted_reads", "BIGINT", "aborted reads in this window"),
+    ("beyond_retention", "BIGINT", "as in verdicts, in this window"),
     ("faults_observed", "BIGINT", "faults whose time is in this window"),
     ("achieved", "VARCHAR", "verdict of this window alone"),
     ("meets_declared", "BOOLEAN", "as in verdicts"),

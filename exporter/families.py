@@ -107,6 +107,15 @@ PIPELINE_VALUES: tuple[tuple[Family, str], ...] = (
     ),
     (
         Family(
+            "dgm_pipeline_beyond_retention",
+            "Source records not judged: missing from the sink but older than the oldest sink "
+            "record dgm holds (their copy may have been deleted by retention)",
+            PIPELINE,
+        ),
+        "beyond_retention",
+    ),
+    (
+        Family(
             "dgm_pipeline_faults_observed", "Faults seen while the checked records flowed", PIPELINE
         ),
         "faults_observed",

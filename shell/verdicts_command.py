@@ -32,6 +32,7 @@ _SHOWN = (
     ("duplicate_copies", "duplicates"),
     ("lost", "lost"),
     ("aborted_reads", "aborted reads"),
+    ("beyond_retention", "beyond retention"),
     ("faults_observed", "faults"),
     ("evidence", "evidence"),
 )
@@ -78,7 +79,7 @@ def _meets(row: dict[str, Any]) -> str:
 def _cell(row: dict[str, Any], column: str) -> str:
     if column == "meets":
         return _meets(row)
-    value = row[column]
+    value = row.get(column)  # a publication of an older dgm may lack a newer column
     return "" if value is None else str(value)
 
 

@@ -117,8 +117,18 @@ FROM bounded WHERE seq - previous > 1
 # group's (topic, partition, committed_offset); with $external the greater of that and the
 # sink's own highest src_offset + 1 (the table's rows are its claim). Gaps are counted from
 # the distinct sequences each session wrote, dated by the earliest record after the gap.
+# Beyond retention (docs/design.md): a missing record older than the oldest held record of a
+# sink partition whose held history starts after offset 0; leading gaps only on source
+# partitions held from offset 0.
 LOST = """
-WITH held AS (
+WITH sink_partitions AS (
+    SELECT min("offset") AS first_offset, arg_min(timestamp, "offset") AS first_at
+    FROM sink WHERE NOT $external GROUP BY topic, "partition"
+), sink_from AS (
+    SELECT max(first_at) AS held_from FROM sink_partitions WHERE first_offset > 0
+), whole_source AS (
+    SELECT topic, "partition" FROM source GROUP BY topic, "partition" HAVING min("offset") = 0
+), held AS (
     SELECT src_topic AS topic, src_partition AS "partition", max(src_offset) + 1 AS held
     FROM sink WHERE $external AND committed AND src_offset IS NOT NULL
     GROUP BY src_topic, src_partition
@@ -131,13 +141,16 @@ WITH held AS (
     SELECT s.* FROM source s JOIN claimed c ON s.topic = c.topic AND s."partition" = c."partition"
     WHERE s.committed AND s.message_id IS NOT NULL AND s.timestamp < $cutoff
       AND s."offset" < c.claimed_offset
-), not_in_sink AS (
-    SELECT message_id, topic, "partition", "offset", timestamp, producer, seq,
-           1::BIGINT AS missing, 'not in sink' AS cause, timestamp AS window_at
+), missing AS (
+    SELECT k.*, coalesce(k.timestamp < (SELECT held_from FROM sink_from), false) AS beyond
     FROM checked k
     WHERE NOT EXISTS (
         SELECT 1 FROM sink WHERE sink.committed AND sink.message_id = k.message_id
     )
+), not_in_sink AS (
+    SELECT message_id, topic, "partition", "offset", timestamp, producer, seq,
+           1::BIGINT AS missing, 'not in sink' AS cause, timestamp AS window_at
+    FROM missing WHERE NOT beyond
     QUALIFY row_number() OVER (
         PARTITION BY message_id
         ORDER BY timestamp ASC NULLS FIRST, topic, "partition", "offset"
@@ -149,19 +162,24 @@ WITH held AS (
 ), runs AS (
     SELECT *, lag(seq) OVER (PARTITION BY topic, "partition", producer ORDER BY seq) AS previous
     FROM present
+), floored AS (
+    SELECT r.*, CASE WHEN r.previous IS NOT NULL THEN r.previous
+                     WHEN w.topic IS NOT NULL THEN -1 END AS below
+    FROM runs r LEFT JOIN whole_source w USING (topic, "partition")
 ), gaps AS (
     SELECT NULL::VARCHAR AS message_id, topic, "partition", NULL::BIGINT AS "offset",
-           NULL::TIMESTAMPTZ AS timestamp, producer,
-           (CASE WHEN previous IS NOT NULL THEN previous ELSE $first_seq - 1 END) + 1 AS seq,
-           seq - (CASE WHEN previous IS NOT NULL THEN previous ELSE $first_seq - 1 END) - 1
-               AS missing,
-           'sequence gap' AS cause, next_at AS window_at
-    FROM runs
+           NULL::TIMESTAMPTZ AS timestamp, producer, below + 1 AS seq,
+           seq - below - 1 AS missing, 'sequence gap' AS cause, next_at AS window_at
+    FROM floored WHERE below IS NOT NULL
 )
 SELECT * FROM not_in_sink
 UNION ALL
 SELECT * FROM gaps WHERE missing > 0 AND window_at < $cutoff
 """
+# The checked records of LOST's query that are beyond retention, counted.
+BEYOND_RETENTION = LOST[: LOST.index("SELECT * FROM not_in_sink")] + (
+    "SELECT count(*) AS beyond_retention FROM missing WHERE beyond"
+)
 
 
 def _scan(connection: duckdb.DuckDBPyConnection, name: str, data: Fingerprints) -> None:
@@ -203,14 +221,31 @@ def lost(
     committed: Fingerprints,
     cutoff: datetime,
     external: bool = False,
-    first_seq: int = 0,
 ) -> pa.Table:
     """Lost ids and sequence gaps of one pipeline; `committed` as (topic, partition,
     committed_offset) rows, `cutoff` aware (now - grace)."""
     return query(
         LOST,
-        {"cutoff": cutoff, "external": external, "first_seq": first_seq},
+        {"cutoff": cutoff, "external": external},
         source=source_fingerprints,
         sink=sink_fingerprints,
         committed=committed,
     )
+
+
+def beyond_retention(
+    source_fingerprints: Fingerprints,
+    sink_fingerprints: Fingerprints,
+    committed: Fingerprints,
+    cutoff: datetime,
+    external: bool = False,
+) -> int:
+    """How many checked records of lost()'s pipeline are beyond retention."""
+    table = query(
+        BEYOND_RETENTION,
+        {"cutoff": cutoff, "external": external},
+        source=source_fingerprints,
+        sink=sink_fingerprints,
+        committed=committed,
+    )
+    return int(table.column(0)[0].as_py())

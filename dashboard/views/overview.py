@@ -194,9 +194,7 @@ def _card(v: pd.Series, windows: pd.DataFrame, stale: bool) -> None:
             )
         )
         if v["why_not_judged"]:
-            st.warning(
-                f"**Not judged yet**: {v['why_not_judged']}.", icon=":material/hourglass_top:"
-            )
+            st.warning(f"**Not judged**: {v['why_not_judged']}.", icon=":material/hourglass_top:")
         if pd.notna(v["holds_since"]):
             st.caption(
                 f"Each window's own verdict has been **{v['window_verdict']}** since "

@@ -21,7 +21,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from dgm import published as tables
-from dgm.config_schema import DgmConfig, audit_start
+from dgm.config_schema import DgmConfig
 from spark_jobs.analyze import loss
 from spark_jobs.analyze.duplicates import UPSTREAM, duplicate_copies, keyed_causes, plain_causes
 from spark_jobs.analyze.faults import counted_faults, faults
@@ -60,11 +60,8 @@ def analyze(
         )
     )
     checked = loss.checked_records(source, claimed, cutoff)
-    # An audit started after the log start (analysis.start) has not read the sessions' first
-    # sequences: only gaps between two audited sequences are losses then.
-    first_seq = 0 if audit_start(settings.start) == "earliest" else None
-    gaps = loss.gaps(source, cutoff, first_seq)
-    lost = shared.persist(loss.not_in_sink(checked, sink).unionByName(gaps))
+    missing = shared.persist(loss.missing(checked, sink))
+    lost = shared.persist(loss.not_in_sink(missing).unionByName(loss.gaps(source, cutoff)))
     committed_sink = sink.where("committed")
 
     sink_names = {t for p in config.pipelines for t in p.sink_names()}
@@ -76,6 +73,13 @@ def analyze(
     upstream = F.col("cause") == F.lit(UPSTREAM)
     metrics = [
         metric(checked, "timestamp", records_checked=F.lit(1)),
+        # Beyond retention: not judged, so not checked either (docs/design.md).
+        metric(
+            missing.where("beyond_retention"),
+            "timestamp",
+            records_checked=F.lit(-1),
+            beyond_retention=F.lit(1),
+        ),
         metric(lost, "window_at", lost=F.col("missing")),
         metric(loss.aborted_reads(source, sink), "timestamp", aborted_reads=F.lit(1)),
         metric(

@@ -10,6 +10,13 @@ session's dgm-seq run is lost too (cause 'sequence gap'), once the record after 
 past the cutoff. An **aborted read** is a committed sink record whose id the source holds
 only in aborted transactions.
 
+**Beyond retention** (docs/design.md): dgm holds a partition's history from its first offset,
+or from a later one when older records are gone (Kafka retention, dgm's retention_h, an audit
+that started later); `held_from` is then the timestamp of the oldest record held. A checked
+record missing from the sink but older than its pipeline's newest sink `held_from` may have
+had its copy deleted: counted beyond retention, never lost. A session's leading sequences
+count as a gap only on a source partition held from its first offset.
+
 Every function works on all pipelines at once: source and sink rows carry a `pipeline`
 column (FINGERPRINT + pipeline), so a plan's size does not grow with the pipeline count.
 """
@@ -104,6 +111,38 @@ def checked_records(source: DataFrame, claimed: DataFrame, cutoff: datetime) -> 
     )
 
 
+def held_from(fingerprints: DataFrame, *keys: str) -> DataFrame:
+    """(*keys, topic, partition, held_from) of each partition whose oldest held record is not
+    at offset 0: that record's timestamp. Partitions held from offset 0 have no row."""
+    parts = [*keys, "topic", "partition"]
+    first = fingerprints.groupBy(*parts).agg(F.min(F.struct("offset", "timestamp")).alias("_f"))
+    return first.where(F.col("_f.offset") > 0).select(
+        *parts, F.col("_f.timestamp").alias("held_from")
+    )
+
+
+def sink_held_from(sink: DataFrame) -> DataFrame:
+    """(pipeline, sink_held_from): the newest held_from of each pipeline's sink topic
+    partitions (an external sink is a table dgm reads whole: none)."""
+    partitions = held_from(sink.where(~F.col("external")), "pipeline")
+    return partitions.groupBy("pipeline").agg(F.max("held_from").alias("sink_held_from"))
+
+
+def missing(checked: DataFrame, sink: DataFrame) -> DataFrame:
+    """Checked rows whose id no committed sink record of the pipeline carries, with
+    `beyond_retention`: older than the pipeline's sink_held_from (their copy may be gone)."""
+    horizon = sink_held_from(sink)
+    return (
+        checked.join(_sink_ids(sink), ["pipeline", "message_id"], "left_anti")
+        .join(F.broadcast(horizon), ["pipeline"], "left")
+        .withColumn(
+            "beyond_retention",
+            F.coalesce(F.col("timestamp") < F.col("sink_held_from"), F.lit(False)),
+        )
+        .drop("sink_held_from")
+    )
+
+
 def _sink_ids(sink: DataFrame) -> DataFrame:
     return (
         sink.where(F.col("committed") & F.col("message_id").isNotNull())
@@ -112,15 +151,15 @@ def _sink_ids(sink: DataFrame) -> DataFrame:
     )
 
 
-def not_in_sink(checked: DataFrame, sink: DataFrame) -> DataFrame:
-    """One row (LOST_COLUMNS) per pipeline and id of `checked` that no committed sink record
-    of the pipeline carries."""
+def not_in_sink(missing_rows: DataFrame) -> DataFrame:
+    """One row (LOST_COLUMNS) per pipeline and id of `missing_rows` (missing()) that is not
+    beyond retention."""
     first = Window.partitionBy("pipeline", "message_id").orderBy(
         F.col("timestamp").asc_nulls_first(), "topic", "partition", "offset"
     )
-    missing = checked.join(_sink_ids(sink), ["pipeline", "message_id"], "left_anti")
     return (
-        missing.withColumn("_n", F.row_number().over(first))
+        missing_rows.where(~F.col("beyond_retention"))
+        .withColumn("_n", F.row_number().over(first))
         .where(F.col("_n") == 1)
         .select(
             *LOST_COLUMNS[: LOST_COLUMNS.index("missing")],
@@ -137,12 +176,19 @@ def _keyed_producer() -> Column:
     )
 
 
-def gaps(source: DataFrame, cutoff: datetime, first_seq: int | None = 0) -> DataFrame:
+def gaps(source: DataFrame, cutoff: datetime) -> DataFrame:
     """Sequence gaps of each pipeline's source producer sessions (LOST_COLUMNS) whose next
-    present record is older than `cutoff`: sends lost before they reached Kafka."""
+    present record is older than `cutoff`: sends lost before they reached Kafka. Sessions
+    start at sequence 0; on a partition not held from offset 0 a session's first held
+    sequence is its floor (its first records may be gone)."""
     # The pipeline rides in the session name, so a topic two pipelines read counts for both.
     keyed = source.withColumn("producer", _keyed_producer())
-    found = sequence_gaps(keyed, first_seq)
+    partial = held_from(source).select("topic", "partition")
+    found = sequence_gaps(keyed, 0).join(
+        F.broadcast(partial).withColumn("first_missing", F.lit(0).cast("long")),
+        ["topic", "partition", "first_missing"],
+        "left_anti",
+    )
     after = (
         keyed.where(F.col("producer").isNotNull() & F.col("seq").isNotNull())
         .groupBy("topic", "partition", "producer", (F.col("seq") - 1).alias("last_missing"))
@@ -167,16 +213,10 @@ def gaps(source: DataFrame, cutoff: datetime, first_seq: int | None = 0) -> Data
     )
 
 
-def lost(
-    source: DataFrame,
-    sink: DataFrame,
-    claimed: DataFrame,
-    cutoff: datetime,
-    first_seq: int | None = 0,
-) -> DataFrame:
+def lost(source: DataFrame, sink: DataFrame, claimed: DataFrame, cutoff: datetime) -> DataFrame:
     """Every lost id (not in sink) and every sequence gap of the sources, LOST_COLUMNS."""
     checked = checked_records(source, claimed, cutoff)
-    return not_in_sink(checked, sink).unionByName(gaps(source, cutoff, first_seq))
+    return not_in_sink(missing(checked, sink)).unionByName(gaps(source, cutoff))
 
 
 def aborted_reads(source: DataFrame, sink: DataFrame) -> DataFrame:

@@ -20,6 +20,7 @@ COUNTS = (
     "aborted_reads",
     "sink_records",
     "unidentified",
+    "beyond_retention",
     "faults_observed",
 )
 

@@ -90,6 +90,8 @@ def test_unjudged_counts_say_why() -> None:
     assert "grace_s = 30 s" in why_not_judged(row, 30, 100)
     row["records_checked"], row["achieved"] = 500, "at-least-once"
     assert why_not_judged(row, 30, 100) == ""
+    row["beyond_retention"] = 991
+    assert why_not_judged(row, 30, 100).startswith("991 source records missing from the sink")
 
 
 def test_verdict_history_is_a_timeline(app: AppTest) -> None:

@@ -18,7 +18,8 @@ CUTOFF = T0 + timedelta(seconds=100)
 
 def frame(spark: Any, *rows: tuple[Any, ...], pipeline: str = "p") -> Any:
     """FINGERPRINT rows of one pipeline's source or sink (the `pipeline` column set)."""
-    return spark.createDataFrame(list(rows), FINGERPRINT).withColumn("pipeline", F.lit(pipeline))
+    rows_frame = spark.createDataFrame(list(rows), FINGERPRINT)
+    return rows_frame.withColumn("pipeline", F.lit(pipeline)).withColumn("external", F.lit(False))
 
 
 def group_offsets(spark: Any, *rows: tuple[str, str, int, int, int]) -> Any:
@@ -189,3 +190,43 @@ def test_pipelines_are_judged_apart_even_on_a_shared_source(spark: Any) -> None:
         ("r", "not in sink", "a", 1),
         ("r", "sequence gap", "-", 0),
     ]
+
+
+def test_a_missing_record_older_than_the_held_sink_history_is_beyond_retention(
+    spark: Any,
+) -> None:
+    source = frame(spark, *(fp("s", 0, n, i, second=n + 1) for n, i in enumerate("abcdefz")))
+    sink = frame(
+        spark,
+        # Sink partition 0 is held from offset 3 (second 4): copies of a, b, c may be gone.
+        *(fp("k", 0, n, i, second=n + 1) for n, i in enumerate("def", start=3)),
+        # Partition 1 is held from offset 0: it sets no horizon.
+        fp("k", 1, 0, "g", second=9),
+    )
+    checked = loss.checked_records(source, claimed(spark, ("s", 0, 7)), CUTOFF)
+    found = sorted(
+        (r.message_id, r.beyond_retention) for r in loss.missing(checked, sink).collect()
+    )
+    assert found == [("a", True), ("b", True), ("c", True), ("z", False)]
+    lost = [
+        r.message_id for r in loss.lost(source, sink, claimed(spark, ("s", 0, 7)), CUTOFF).collect()
+    ]
+    assert lost == ["z"]
+    # A sink that is an external table is read whole: nothing is beyond its retention.
+    external = sink.withColumn("external", F.lit(True))
+    assert loss.missing(checked, external).where("beyond_retention").count() == 0
+
+
+def test_a_session_first_held_sequence_is_its_floor_on_a_partition_not_held_from_offset_0(
+    spark: Any,
+) -> None:
+    source = frame(
+        spark,
+        fp("s", 0, 5, "a", second=1, producer="p", seq=7),  # offsets 0-4 gone: no gap 0-6
+        fp("s", 0, 6, "b", second=2, producer="p", seq=9),  # 8 missing: a gap
+        fp("s", 1, 0, "c", second=3, producer="q", seq=2),  # held from 0: 0-1 missing
+    )
+    found = sorted(
+        (r.partition, r.producer, r.seq, r.missing) for r in loss.gaps(source, CUTOFF).collect()
+    )
+    assert found == [(0, "p", 8, 1), (1, "q", 0, 2)]

@@ -49,11 +49,29 @@ def spark_lost(
     spark: Any, source: Any, sink: Any, committed: Any, cutoff: datetime, external: bool
 ) -> Any:
     """loss.lost of one pipeline 'p' over DataFrames of FINGERPRINT and COMMITTED rows."""
-    source, sink = (f.withColumn("pipeline", F.lit("p")) for f in (source, sink))
+    source, sink = _tagged(source, sink, external)
     claimed = loss.claimed_offsets(
         committed.withColumn("pipeline", F.lit("p")), sink if external else None
     )
     return loss.lost(source, sink, claimed, cutoff).select(*RESULT)
+
+
+def _tagged(source: Any, sink: Any, external: bool) -> tuple[Any, Any]:
+    return tuple(  # type: ignore[return-value]
+        f.withColumn("pipeline", F.lit("p")).withColumn("external", F.lit(external))
+        for f in (source, sink)
+    )
+
+
+def spark_beyond_retention(
+    source: Any, sink: Any, committed: Any, cutoff: datetime, external: bool
+) -> int:
+    source, sink = _tagged(source, sink, external)
+    claimed = loss.claimed_offsets(
+        committed.withColumn("pipeline", F.lit("p")), sink if external else None
+    )
+    checked = loss.checked_records(source, claimed, cutoff)
+    return int(loss.missing(checked, sink).where("beyond_retention").count())
 
 
 def assert_same(spark_frame: Any, reference_table: pa.Table) -> list[tuple[Any, ...]]:
@@ -84,6 +102,7 @@ SOURCE = st.tuples(
     st.sampled_from([True, True, False]),
 )
 SINK = st.tuples(
+    st.integers(0, 8),
     st.sampled_from([None, "i0", "i1", "i2", "i3", "i4", "x"]),
     st.one_of(st.none(), st.tuples(st.integers(0, 2), st.integers(0, 8))),  # src p/offset
     st.sampled_from([True, True, False]),
@@ -109,9 +128,14 @@ def fingerprint_row(
 
 
 def small_tables(
-    sources: list[tuple[Any, ...]], sinks: list[tuple[Any, ...]], commits: dict[int, int]
+    sources: list[tuple[Any, ...]],
+    sinks: list[tuple[Any, ...]],
+    commits: dict[int, int],
+    held_from: tuple[int, int, int] = (0, 0, 0),
 ) -> tuple[pa.Table, pa.Table, pa.Table]:
-    offsets: Counter[int] = Counter()
+    """`held_from`: the first offset held of source partitions 0 and 1 and of the sink (the
+    ones before were deleted by retention, or never audited)."""
+    offsets: Counter[int] = Counter({0: held_from[0], 1: held_from[1]})
     source_rows = []
     for partition, second, message_id, producer, seq, committed in sources:
         source_rows.append(
@@ -122,8 +146,8 @@ def small_tables(
         )  # fmt: skip
         offsets[partition] += 1
     sink_rows = [
-        fingerprint_row("k", 0, n, 3, message_id, src=src, committed=committed)
-        for n, (message_id, src, committed) in enumerate(sinks)
+        fingerprint_row("k", 0, held_from[2] + n, second, message_id, src=src, committed=committed)
+        for n, (second, message_id, src, committed) in enumerate(sinks)
     ]
     committed_rows = [
         {"topic": "s", "partition": p, "committed_offset": o} for p, o in commits.items()
@@ -151,6 +175,7 @@ def small_tables(
     commits=COMMITS,
     cutoff_second=st.integers(0, 7),
     external=st.booleans(),
+    held_from=st.tuples(*(st.sampled_from([0, 0, 3]) for _ in range(3))),
 )
 def test_small_sets_agree(
     spark: Any,
@@ -160,8 +185,9 @@ def test_small_sets_agree(
     commits: dict[int, int],
     cutoff_second: int,
     external: bool,
+    held_from: tuple[int, int, int],
 ) -> None:
-    source, sink, committed = small_tables(sources, sinks, commits)
+    source, sink, committed = small_tables(sources, sinks, commits, held_from)
     cutoff = T0 + timedelta(seconds=cutoff_second)
     frames = [spark.createDataFrame(t.to_pylist(), FINGERPRINT) for t in (source, sink)]
     committed_frame = spark.createDataFrame(
@@ -171,6 +197,9 @@ def test_small_sets_agree(
         spark_lost(spark, frames[0], frames[1], committed_frame, cutoff, external),
         reference.lost(source, sink, committed, cutoff, external),
     )
+    assert spark_beyond_retention(
+        frames[0], frames[1], committed_frame, cutoff, external
+    ) == reference.beyond_retention(source, sink, committed, cutoff, external)
 
 
 @pytest.mark.slow
