@@ -6,6 +6,7 @@ import argparse
 import dataclasses
 import logging
 import threading
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from collectors.clients import Clients, check_bootstrap
@@ -15,6 +16,7 @@ from dgm.arguments import seconds
 from dgm.config import load_config
 from dgm.connection import bootstrap_servers, client_config
 from dgm.errors import UserFacingError
+from dgm.sample_upkeep import keep_bounded
 from dgm.samples import SampleStore, samples_dir
 from dgm.signals import stop_on_signals
 
@@ -61,9 +63,20 @@ def _collect(args: argparse.Namespace) -> int:
         # kafka-python logs every failed connection attempt; an outage is reported once.
         logging.getLogger("kafka").setLevel(logging.CRITICAL)
     clients = Clients(client_config(config, args.bootstrap), args.request_timeout)
-    collector = Collector(clients, settings, SampleStore(config.state_dir), args.request_timeout)
+    store = SampleStore(config.state_dir)
+    collector = Collector(clients, settings, store, args.request_timeout)
     stop = threading.Event()
-    runner = Runner(collector, settings.interval_s, stop, args.connect_timeout, _status)
+    retention = timedelta(hours=config.analysis.retention_h)
+
+    def upkeep() -> str | None:
+        done = keep_bounded(store, datetime.now(UTC), retention)
+        for error in done.errors:
+            log.warning("sample upkeep skipped %s", error)
+        return done.line() if done.merged or done.expired or done.removed else None
+
+    runner = Runner(
+        collector, settings.interval_s, stop, args.connect_timeout, _status, upkeep=upkeep
+    )
 
     try:
         with stop_on_signals(stop):  # the loop finishes the write in progress, then returns

@@ -33,12 +33,18 @@ class Runner:
         stop: threading.Event,
         connect_timeout_s: float = 30.0,
         report: Callable[[str], None] = print,
+        upkeep: Callable[[], str | None] | None = None,
+        upkeep_every_s: float = 15.0,
     ) -> None:
         self.collector = collector
         self.interval_s = interval_s
         self.stop = stop
         self.connect_timeout_s = connect_timeout_s
         self.report = report
+        # Keeps the sample store bounded (dgm.sample_upkeep), between two cycles.
+        self.upkeep = upkeep
+        self.upkeep_every_s = upkeep_every_s
+        self._upkept_at: float | None = None
 
     def start(self) -> ClusterView:
         """The first contact: a cluster that never answers is a configuration problem (wrong
@@ -98,7 +104,19 @@ class Runner:
             if summary is None:
                 break
             self.report(summary.line())
+            self._keep_bounded()
             self.stop.wait(max(0.0, self.interval_s - (time.monotonic() - began)))
+
+    def _keep_bounded(self) -> None:
+        now = time.monotonic()
+        if self.upkeep is None or (
+            self._upkept_at is not None and now - self._upkept_at < self.upkeep_every_s
+        ):
+            return
+        self._upkept_at = now
+        said = self.upkeep()
+        if said:
+            self.report(said)
 
     def _cluster_id(self) -> str:
         assert self.collector.cluster_id is not None  # set by start()

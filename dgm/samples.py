@@ -1,11 +1,16 @@
-"""Append-only Parquet sample files under `<state_dir>/samples/<kind>/`.
+"""Parquet sample files under `<state_dir>/samples/<kind>/`.
 
 A file is named `<epoch-ms, 13 digits>-<seq, 6 digits>.parquet`; names only ever grow, so
-sorting names sorts by write order and a reader (Spark) that remembers the last name it read
-picks up exactly the new files with `files_after`. A file is written to a hidden temp name
-(Spark and Hadoop skip names starting with '.'), fsynced, then linked to its final name, so a
-crash leaves either a whole file or none; the link also refuses to overwrite a file that
-another writer got to first.
+sorting names sorts by write order. A file is written to a hidden temp name (Spark and Hadoop
+skip names starting with '.'), fsynced, then linked to its final name, so a crash leaves
+either a whole file or none; the link also refuses to overwrite a file that another writer got
+to first.
+
+Old files are compacted (dgm.sample_upkeep): the rows of files `A` .. `K` are written to one
+file named `A-K` (`<ms>-<seq>-<ms>-<seq>.parquet`), which *covers* every file whose name lies
+in that span. `files()` lists only files no other file covers, so the originals a crash leaves
+behind after the merged file was linked are never read twice, and a reader never sees the
+merged file half-written.
 """
 
 from __future__ import annotations
@@ -43,7 +48,37 @@ class PartitionOffsets:
     leader: int | None = None  # the broker that answered; unknown when read back from a file
 
 
-_NAME = re.compile(r"(\d{13})-(\d{6})\.parquet")
+_NAME = re.compile(r"(\d{13})-(\d{6})(?:-(\d{13})-(\d{6}))?\.parquet")
+# A file's place: (epoch_ms, seq) of the first and of the last file whose rows it holds.
+Span = tuple[tuple[int, int], tuple[int, int]]
+
+
+def span(name: str) -> Span | None:
+    """The span of a sample file name; None for a name that is not a sample file's."""
+    match = _NAME.fullmatch(name)
+    if match is None:
+        return None
+    first = (int(match[1]), int(match[2]))
+    last = (int(match[3]), int(match[4])) if match[3] else first
+    return first, last
+
+
+def uncovered(paths: Iterable[Path]) -> tuple[list[Path], list[Path]]:
+    """(the files no other file covers, oldest first; the covered ones)."""
+    spans = sorted(
+        ((found, path) for path in paths if (found := span(path.name)) is not None),
+        key=lambda item: (item[0][0], tuple(-v for v in item[0][1])),
+    )
+    kept: list[Path] = []
+    covered: list[Path] = []
+    reach: tuple[int, int] | None = None
+    for (_first, last), path in spans:
+        if reach is not None and last <= reach:
+            covered.append(path)
+            continue
+        kept.append(path)
+        reach = last
+    return kept, covered
 
 
 def samples_dir(state_dir: Path) -> Path:
@@ -54,11 +89,21 @@ def file_name(epoch_ms: int, seq: int) -> str:
     return f"{epoch_ms:013d}-{seq:06d}.parquet"
 
 
+def compacted_name(first: str, last: str) -> str:
+    """The name of the file holding the rows of files `first` .. `last` (sample file names)."""
+    start, end = span(first), span(last)
+    if start is None or end is None:
+        raise ValueError(f"not sample file names: {first!r}, {last!r}")
+    (ms, seq), (end_ms, end_seq) = start[0], end[1]
+    return f"{ms:013d}-{seq:06d}-{end_ms:013d}-{end_seq:06d}.parquet"
+
+
 def next_name(last: str | None, now_ms: int) -> tuple[int, int]:
     """(epoch_ms, seq) for the next file: after `last`, even if the clock went back."""
-    if last is None or not (match := _NAME.fullmatch(last)):
+    found = span(last) if last is not None else None
+    if found is None:
         return now_ms, 0
-    last_ms, last_seq = int(match[1]), int(match[2])
+    last_ms, last_seq = found[1]
     if now_ms > last_ms:
         return now_ms, 0
     return last_ms, last_seq + 1
@@ -114,27 +159,34 @@ class SampleStore:
             raise ValueError(f"unknown sample kind {kind!r} (known: {', '.join(SCHEMAS)})")
         return self.root / kind
 
-    def files(self, kind: str) -> list[Path]:
-        """Every complete file of `kind`, oldest first."""
+    def _all(self, kind: str) -> list[Path]:
         folder = self.kind_dir(kind)
         if not folder.is_dir():
             return []
-        return sorted(p for p in folder.iterdir() if _NAME.fullmatch(p.name))
+        return [p for p in folder.iterdir() if _NAME.fullmatch(p.name)]
+
+    def files(self, kind: str) -> list[Path]:
+        """Every complete file of `kind` that no compacted file covers, oldest first."""
+        return uncovered(self._all(kind))[0]
+
+    def covered(self, kind: str) -> list[Path]:
+        """Files of `kind` whose rows a compacted file holds too: never read, deleted later."""
+        return uncovered(self._all(kind))[1]
 
     def files_after(self, kind: str, marker: str | Path | None) -> list[Path]:
         """Files of `kind` written after `marker` (a file name or path); all when None."""
-        after = Path(marker).name if marker is not None else ""
-        return [p for p in self.files(kind) if p.name > after]
+        after = span(Path(marker).name) if marker is not None else None
+        return [p for p in self.files(kind) if after is None or _last(p) > after[1]]
 
     def latest(self, kind: str) -> Path | None:
         found = self.files(kind)
-        return found[-1] if found else None
+        return max(found, key=_last) if found else None
 
     def newest_time(self, kind: str) -> datetime | None:
-        """When the newest file of `kind` was written (its name starts with it); None when
-        there is none."""
+        """When the newest file of `kind` was written (its name says it); None when there is
+        none."""
         latest = self.latest(kind)
-        return None if latest is None else datetime.fromtimestamp(int(latest.name[:13]) / 1000, UTC)
+        return None if latest is None else datetime.fromtimestamp(_last(latest)[0] / 1000, UTC)
 
     def write(self, kind: str, rows: Iterable[Any]) -> Path:
         return self.write_table(kind, rows_table(kind, rows))
@@ -171,6 +223,12 @@ class SampleStore:
         chosen = list(paths) if paths is not None else self.files(kind)
         tables = [pq.read_table(path, schema=SCHEMAS[kind]) for path in chosen]
         return pa.concat_tables(tables) if tables else SCHEMAS[kind].empty_table()
+
+
+def _last(path: Path) -> tuple[int, int]:
+    found = span(path.name)
+    assert found is not None  # only sample file names are listed
+    return found[1]
 
 
 def latest_rows(store: SampleStore, kind: str, cluster_id: str) -> list[Mapping[str, Any]]:

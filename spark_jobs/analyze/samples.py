@@ -1,7 +1,7 @@
 """The collectors' samples as Spark DataFrames, one per sample kind.
 
-Files live in `<state_dir>/samples/<kind>/*.parquet` (dgm.samples); temp files start with
-'.' and end in '.tmp', so the glob never sees half a file. The Spark schema of a kind is the
+Files live in `<state_dir>/samples/<kind>/` (dgm.samples), listed by the store: temp files and
+files a compacted file covers are never read. The Spark schema of a kind is the
 collectors' Arrow schema converted, so a kind without files still has its columns.
 """
 
@@ -16,7 +16,7 @@ from pyspark.sql.types import StructType
 
 from dgm import published as tables
 from dgm.sample_schemas import SCHEMAS
-from dgm.samples import samples_dir
+from dgm.samples import SampleStore
 from spark_jobs.analyze.frames import conform, latest_sample
 from spark_jobs.schemas import spark_schema
 
@@ -38,12 +38,12 @@ def empty_samples(spark: SparkSession, kind: str) -> DataFrame:
 def read_kind(spark: SparkSession, state_dir: Path, kind: str) -> DataFrame:
     """Every sample of `kind` under `state_dir`; empty (with the kind's columns) without files."""
     schema = sample_schema(kind)
-    folder = samples_dir(Path(state_dir)) / kind
-    if not folder.is_dir() or not any(folder.glob("*.parquet")):
+    # The files no compacted file covers (dgm.samples), named one by one: the folder would
+    # read a compacted file's rows twice while the originals it covers linger.
+    files = SampleStore(Path(state_dir)).files(kind)
+    if not files:
         return empty_samples(spark, kind)
-    # The folder, not a glob: a glob path makes Spark log a stack trace while it looks for a
-    # streaming sink's metadata. Hidden temp files are skipped either way.
-    return spark.read.schema(schema).option("pathGlobFilter", "*.parquet").parquet(str(folder))
+    return spark.read.schema(schema).parquet(*(str(p) for p in files))
 
 
 def read_samples(spark: SparkSession, state_dir: Path) -> dict[str, DataFrame]:
