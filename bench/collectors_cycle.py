@@ -118,7 +118,7 @@ def measure(bootstrap: str, state_dir: Path, cycles: int) -> dict[str, Any]:
             timings.append(seconds)
         view, metadata_s = timed(lambda: describe_cluster(clients.admin, settings, 60))
         at = utc_now()
-        _, groups_s = timed(lambda: fetch_groups(clients.admin, 60, at, "c"))
+        _, groups_s = timed(lambda: fetch_groups(clients, 60, at, "c"))
         _, offsets_s = timed(lambda: fetch_offsets(clients.admin, view.partitions, 60))
         _, txns_s = timed(lambda: fetch_transactions(clients, view, 900_000, at, "c"))
         stages = {

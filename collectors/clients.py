@@ -109,7 +109,7 @@ class Clients:
             raise ConfigError(
                 f"[cluster] client settings: {scrub(error.args[0].str(), self.settings)}"
             ) from None
-        self._transactions_admin: KafkaAdminClient | None = None
+        self._python_admin: KafkaAdminClient | None = None
         self._last_error: str | None = None
         self._authentication_failed = False
 
@@ -137,24 +137,24 @@ class Clients:
             )
             del self.errors[:]
 
-    def transactions_admin(self) -> KafkaAdminClient:
-        if self._transactions_admin is None:
+    def python_admin(self) -> KafkaAdminClient:
+        if self._python_admin is None:
             config = kafka_python_config(self.settings, self.request_timeout_s)
             try:
-                self._transactions_admin = KafkaAdminClient(**config)
+                self._python_admin = KafkaAdminClient(**config)
             except Exception as error:  # kafka-python raises many kinds; all mean "no answer"
                 raise ClusterUnreachable(
                     f"kafka-python admin client: {scrub(str(error), self.settings)}"
                 ) from None
-        return self._transactions_admin
+        return self._python_admin
 
-    def reset_transactions_admin(self) -> None:
-        if self._transactions_admin is not None:
+    def reset_python_admin(self) -> None:
+        if self._python_admin is not None:
             try:
-                self._transactions_admin.close()
+                self._python_admin.close()
             except Exception:  # closing a broken client must not hide the original failure
                 log.debug("closing the kafka-python admin client failed", exc_info=True)
-            self._transactions_admin = None
+            self._python_admin = None
 
     def close(self) -> None:
-        self.reset_transactions_admin()
+        self.reset_python_admin()

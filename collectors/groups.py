@@ -1,7 +1,7 @@
 """Consumer-group sampler: state, members and assignments, committed offsets, lag two ways.
 
-One ListGroups, one DescribeGroups for all groups, and one OffsetFetch per group (librdkafka
-takes one group per call), all in flight at once.
+One ListGroups (librdkafka, every broker), one DescribeGroups and one OffsetFetch per
+coordinator (kafka-python: group_requests says why).
 """
 
 from __future__ import annotations
@@ -13,15 +13,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from confluent_kafka import (
-    ConsumerGroupState,
-    ConsumerGroupTopicPartitions,
-    ConsumerGroupType,
-    KafkaException,
-)
-from confluent_kafka.admin import AdminClient
+from confluent_kafka import ConsumerGroupState, ConsumerGroupType, KafkaException
 
-from collectors.clients import ClusterUnreachable
+from collectors import group_requests
+from collectors.clients import Clients, ClusterUnreachable, scrub
 from collectors.events import GroupView, MemberView
 from collectors.lag import lag_from_hw, lag_from_lso
 from dgm.samples import Key, PartitionOffsets
@@ -111,44 +106,99 @@ def group_offsets_rows(
 
 
 def fetch_groups(
-    admin: AdminClient, timeout_s: float, sampled_at: datetime, cluster_id: str
+    clients: Clients, timeout_s: float, sampled_at: datetime, cluster_id: str
 ) -> GroupSample:
-    deadline = time.monotonic() + timeout_s + 5
+    """Every group's state, members and committed offsets. ListGroups goes to every broker
+    through librdkafka; the coordinator-bound requests through kafka-python (group_requests
+    says why)."""
+    try:
+        return _fetch(clients, timeout_s, sampled_at, cluster_id)
+    except ClusterUnreachable:
+        clients.reset_python_admin()
+        raise
+    except Exception as error:  # kafka-python: connection, timeout, coordinator-loading errors
+        clients.reset_python_admin()
+        message = scrub(f"{type(error).__name__}: {error}", clients.settings)
+        raise ClusterUnreachable(f"groups: {message}") from None
+
+
+def _fetch(
+    clients: Clients, timeout_s: float, sampled_at: datetime, cluster_id: str
+) -> GroupSample:
+    admin = clients.admin
     try:
         listed = admin.list_consumer_groups(request_timeout=timeout_s).result(timeout=timeout_s + 5)
     except (KafkaException, TimeoutError) as error:
         raise ClusterUnreachable(f"list groups: {_describe(error)}") from None
-    group_ids = sorted(listing.group_id for listing in listed.valid)
+    kinds = {listing.group_id: listing.type for listing in listed.valid}
+    group_ids = sorted(kinds)
     if not group_ids:
         return GroupSample({}, [], {})
-    try:
-        descriptions = admin.describe_consumer_groups(group_ids, request_timeout=timeout_s)
-        offset_requests = {
-            group_id: admin.list_consumer_group_offsets(
-                [ConsumerGroupTopicPartitions(group_id)], request_timeout=timeout_s
-            )[group_id]
-            for group_id in group_ids
-        }
-    except KafkaException as error:
-        raise ClusterUnreachable(f"describe groups: {_describe(error)}") from None
+    kip848 = [g for g in group_ids if kinds[g] == ConsumerGroupType.CONSUMER]
+    classic = [g for g in group_ids if g not in set(kip848)]
+    python_admin = clients.python_admin()
     views, members = {}, []
-    for group_id, future in descriptions.items():
-        description = _result(future, deadline)
-        if description is not None:
-            views[group_id] = _view(description)
-            members.extend(_member_rows(description, sampled_at, cluster_id))
-    committed = {}
-    for group_id, future in offset_requests.items():
-        result = _result(future, deadline)
-        if result is not None:
-            committed[group_id] = {
-                (tp.topic, tp.partition): int(tp.offset)
-                for tp in result.topic_partitions
-                if tp.error is None and tp.offset >= 0
-            }
+    for group_id, description in group_requests.describe_classic(python_admin, classic).items():
+        views[group_id] = _classic_view(description)
+        coordinator = group_requests.coordinator_of(python_admin, group_id)
+        members.extend(_classic_rows(description, coordinator, sampled_at, cluster_id))
+    if kip848:
+        deadline = time.monotonic() + timeout_s + 5
+        try:
+            described = admin.describe_consumer_groups(kip848, request_timeout=timeout_s)
+        except KafkaException as error:
+            raise ClusterUnreachable(f"describe groups: {_describe(error)}") from None
+        for group_id, future in described.items():
+            description = _result(future, deadline)
+            if description is not None:
+                views[group_id] = _view(description)
+                members.extend(_member_rows(description, sampled_at, cluster_id))
+    committed = group_requests.committed_offsets(python_admin, group_ids)
     if not views and not committed:
         raise ClusterUnreachable("describe groups: no group answered")
     return GroupSample(views, members, committed)
+
+
+def _classic_view(description: group_requests.Description) -> GroupView:
+    members = {
+        m["member_id"]: MemberView(
+            m["member_id"], m.get("client_id"), group_requests.assignment(description, m)
+        )
+        for m in description.get("members") or []
+    }
+    return GroupView(str(description.get("group_state") or "Unknown"), members)
+
+
+def _classic_rows(
+    description: group_requests.Description,
+    coordinator: int | None,
+    sampled_at: datetime,
+    cluster_id: str,
+) -> list[GroupMembersRow]:
+    found = description.get("members") or []
+    group = (
+        sampled_at,
+        cluster_id,
+        str(description["group_id"]),
+        str(description.get("group_state") or "Unknown"),
+        "classic",
+        str(description.get("protocol_data") or ""),
+        coordinator,
+        len(found),
+    )
+    if not found:
+        return [GroupMembersRow(*group, None, None, None, None, None)]
+    return [
+        GroupMembersRow(
+            *group, m["member_id"], m.get("client_id"), m.get("client_host"),
+            m.get("group_instance_id"),
+            [
+                {"topic": t, "partition": p}
+                for t, p in sorted(group_requests.assignment(description, m))
+            ],
+        )
+        for m in found
+    ]  # fmt: skip
 
 
 def _result(future: Future[Any], deadline: float) -> Any:

@@ -169,10 +169,10 @@ def fetch_transactions(
     try:
         return _fetch(clients, view, max_transaction_timeout_ms, sampled_at, cluster_id)
     except ClusterUnreachable:
-        clients.reset_transactions_admin()
+        clients.reset_python_admin()
         raise
     except Exception as error:  # kafka-python: connection, timeout, coordinator-loading errors
-        clients.reset_transactions_admin()
+        clients.reset_python_admin()
         message = scrub(f"{type(error).__name__}: {error}", clients.settings)
         raise ClusterUnreachable(f"transactions: {message}") from None
 
@@ -184,7 +184,7 @@ def _fetch(
     sampled_at: datetime,
     cluster_id: str,
 ) -> TransactionSample:
-    admin = clients.transactions_admin()
+    admin = clients.python_admin()
     # The coordinators first, the partitions after: a partition's view then is never older
     # than its coordinator's, so a transaction ended in between is not mistaken for hanging.
     listings = admin.list_transactions()

@@ -5,6 +5,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
+from collectors.clients import Clients
 from collectors.cycle import utc_now
 from collectors.events import Event, group_events
 from collectors.groups import GroupSample, fetch_groups, group_offsets_rows
@@ -12,6 +13,15 @@ from collectors.offsets import fetch_offsets
 from collectors.partitions import PartitionInfo
 from dgm.waiting import wait_until
 from tests.collectors.transactional import in_transaction, send, transactional_producer
+
+_CLIENTS: dict[str, Clients] = {}
+
+
+def clients(kafka: Any) -> Clients:
+    """The collectors' clients of the session's cluster (one, like the collector's own)."""
+    if kafka.bootstrap_servers not in _CLIENTS:
+        _CLIENTS[kafka.bootstrap_servers] = Clients(kafka.client_config(), 10)
+    return _CLIENTS[kafka.bootstrap_servers]
 
 
 def commit(kafka: Any, group_id: str, topic: str, offset: int) -> None:
@@ -24,7 +34,7 @@ def commit(kafka: Any, group_id: str, topic: str, offset: int) -> None:
 
 def lags(kafka: Any, group_id: str, topic: str) -> tuple[int | None, int | None, int]:
     at = utc_now()
-    groups = fetch_groups(kafka.admin(), 10, at, "c")
+    groups = fetch_groups(clients(kafka), 10, at, "c")
     fetched, _ = fetch_offsets(kafka.admin(), [PartitionInfo(topic, 0, 1)], 10)
     by_key = {(p.topic, p.partition): p for p in fetched}
     (row,) = [r for r in group_offsets_rows(groups, by_key, at, "c") if r.group_id == group_id]
@@ -89,7 +99,7 @@ def test_members_joining_and_leaving_are_events(kafka: Any) -> None:
         for consumer in consumers:
             consumer.poll(0.1)
         at = utc_now()
-        current = fetch_groups(kafka.admin(), 10, at, "c")
+        current = fetch_groups(clients(kafka), 10, at, "c")
         if previous is not None:
             events.extend(group_events(previous.views, current.views, at, "c"))
         previous = current
