@@ -164,7 +164,7 @@ def build(out: Path, rows: int, pipelines: int, partitions: int) -> dict[str, in
         )
         samples = world.state / "samples"
         con.execute(
-            "INSERT INTO partition_offsets BY NAME SELECT * EXCLUDE (cluster_id, leader, "
+            "INSERT INTO partition_offsets BY NAME SELECT * EXCLUDE (cluster_id, leader, topic_id, "
             f"lso_since) FROM read_parquet('{samples}/offsets/*.parquet')"
         )
         con.execute(

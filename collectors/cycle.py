@@ -20,6 +20,7 @@ from collectors.events import (
     broker_events,
     group_events,
     idempotent_epoch_events,
+    topic_events,
     transactional_epoch_events,
 )
 from collectors.groups import fetch_groups, group_offsets_rows
@@ -80,6 +81,7 @@ class Collector:
         self.transactional_epochs: dict[str, tuple[int, int]] = {}
         self.idempotent_epochs: dict[int, int] = {}
         self.brokers: frozenset[int] | None = None
+        self.topic_ids: dict[str, str] = {}
 
     def connect(self, timeout_s: float | None = None) -> ClusterView:
         """Metadata; the first time also the cluster's identity, restored state and checks."""
@@ -103,7 +105,7 @@ class Collector:
         at, cluster_id = utc_now(), view.cluster_id
         # Committed offsets before partition offsets: a read_committed consumer's committed
         # offset never passes the LSO, and offsets only grow, so lag never comes out negative.
-        groups = fetch_groups(self.clients.admin, self.request_timeout_s, at, cluster_id)
+        groups = fetch_groups(self.clients, self.request_timeout_s, at, cluster_id)
         fetched, unavailable = fetch_offsets(
             self.clients.admin, view.partitions, self.request_timeout_s
         )
@@ -116,10 +118,11 @@ class Collector:
         )
         if should_stop():
             return None
-        offsets, lso_states = offsets_rows(fetched, self.lso_states, at, cluster_id)
+        offsets, lso_states = offsets_rows(fetched, self.lso_states, at, cluster_id, view.topic_ids)
         by_key = {(p.topic, p.partition): p for p in fetched}
         events = [
             *broker_events(self.brokers, view.brokers, at, cluster_id),
+            *topic_events(self.topic_ids, view.topic_ids, at, cluster_id),
             *group_events(self.groups, groups.views, at, cluster_id),
             *transactional_epoch_events(
                 self.transactional_epochs, txns.transactional_epochs(), at, cluster_id
@@ -142,6 +145,7 @@ class Collector:
         # after a quiet cycle still counts.
         self.idempotent_epochs = {**self.idempotent_epochs, **txns.idempotent_epochs()}
         self.brokers = view.brokers
+        self.topic_ids = {**self.topic_ids, **view.topic_ids}
         return CycleSummary(
             partitions=len(fetched),
             unavailable=unavailable,
@@ -169,6 +173,8 @@ class Collector:
             self.lso_states[(row["topic"], row["partition"])] = LsoState(
                 row["lso"], row["lso_since"]
             )
+            if row.get("topic_id") is not None:
+                self.topic_ids[row["topic"]] = row["topic_id"]
         members: dict[str, dict[str, MemberView]] = {}
         states: dict[str, str] = {}
         for row in latest_rows(self.store, "group_members", cluster_id):

@@ -31,6 +31,7 @@ class Event:
     broker_id: int | None = None
     before: int | None = None
     after: int | None = None
+    topic: str | None = None
 
 
 @dataclass(frozen=True)
@@ -196,4 +197,22 @@ def broker_events(
             )
             for b in sorted(current - previous)
         ),
+    ]
+
+
+def topic_events(
+    previous: Mapping[str, str], current: Mapping[str, str], at: datetime, cluster_id: str
+) -> list[Event]:
+    """Topics whose id changed since the previous sample: deleted and recreated under the same
+    name. A topic seen for the first time, or gone, is no event."""
+    return [
+        Event(
+            at,
+            cluster_id,
+            "topic_recreated",
+            f"topic {topic} was deleted and recreated: id {previous[topic]} -> {topic_id}",
+            topic=topic,
+        )
+        for topic, topic_id in sorted(current.items())
+        if previous.get(topic) not in (None, topic_id)
     ]

@@ -40,6 +40,7 @@ class OffsetsRow:
     lso_lag: int
     lso_since: datetime
     lso_stuck_ms: int
+    topic_id: str | None
 
 
 def offsets_rows(
@@ -47,8 +48,10 @@ def offsets_rows(
     previous: Mapping[Key, LsoState],
     sampled_at: datetime,
     cluster_id: str,
+    topic_ids: Mapping[str, str] | None = None,
 ) -> tuple[list[OffsetsRow], dict[Key, LsoState]]:
     """The sample's rows and the LSO state to carry to the next sample."""
+    topic_ids = topic_ids or {}
     rows, states = [], {}
     for p in fetched:
         state = advance(previous.get((p.topic, p.partition)), p.lso, sampled_at)
@@ -59,6 +62,7 @@ def offsets_rows(
                 p.log_start_offset, p.high_watermark, p.lso,
                 lso_lag(p.high_watermark, p.lso), state.since,
                 lso_stuck_ms(state, p.high_watermark, sampled_at),
+                topic_ids.get(p.topic),
             )
         )  # fmt: skip
     return rows, states

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 
-from confluent_kafka import KafkaException
+from confluent_kafka import KafkaException, TopicCollection
 from confluent_kafka.admin import AdminClient
 
 from collectors.clients import ClusterUnreachable
@@ -33,6 +33,7 @@ class ClusterView:
     brokers: frozenset[int]
     topics: tuple[str, ...]  # every topic, monitored or not
     partitions: tuple[PartitionInfo, ...]  # monitored only, sorted
+    topic_ids: Mapping[str, str] = field(default_factory=dict)  # monitored topics' ids
 
     def partition_leaders(self) -> dict[tuple[str, int], int | None]:
         return {(p.topic, p.partition): p.leader for p in self.partitions}
@@ -80,9 +81,29 @@ def describe_cluster(
             leader = partition.leader if partition.leader >= 0 else None
             partitions.append(PartitionInfo(name, number, leader))
     partitions.sort(key=lambda p: (p.topic, p.partition))
+    monitored = sorted({p.topic for p in partitions})
     return ClusterView(
         cluster_id=str(metadata.cluster_id),
         brokers=frozenset(metadata.brokers),
         topics=tuple(sorted(metadata.topics)),
         partitions=tuple(partitions),
+        topic_ids=topic_ids(admin, monitored, timeout_s),
     )
+
+
+def topic_ids(admin: AdminClient, topics: list[str], timeout_s: float) -> dict[str, str]:
+    """Kafka's topic id (KIP-516) of each topic that answered; metadata does not carry it.
+    A topic that did not answer is left out: its id is checked again next cycle."""
+    if not topics:
+        return {}
+    try:
+        futures = admin.describe_topics(TopicCollection(topics), request_timeout=timeout_s)
+    except KafkaException:
+        return {}
+    found = {}
+    for name, future in futures.items():
+        try:
+            found[name] = str(future.result(timeout=timeout_s + 5).topic_id)
+        except (KafkaException, TimeoutError):
+            continue
+    return found

@@ -252,7 +252,8 @@ class AnalysisSettings:
     # than this and still has no sink copy: the sink write may simply not be visible yet.
     grace_s: float = 30.0
     # Fingerprints older than this many hours are compacted away; duplicate detection spans
-    # the retention, not one batch. > 0.
+    # the retention, not one batch. Collector samples are kept as long (dgm.sample_upkeep).
+    # > 0.
     retention_h: float = 168.0
     # Spark master URL; local[*] runs Spark inside dgm. DGM_SPARK_MASTER overrides it.
     spark_master: str = "local[*]"

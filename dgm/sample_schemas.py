@@ -41,6 +41,13 @@ OFFSETS = _schema(
         "how long the LSO has not moved while records sit above it (lso < high_watermark): "
         "sampled_at - lso_since; 0 when lso == high_watermark",
     ),
+    _column(
+        "topic_id",
+        pa.string(),
+        "Kafka's topic id (KIP-516): a topic deleted and recreated under the same name gets "
+        "a new one; null if unknown (samples of older dgm versions)",
+        True,
+    ),
 )
 
 GROUP_OFFSETS = _schema(
@@ -135,7 +142,7 @@ EVENTS = _schema(
         "event",
         pa.string(),
         "collector_start, outage_start, outage_end, broker_joined, broker_left, rebalance, "
-        "member_joined, member_left, epoch_bump",
+        "member_joined, member_left, epoch_bump, topic_recreated",
     ),
     _column("group_id", pa.string(), "rebalance, member_joined, member_left", True),
     _column("member_id", pa.string(), "member_joined, member_left", True),
@@ -156,6 +163,7 @@ EVENTS = _schema(
         True,
     ),
     _column("detail", pa.string(), "one human-readable line"),
+    _column("topic", pa.string(), "topic_recreated: the topic", True),
 )
 
 # Sample kind -> schema; the kind is also the directory name under <state_dir>/samples/.

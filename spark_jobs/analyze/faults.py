@@ -15,6 +15,7 @@ from spark_jobs.analyze.pipelines import pipeline_topics, pipelines_frame
 # and cluster-wide ones that count for every pipeline.
 GROUP_FAULTS = ("rebalance", "member_joined", "member_left")
 PRODUCER_FAULTS = ("epoch_bump",)
+TOPIC_FAULTS = ("topic_recreated",)
 CLUSTER_FAULTS = ("outage_start", "broker_left")
 
 
@@ -23,7 +24,8 @@ def faults(
 ) -> DataFrame:
     """The events sample, one row per pipeline each event is attributed to: group events to
     the pipelines of the group, epoch bumps to the pipelines with the producer on one of their
-    topics (producers sample); null for the rest (cluster-wide or unmonitored)."""
+    topics (producers sample), a recreated topic to the pipelines of the topic; null for the
+    rest (cluster-wide or unmonitored)."""
     by_group = pipelines_frame(spark, config).select(
         F.col("consumer_group").alias("_group"), F.col("pipeline").alias("_by_group")
     )
@@ -34,14 +36,23 @@ def faults(
         .select("_pid", F.col("pipeline").alias("_by_producer"))
         .distinct()
     )
-    attributed = events.join(
-        F.broadcast(by_group), events["group_id"] == F.col("_group"), "left"
-    ).join(
-        by_producer,
-        (events["event"].isin(*PRODUCER_FAULTS)) & (events["producer_id"] == F.col("_pid")),
-        "left",
+    by_topic = pipeline_topics(spark, config).select(
+        F.col("topic").alias("_topic"), F.col("pipeline").alias("_by_topic")
     )
-    pipeline = F.coalesce("_by_group", "_by_producer")
+    attributed = (
+        events.join(F.broadcast(by_group), events["group_id"] == F.col("_group"), "left")
+        .join(
+            by_producer,
+            (events["event"].isin(*PRODUCER_FAULTS)) & (events["producer_id"] == F.col("_pid")),
+            "left",
+        )
+        .join(
+            F.broadcast(by_topic),
+            events["event"].isin(*TOPIC_FAULTS) & (events["topic"] == F.col("_topic")),
+            "left",
+        )
+    )
+    pipeline = F.coalesce("_by_group", "_by_producer", "_by_topic")
     return conform(
         attributed.select(
             F.col("sampled_at").alias("at"),
@@ -58,7 +69,8 @@ def counted_faults(spark: SparkSession, config: DgmConfig, fault_rows: DataFrame
     """(pipeline, at) of the faults that count for each pipeline's evidence, one row per
     event (events of one collector cycle share their time and still count apart)."""
     own = fault_rows.where(
-        F.col("pipeline").isNotNull() & F.col("event").isin(*GROUP_FAULTS, *PRODUCER_FAULTS)
+        F.col("pipeline").isNotNull()
+        & F.col("event").isin(*GROUP_FAULTS, *PRODUCER_FAULTS, *TOPIC_FAULTS)
     ).select("pipeline", "at")
     names = pipelines_frame(spark, config).select("pipeline")
     cluster = (

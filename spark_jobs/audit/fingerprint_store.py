@@ -148,6 +148,7 @@ def write_batch(
     ranges: Sequence[OffsetRange],
     id_rules: Mapping[str, MessageIdRule],
     replaces: Sequence[str] = (),
+    topic_ids: Mapping[str, str] | None = None,
 ) -> Batch:
     """Write `frame` (FINGERPRINT rows of `ranges`) as one committed batch; call under
     `writer_lock`. The manifest counts the records per range from what was written."""
@@ -173,6 +174,10 @@ def write_batch(
         "min_timestamp": _iso(min(lows, default=None)),
         "max_timestamp": _iso(max(highs, default=None)),
         "replaces": sorted(replaces),
+        # Kafka's id of each audited topic (spark_jobs.audit.recreated).
+        "topic_ids": {
+            t: i for t, i in sorted((topic_ids or {}).items()) if t in {r.topic for r in ranges}
+        },
     }
     (temp / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True))
     for path in temp.iterdir():
@@ -224,7 +229,16 @@ def remove_external_except(state_dir: Path, pipelines: set[str]) -> list[str]:
     return [p.stem for p in stale]
 
 
-def _merged(batches: Sequence[Batch]) -> list[OffsetRange]:
+def recorded_topic_ids(batches: Sequence[Batch]) -> dict[str, str]:
+    """The topic id each topic had when it was last audited (newest batch wins)."""
+    found: dict[str, str] = {}
+    for batch in batches:
+        found.update(batch.manifest.get("topic_ids", {}))
+    return found
+
+
+def merged_ranges(batches: Sequence[Batch]) -> list[OffsetRange]:
+    """One range per topic-partition spanning those of `batches` (what a rewrite keeps)."""
     spans: dict[Key, OffsetRange] = {}
     for batch in batches:
         for r in batch.ranges:
@@ -255,7 +269,8 @@ def compact(
         kept = kept.filter(F.col("timestamp").isNull() | (F.col("timestamp") >= F.lit(cutoff)))
         rules = {t: MessageIdRule(**r) for b in chosen for t, r in b.manifest["id_rules"].items()}
         names = [b.path.name for b in chosen]
-        batch = write_batch(spark, state_dir, kept, _merged(chosen), rules, names)
+        ids = recorded_topic_ids(chosen)
+        batch = write_batch(spark, state_dir, kept, merged_ranges(chosen), rules, names, ids)
         for b in chosen:  # hide first (atomic), then delete: no half-deleted visible batch
             trash = b.path.with_name(f".trash-{b.path.name}")
             os.rename(b.path, trash)

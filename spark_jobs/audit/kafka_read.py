@@ -34,7 +34,9 @@ from spark_jobs.audit.fingerprint import fingerprints, mark_committed
 from spark_jobs.audit.fingerprint_store import (
     Batch,
     audited_positions,
+    complete_batches,
     empty_fingerprints,
+    recorded_topic_ids,
     remove_external_except,
     write_batch,
     write_external,
@@ -45,11 +47,13 @@ from spark_jobs.audit.ranges import (
     assign_json,
     has_open_or_recent_transaction,
     latest_offsets,
+    latest_topic_ids,
     offsets_json,
     plan_ranges,
     split_ranges,
     transactional_topics,
 )
+from spark_jobs.audit.recreated import forget_topics, recreated_topics
 from spark_jobs.audit.start import first_starts, kafka_offsets_for_times
 from spark_jobs.audit.tracker import EVERY_S, AuditTracker
 
@@ -176,6 +180,7 @@ def _fingerprint_kafka(
     flagged: set[str],
     state_dir: Path,
     tracker: AuditTracker,
+    topic_ids: Mapping[str, str],
     chunk_offsets: int = CHUNK_OFFSETS,
 ) -> tuple[Batch, tuple[str, ...]]:
     """One batch for `ranges`; empty ranges (a first audit's recorded start) are stored in
@@ -195,7 +200,7 @@ def _fingerprint_kafka(
             mine = uncommitted.filter(F.col("topic").isin(transactional))
             parts.append(mark_committed(mine, committed_view))
         used = {t: rules[t] for t in sorted({r.topic for r in ranges})}
-        batch = write_batch(spark, state_dir, _union(parts), ranges, used)
+        batch = write_batch(spark, state_dir, _union(parts), ranges, used, (), topic_ids)
     finally:
         for frame in frames:
             frame.unpersist()
@@ -225,6 +230,15 @@ def audit(
     transactional: tuple[str, ...] = ()
     with writer_lock(state_dir):
         sampled = latest_offsets(state_dir, rules)
+        topic_ids = latest_topic_ids(state_dir, rules)
+        recreated = recreated_topics(recorded_topic_ids(complete_batches(state_dir)), topic_ids)
+        for topic, (old, new) in recreated.items():
+            progress(
+                f"audit: topic {topic} was deleted and recreated (id {old} -> {new}): its old "
+                "fingerprints are dropped and the new topic is audited from its start"
+            )
+        if recreated:
+            forget_topics(spark, state_dir, recreated)
         audited = audited_positions(state_dir)
         client = config.cluster.librdkafka_config(bootstrap_servers)
         starts = first_starts(
@@ -234,6 +248,8 @@ def audit(
             now or datetime.now(UTC),
             kafka_offsets_for_times(client),
         )
+        # A recreated topic is audited from its start, whatever analysis.start says.
+        starts = {k: v for k, v in starts.items() if k[0] not in recreated}
         ranges = plan_ranges(sampled, audited, starts)
         _report_skipped(ranges, config.analysis.start, progress)
         if ranges:
@@ -245,7 +261,7 @@ def audit(
             total = sum(r.size for r in ranges)
             with AuditTracker(state_dir, total, progress, progress_every_s) as tracker:
                 batch, transactional = _fingerprint_kafka(
-                    spark, options, ranges, rules, flagged, state_dir, tracker
+                    spark, options, ranges, rules, flagged, state_dir, tracker, topic_ids
                 )
             for topic in sorted(topics):
                 mine = [r for r in batch.ranges if r["topic"] == topic]

@@ -172,6 +172,17 @@ def latest_offsets(
     return sorted(latest.values(), key=lambda s: (s.topic, s.partition))
 
 
+def latest_topic_ids(
+    state_dir: Path, topics: Collection[str], max_files: int = MAX_SAMPLE_FILES
+) -> dict[str, str]:
+    """Kafka's id of each of `topics` in the newest offsets samples that name one."""
+    found: dict[str, str] = {}
+    for row in _newest_rows(state_dir, "offsets", topics, ["topic", "topic_id"], max_files):
+        if row["topic_id"] is not None:
+            found.setdefault(str(row["topic"]), str(row["topic_id"]))
+    return found
+
+
 def transactional_topics(
     state_dir: Path, topics: Collection[str], max_files: int = MAX_SAMPLE_FILES
 ) -> set[str]:

@@ -9,6 +9,7 @@ from collectors.events import (
     broker_events,
     group_events,
     idempotent_epoch_events,
+    topic_events,
     transactional_epoch_events,
 )
 
@@ -83,3 +84,13 @@ def test_brokers_leaving_and_joining() -> None:
     assert broker_events(None, frozenset({1, 2}), AT, "c") == []
     events = broker_events(frozenset({1, 2}), frozenset({2, 3}), AT, "c")
     assert [(e.event, e.broker_id) for e in events] == [("broker_left", 1), ("broker_joined", 3)]
+
+
+def test_a_topic_whose_id_changed_was_recreated() -> None:
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+    before = {"orders": "id-1", "payments": "id-2", "gone": "id-3"}
+    now = {"orders": "id-9", "payments": "id-2", "new": "id-4"}
+    (event,) = topic_events(before, now, at, "c")
+    assert (event.event, event.topic) == ("topic_recreated", "orders")
+    assert "id-1 -> id-9" in event.detail
+    assert topic_events({}, now, at, "c") == []  # the first sample knows no earlier id

@@ -1,0 +1,67 @@
+"""Topics deleted and recreated under the same name, told apart by Kafka's topic id (KIP-516).
+
+Each batch's manifest records the id of every topic it audited (`topic_ids`); the collectors
+sample the current ids. When they differ, the topic was recreated: its old incarnation's
+fingerprints and audited positions are dropped (the batches holding them are rewritten
+without them, crash-safe like a compaction), so the new topic is audited from its start and
+nothing is judged across the two. The collectors record the change as a `topic_recreated`
+event, a fault of the topic's pipelines (docs/design.md).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Collection, Mapping
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from dgm.config_schema import MessageIdRule
+from spark_jobs.audit.fingerprint_store import (
+    Batch,
+    complete_batches,
+    merged_ranges,
+    recorded_topic_ids,
+    write_batch,
+)
+from spark_jobs.schemas import FINGERPRINT
+
+
+def recreated_topics(
+    recorded: Mapping[str, str], current: Mapping[str, str]
+) -> dict[str, tuple[str, str]]:
+    """topic -> (audited id, current id) for the topics whose id changed; an unknown id on
+    either side is no change."""
+    return {
+        topic: (recorded[topic], topic_id)
+        for topic, topic_id in sorted(current.items())
+        if topic in recorded and topic_id and recorded[topic] != topic_id
+    }
+
+
+def forget_topics(spark: SparkSession, state_dir: Path, topics: Collection[str]) -> Batch | None:
+    """Rewrite the batches that hold any of `topics` as one batch without them (their rows,
+    ranges and ids); call under `writer_lock`. None when no batch holds them."""
+    batches = complete_batches(state_dir)
+    chosen = [b for b in batches if any(r["topic"] in topics for r in b.ranges)]
+    if not chosen:
+        return None
+    kept = spark.read.schema(FINGERPRINT).parquet(*(str(b.path) for b in chosen))
+    kept = kept.filter(~F.col("topic").isin(*sorted(topics)))
+    ranges = [r for r in merged_ranges(chosen) if r.topic not in topics]
+    rules = {
+        t: MessageIdRule(**r)
+        for b in chosen
+        for t, r in b.manifest["id_rules"].items()
+        if t not in topics
+    }
+    ids = {t: i for t, i in recorded_topic_ids(chosen).items() if t not in topics}
+    names = [b.path.name for b in chosen]
+    batch = write_batch(spark, state_dir, kept, ranges, rules, names, ids)
+    for b in chosen:  # hide first (atomic), then delete: no half-deleted visible batch
+        trash = b.path.with_name(f".trash-{b.path.name}")
+        os.rename(b.path, trash)
+        shutil.rmtree(trash)
+    return batch
