@@ -30,7 +30,7 @@ def header(name: str) -> Column:
     """The text of header `name`: the last non-null value when it repeats (as header_map)."""
     matching = F.filter("headers", lambda h: (h["key"] == F.lit(name)) & h["value"].isNotNull())
     # try_element_at: null for an empty (or null) array even under ANSI mode.
-    return F.try_element_at(matching, F.lit(-1))["value"].cast("string")
+    return _text(F.try_element_at(matching, F.lit(-1))["value"])
 
 
 def json_path(dotted: str) -> str:
@@ -43,15 +43,42 @@ def message_id(rule: MessageIdRule) -> Column:
     if rule.kind == "header":
         found = header(rule.name)
     elif rule.kind == "json_field":
-        # Invalid JSON or a missing field gives null, never an error.
-        found = F.get_json_object(F.col("value").cast("string"), json_path(rule.name))
+        found = _json_id(json_path(rule.name))
     elif rule.kind == "key":
-        found = F.col("key").cast("string")
+        found = _text(F.col("key"))
     elif rule.kind == "hash":
         found = _key_value_hash()
     else:
         raise ValueError(f"unknown message id kind {rule.kind!r}")
-    return F.when(found != F.lit(""), found)
+    # An empty id is none; a huge one (a header of megabytes) is kept as its digest.
+    return F.when(found != F.lit(""), _bounded(found))
+
+
+# Longer ids are stored as "sha256:<digest>": fingerprints stay small, equal ids stay equal.
+MAX_ID_CHARS = 1024
+
+
+def _bounded(found: Column) -> Column:
+    digest = F.concat(F.lit("sha256:"), F.sha2(F.encode(found, "UTF-8"), 256))
+    return F.when(F.length(found) > MAX_ID_CHARS, digest).otherwise(found)
+
+
+def _json_id(path: str) -> Column:
+    """The id at `path` when it is a JSON string or integer; invalid JSON, a missing field, an
+    object, array, boolean, fraction or null is no id (the record counts as unidentified)."""
+    parsed = F.try_parse_json(F.col("value").cast("string"))
+    kind = F.schema_of_variant(F.variant_get(parsed, path, "variant"))
+    integral = kind.isin("STRING", "TINYINT", "SMALLINT", "INT", "BIGINT") | kind.rlike(
+        r"^DECIMAL\([0-9]+,0\)$"
+    )
+    return F.when(integral, F.variant_get(parsed, path, "string"))
+
+
+def _text(raw: Column) -> Column:
+    """Bytes as text: UTF-8 as it is, anything else as 0x<hex> (never two ids made one by
+    replacement characters)."""
+    text = raw.cast("string")
+    return F.when(F.is_valid_utf8(text), text).otherwise(F.concat(F.lit("0x"), F.hex(raw)))
 
 
 def _key_value_hash() -> Column:

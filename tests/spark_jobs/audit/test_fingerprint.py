@@ -116,6 +116,33 @@ def test_json_field_rule_follows_a_dotted_path(spark: Any) -> None:
     assert column(top, "message_id") == [None, None, None, "top-level", None, None]
 
 
+def test_a_json_id_that_is_no_string_or_integer_is_no_id(spark: Any) -> None:
+    values = [
+        b'{"id": "s"}', b'{"id": 12345678901234567890}', b'{"id": {"a": 1}}', b'{"id": [1]}',
+        b'{"id": true}', b'{"id": 1.5}', b'{"id": null}', b'{"other": 1}', b"\xff\xfe",
+    ]  # fmt: skip
+    rows = kafka_rows(spark, *((None, v, None) for v in values))
+    found = column(fingerprints(rows, MessageIdRule("json_field", "id")), "message_id")
+    assert found == ["s", "12345678901234567890"] + [None] * 7
+
+
+def test_ids_that_are_not_utf8_or_huge_stay_distinct_and_small(spark: Any) -> None:
+    huge = b"x" * 2_000_000
+    rows = kafka_rows(
+        spark,
+        (b"\xff\x01", b"v", [("dgm-id", b"\xff\x01"), ("big", huge)]),
+        (b"\xff\x02", b"v", [("dgm-id", b"\xff\x02")]),
+        (None, b"v", [("dgm-id", huge)]),
+        (None, b"v", [("dgm-id", huge)]),
+    )
+    ids = column(fingerprints(rows, MessageIdRule("header", "dgm-id")), "message_id")
+    # Replacement characters would make the two ids one: their bytes are kept as hex.
+    assert ids[:2] == ["0xFF01", "0xFF02"]
+    assert ids[2] == ids[3] == "sha256:" + hashlib.sha256(huge).hexdigest()
+    keys = column(fingerprints(rows, MessageIdRule("key", "")), "message_id")
+    assert keys[:2] == ["0xFF01", "0xFF02"]
+
+
 def test_key_rule_reads_the_key_as_text(spark: Any) -> None:
     rows = kafka_rows(spark, (b"k-1", b"v", None), (None, b"v", None), (b"", b"v", None))
     frame = fingerprints(rows, MessageIdRule("key", ""))
