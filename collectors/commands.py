@@ -68,11 +68,11 @@ def _collect(args: argparse.Namespace) -> int:
     stop = threading.Event()
     retention = timedelta(hours=config.analysis.retention_h)
 
-    def upkeep() -> str | None:
+    def upkeep() -> None:
         done = keep_bounded(store, datetime.now(UTC), retention)
         for error in done.errors:
             log.warning("sample upkeep skipped %s", error)
-        return done.line() if done.merged or done.expired or done.removed else None
+        log.debug(done.line())
 
     runner = Runner(
         collector, settings.interval_s, stop, args.connect_timeout, _status, upkeep=upkeep

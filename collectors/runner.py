@@ -33,7 +33,7 @@ class Runner:
         stop: threading.Event,
         connect_timeout_s: float = 30.0,
         report: Callable[[str], None] = print,
-        upkeep: Callable[[], str | None] | None = None,
+        upkeep: Callable[[], None] | None = None,
         upkeep_every_s: float = 15.0,
     ) -> None:
         self.collector = collector
@@ -114,9 +114,7 @@ class Runner:
         ):
             return
         self._upkept_at = now
-        said = self.upkeep()
-        if said:
-            self.report(said)
+        self.upkeep()
 
     def _cluster_id(self) -> str:
         assert self.collector.cluster_id is not None  # set by start()
