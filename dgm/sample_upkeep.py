@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 
 from dgm.durable import fsync
 from dgm.sample_schemas import SCHEMAS
-from dgm.samples import SampleStore, compacted_name, span
+from dgm.samples import SampleStore, compacted_name, set_aside, span
 
 MINUTE_MS, HOUR_MS, DAY_MS = 60_000, 3_600_000, 86_400_000
 TIERS_MS = (MINUTE_MS, HOUR_MS, DAY_MS)
@@ -98,15 +98,21 @@ def _compact(store: SampleStore, kind: str, before_ms: int, done: Upkeep) -> Non
             if found[1][0] // tier_ms == bucket and (bucket + 1) * tier_ms <= before_ms:
                 buckets[bucket].append(path)
         for group in buckets.values():
-            if len(group) > 1:
-                _merge(store, kind, group)
+            if len(group) > 1 and _merge(store, kind, group) is not None:
                 done.merged += len(group)
                 done.written += 1
 
 
-def _merge(store: SampleStore, kind: str, group: list[Path]) -> Path:
+def _merge(store: SampleStore, kind: str, group: list[Path]) -> Path | None:
     folder = store.kind_dir(kind)
-    table = pa.concat_tables(pq.read_table(p, schema=SCHEMAS[kind]) for p in group)
+    tables = []
+    for path in group:
+        try:
+            tables.append(pq.read_table(path, schema=SCHEMAS[kind]))
+        except (OSError, pa.ArrowException) as error:
+            set_aside(path, error)
+            return None  # the bucket is merged next pass, without the damaged file
+    table = pa.concat_tables(tables)
     final = folder / compacted_name(group[0].name, group[-1].name)
     temp = folder / f".{os.getpid()}-{time.monotonic_ns()}.parquet.tmp"
     try:

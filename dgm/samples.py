@@ -15,6 +15,7 @@ merged file half-written.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import time
@@ -29,6 +30,8 @@ import pyarrow.parquet as pq
 
 from dgm.durable import fsync
 from dgm.sample_schemas import SCHEMAS
+
+log = logging.getLogger(__name__)
 
 SAMPLES_DIR = "samples"
 # A topic-partition.
@@ -173,6 +176,20 @@ class SampleStore:
         """Files of `kind` whose rows a compacted file holds too: never read, deleted later."""
         return uncovered(self._all(kind))[1]
 
+    def readable_files(self, kind: str) -> list[Path]:
+        """files(kind) whose Parquet footer reads; a damaged file (truncated or overwritten on
+        disk) is moved to `<kind>/damaged/` with a warning naming it, so it stops every read
+        without being lost."""
+        found = []
+        for path in self.files(kind):
+            try:
+                pq.read_metadata(path)
+            except (OSError, pa.ArrowException) as error:
+                set_aside(path, error)
+                continue
+            found.append(path)
+        return found
+
     def files_after(self, kind: str, marker: str | Path | None) -> list[Path]:
         """Files of `kind` written after `marker` (a file name or path); all when None."""
         after = span(Path(marker).name) if marker is not None else None
@@ -220,9 +237,24 @@ class SampleStore:
 
     def read(self, kind: str, paths: Iterable[Path] | None = None) -> pa.Table:
         """The rows of `paths` (default: every file of `kind`) as one table."""
-        chosen = list(paths) if paths is not None else self.files(kind)
+        chosen = list(paths) if paths is not None else self.readable_files(kind)
         tables = [pq.read_table(path, schema=SCHEMAS[kind]) for path in chosen]
         return pa.concat_tables(tables) if tables else SCHEMAS[kind].empty_table()
+
+
+DAMAGED_DIR = "damaged"
+
+
+def set_aside(path: Path, error: BaseException) -> Path:
+    """Move a damaged sample file to `damaged/` beside it, never deleted: readers skip it."""
+    folder = path.parent / DAMAGED_DIR
+    folder.mkdir(exist_ok=True)
+    moved = folder / path.name
+    os.replace(path, moved)
+    log.warning(
+        "sample file %s is damaged (%s): moved to %s, skipped from now on", path, error, moved
+    )
+    return moved
 
 
 def _last(path: Path) -> tuple[int, int]:
@@ -232,10 +264,12 @@ def _last(path: Path) -> tuple[int, int]:
 
 
 def latest_rows(store: SampleStore, kind: str, cluster_id: str) -> list[Mapping[str, Any]]:
-    """The rows of the newest `kind` file that belong to `cluster_id` (state after a restart)."""
-    latest = store.latest(kind)
-    if latest is None:
+    """The rows of the newest readable `kind` file that belong to `cluster_id` (state after a
+    restart)."""
+    readable = store.readable_files(kind)
+    if not readable:
         return []
+    latest = max(readable, key=_last)
     return [
         row for row in store.read(kind, [latest]).to_pylist() if row["cluster_id"] == cluster_id
     ]

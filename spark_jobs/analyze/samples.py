@@ -40,7 +40,7 @@ def read_kind(spark: SparkSession, state_dir: Path, kind: str) -> DataFrame:
     schema = sample_schema(kind)
     # The files no compacted file covers (dgm.samples), named one by one: the folder would
     # read a compacted file's rows twice while the originals it covers linger.
-    files = SampleStore(Path(state_dir)).files(kind)
+    files = SampleStore(Path(state_dir)).readable_files(kind)
     if not files:
         return empty_samples(spark, kind)
     return spark.read.schema(schema).parquet(*(str(p) for p in files))

@@ -145,7 +145,7 @@ def _newest_rows(
     if not wanted:
         return rows
     schema = pa.schema([SCHEMAS[kind].field(c) for c in columns])
-    for path in reversed(SampleStore(state_dir).files(kind)[-max_files:]):
+    for path in reversed(SampleStore(state_dir).readable_files(kind)[-max_files:]):
         table = pq.read_table(path, columns=columns, schema=schema)
         table = table.filter(pc.is_in(table["topic"], pa.array(sorted(wanted))))
         rows.extend(table.to_pylist())
