@@ -12,6 +12,9 @@ checkpoint that could drift from them. A job killed at any point has either rena
 batch (its range is audited, its fingerprints are there) or not (neither), so each range is
 audited exactly once. Leftover hidden dirs are removed under the writer lock at the start.
 
+A batch whose manifest or a part file no longer reads (damaged on disk) is moved aside as
+`damaged-<name>` under the writer lock; its offsets are then audited again.
+
 Compaction writes one new batch holding the kept fingerprints of the batches it replaces and
 their ranges (so the positions survive), listing them in `replaces`; readers ignore a batch a
 complete batch replaces, so a crash before the old dirs are gone duplicates nothing.
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import logging
 import os
 import re
 import shutil
@@ -48,6 +52,8 @@ from dgm.fingerprints import FINGERPRINTS_DIR
 from dgm.samples import Key
 from spark_jobs.audit.ranges import OffsetRange
 from spark_jobs.schemas import FINGERPRINT
+
+log = logging.getLogger(__name__)
 
 EXTERNAL_DIR = "external"
 MANIFEST = "_range.json"
@@ -100,6 +106,7 @@ def recover(state_dir: Path) -> list[str]:
     for path in (folder / EXTERNAL_DIR).glob(".*.tmp"):
         path.unlink()
         removed.append(f"{EXTERNAL_DIR}/{path.name}")
+    set_aside_damaged(state_dir)
     return removed
 
 
@@ -108,8 +115,67 @@ def _all_batches(folder: Path) -> list[Batch]:
     for path in sorted(folder.iterdir()) if folder.is_dir() else []:
         manifest = path / MANIFEST
         if _BATCH.fullmatch(path.name) and manifest.is_file():
-            found.append(Batch(path, json.loads(manifest.read_text())))
+            try:
+                found.append(Batch(path, json.loads(manifest.read_text())))
+            except (OSError, ValueError):
+                continue  # a damaged manifest: set_aside_damaged moves the batch away
     return found
+
+
+def reaudited(batches: Sequence[Batch]) -> set[str]:
+    """Names of the damaged batches `batches` audited again."""
+    return {name for b in batches for name in b.manifest.get("reaudits", ())}
+
+
+def damaged_ranges(state_dir: Path) -> dict[str, list[OffsetRange]]:
+    """Damaged batch name -> the ranges its manifest names, for those not audited again yet
+    (a batch whose manifest does not read cannot be: set_aside_damaged warned)."""
+    folder = fingerprints_dir(state_dir)
+    done = reaudited(complete_batches(state_dir))
+    found: dict[str, list[OffsetRange]] = {}
+    for path in sorted(folder.glob("damaged-batch-*")) if folder.is_dir() else []:
+        name = path.name.removeprefix("damaged-")
+        if name in done:
+            continue
+        try:
+            manifest = json.loads((path / MANIFEST).read_text())
+        except (OSError, ValueError):
+            continue
+        found[name] = [
+            OffsetRange(r["topic"], r["partition"], r["start"], r["end"])
+            for r in manifest["ranges"]
+            if r["end"] > r["start"]
+        ]
+    return found
+
+
+def set_aside_damaged(state_dir: Path) -> list[str]:
+    """Move batches whose manifest or a Parquet part does not read (damaged on disk) to
+    `damaged-<name>`: kept for a look, out of every read. Their ranges are no longer audited
+    positions, so the next audit reads them again from Kafka where it still holds them.
+    Call under `writer_lock`."""
+    folder = fingerprints_dir(state_dir)
+    moved = []
+    for path in sorted(folder.iterdir()) if folder.is_dir() else []:
+        if not _BATCH.fullmatch(path.name) or not (path / MANIFEST).is_file():
+            continue
+        try:
+            json.loads((path / MANIFEST).read_text())
+            for part in path.glob("*.parquet"):
+                pq.read_metadata(part)
+        except (OSError, ValueError, pa.ArrowException) as error:
+            aside = path.with_name(f"damaged-{path.name}")
+            os.rename(path, aside)
+            fsync(folder)
+            log.warning(
+                "fingerprint batch %s is damaged (%s): moved to %s; its offsets are audited "
+                "again from Kafka where Kafka still holds them (not if its manifest is lost)",
+                path,
+                error,
+                aside,
+            )
+            moved.append(path.name)
+    return moved
 
 
 def complete_batches(state_dir: Path) -> list[Batch]:
@@ -120,12 +186,16 @@ def complete_batches(state_dir: Path) -> list[Batch]:
 
 
 def audited_positions(state_dir: Path) -> dict[Key, int]:
-    """Per topic-partition the end of what complete batches have audited."""
+    """Per topic-partition the end of what complete batches have audited, and damaged ones
+    whose offsets are audited again apart (damaged_ranges), so they are not read twice."""
     ends: dict[Key, int] = {}
     for batch in complete_batches(state_dir):
         for r in batch.ranges:
             key = (r["topic"], r["partition"])
             ends[key] = max(ends.get(key, r["end"]), r["end"])
+    for pending in damaged_ranges(state_dir).values():
+        for d in pending:
+            ends[d.key] = max(ends.get(d.key, d.end), d.end)
     return ends
 
 
@@ -149,6 +219,7 @@ def write_batch(
     id_rules: Mapping[str, MessageIdRule],
     replaces: Sequence[str] = (),
     topic_ids: Mapping[str, str] | None = None,
+    reaudits: Sequence[str] = (),
 ) -> Batch:
     """Write `frame` (FINGERPRINT rows of `ranges`) as one committed batch; call under
     `writer_lock`. The manifest counts the records per range from what was written."""
@@ -174,6 +245,8 @@ def write_batch(
         "min_timestamp": _iso(min(lows, default=None)),
         "max_timestamp": _iso(max(highs, default=None)),
         "replaces": sorted(replaces),
+        # Damaged batches whose offsets this batch audited again (damaged_ranges).
+        "reaudits": sorted(reaudits),
         # Kafka's id of each audited topic (spark_jobs.audit.recreated).
         "topic_ids": {
             t: i for t, i in sorted((topic_ids or {}).items()) if t in {r.topic for r in ranges}
@@ -270,7 +343,10 @@ def compact(
         rules = {t: MessageIdRule(**r) for b in chosen for t, r in b.manifest["id_rules"].items()}
         names = [b.path.name for b in chosen]
         ids = recorded_topic_ids(chosen)
-        batch = write_batch(spark, state_dir, kept, merged_ranges(chosen), rules, names, ids)
+        again = reaudited(chosen)
+        batch = write_batch(
+            spark, state_dir, kept, merged_ranges(chosen), rules, names, ids, sorted(again)
+        )
         for b in chosen:  # hide first (atomic), then delete: no half-deleted visible batch
             trash = b.path.with_name(f".trash-{b.path.name}")
             os.rename(b.path, trash)

@@ -28,13 +28,14 @@ from pyspark.sql import functions as F
 
 from dgm.config_schema import DgmConfig, MessageIdRule
 from dgm.errors import UserFacingError
-from dgm.samples import Key
+from dgm.samples import Key, PartitionOffsets
 from spark_jobs.audit.external import external_fingerprints
 from spark_jobs.audit.fingerprint import fingerprints, mark_committed
 from spark_jobs.audit.fingerprint_store import (
     Batch,
     audited_positions,
     complete_batches,
+    damaged_ranges,
     empty_fingerprints,
     recorded_topic_ids,
     remove_external_except,
@@ -182,6 +183,7 @@ def _fingerprint_kafka(
     tracker: AuditTracker,
     topic_ids: Mapping[str, str],
     chunk_offsets: int = CHUNK_OFFSETS,
+    reaudits: Sequence[str] = (),
 ) -> tuple[Batch, tuple[str, ...]]:
     """One batch for `ranges`; empty ranges (a first audit's recorded start) are stored in
     the manifest without a read."""
@@ -200,7 +202,7 @@ def _fingerprint_kafka(
             mine = uncommitted.filter(F.col("topic").isin(transactional))
             parts.append(mark_committed(mine, committed_view))
         used = {t: rules[t] for t in sorted({r.topic for r in ranges})}
-        batch = write_batch(spark, state_dir, _union(parts), ranges, used, (), topic_ids)
+        batch = write_batch(spark, state_dir, _union(parts), ranges, used, (), topic_ids, reaudits)
     finally:
         for frame in frames:
             frame.unpersist()
@@ -251,6 +253,7 @@ def audit(
         # A recreated topic is audited from its start, whatever analysis.start says.
         starts = {k: v for k, v in starts.items() if k[0] not in recreated}
         ranges = plan_ranges(sampled, audited, starts)
+        _reaudit_damaged(spark, config, bootstrap_servers, sampled, topic_ids, progress)
         _report_skipped(ranges, config.analysis.start, progress)
         if ranges:
             topics = {r.topic for r in ranges}
@@ -277,6 +280,39 @@ def audit(
     return AuditResult(
         records, tuple(ranges), batch.path if batch else None, seconds, transactional, external
     )
+
+
+def _reaudit_damaged(
+    spark: SparkSession,
+    config: DgmConfig,
+    bootstrap_servers: str,
+    sampled: Sequence[PartitionOffsets],
+    topic_ids: Mapping[str, str],
+    progress: Progress,
+) -> None:
+    """Audit again, as one batch of their own, the offsets of batches set aside as damaged
+    (fingerprint_store.set_aside_damaged), as far as Kafka still holds them."""
+    damaged = damaged_ranges(config.state_dir)
+    if not damaged:
+        return
+    rules = topic_rules(config)
+    log_start = {(s.topic, s.partition): s.log_start_offset for s in sampled}
+    again = []
+    for r in (r for found in damaged.values() for r in found if r.topic in rules):
+        start = max(r.start, log_start.get(r.key, r.start))
+        if start < r.end:
+            again.append(OffsetRange(r.topic, r.partition, start, r.end, start - r.start))
+    progress(
+        f"audit: {len(damaged)} damaged fingerprint batches: auditing their "
+        f"{sum(r.size for r in again)} offsets again"
+    )
+    flagged = transactional_topics(config.state_dir, {r.topic for r in again})
+    options = kafka_options(config, bootstrap_servers)
+    with AuditTracker(config.state_dir, sum(r.size for r in again), progress) as tracker:
+        _fingerprint_kafka(
+            spark, options, again, rules, flagged, config.state_dir, tracker, topic_ids,
+            reaudits=sorted(damaged),
+        )  # fmt: skip
 
 
 def _report_skipped(ranges: Iterable[OffsetRange], start: str, progress: Progress) -> None:

@@ -23,6 +23,7 @@ from spark_jobs.audit.fingerprint_store import (
     Batch,
     complete_batches,
     merged_ranges,
+    reaudited,
     recorded_topic_ids,
     write_batch,
 )
@@ -59,7 +60,8 @@ def forget_topics(spark: SparkSession, state_dir: Path, topics: Collection[str])
     }
     ids = {t: i for t, i in recorded_topic_ids(chosen).items() if t not in topics}
     names = [b.path.name for b in chosen]
-    batch = write_batch(spark, state_dir, kept, ranges, rules, names, ids)
+    again = sorted(reaudited(chosen))
+    batch = write_batch(spark, state_dir, kept, ranges, rules, names, ids, again)
     for b in chosen:  # hide first (atomic), then delete: no half-deleted visible batch
         trash = b.path.with_name(f".trash-{b.path.name}")
         os.rename(b.path, trash)

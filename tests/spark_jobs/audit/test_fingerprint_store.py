@@ -18,6 +18,7 @@ from spark_jobs.audit.fingerprint_store import (
     audited_positions,
     compact,
     complete_batches,
+    damaged_ranges,
     fingerprints_dir,
     load_fingerprints,
     remove_external_except,
@@ -171,3 +172,32 @@ def test_external_snapshots_replace_each_other_and_are_loaded(spark: Any, tmp_pa
     assert remove_external_except(tmp_path, {"p"}) == []
     assert remove_external_except(tmp_path, set()) == ["p"]
     assert load_fingerprints(spark, tmp_path).count() == 0
+
+
+def test_a_damaged_batch_is_set_aside_and_its_offsets_are_audited_again(
+    spark: Any, tmp_path: Path
+) -> None:
+    with writer_lock(tmp_path):
+        first = write_batch(
+            spark, tmp_path, rows(spark, "t", range(0, 4), NOW), [OffsetRange("t", 0, 0, 4)], RULES
+        )
+        write_batch(
+            spark, tmp_path, rows(spark, "t", range(4, 6), NOW), [OffsetRange("t", 0, 4, 6)], RULES
+        )
+    part = max(first.path.glob("*.parquet"), key=lambda p: p.stat().st_size)
+    part.write_bytes(part.read_bytes()[:20])  # truncated on disk
+    with writer_lock(tmp_path):  # every writer (audit, compact) checks on entry
+        pass
+    assert not first.path.exists() and (first.path.with_name(f"damaged-{first.path.name}")).is_dir()
+    # The second batch still reads; the first one's offsets are to be audited again.
+    assert coordinates(load_fingerprints(spark, tmp_path)) == [("t", 0, 4), ("t", 0, 5)]
+    assert damaged_ranges(tmp_path) == {first.path.name: [OffsetRange("t", 0, 0, 4)]}
+    with writer_lock(tmp_path):
+        write_batch(
+            spark, tmp_path, rows(spark, "t", range(0, 4), NOW), [OffsetRange("t", 0, 0, 4)],
+            RULES, reaudits=[first.path.name],
+        )  # fmt: skip
+    assert damaged_ranges(tmp_path) == {}
+    assert compact(spark, tmp_path, timedelta(days=1), NOW + timedelta(days=2)) is not None
+    assert damaged_ranges(tmp_path) == {}  # a compaction keeps what was audited again
+    assert audited_positions(tmp_path) == {("t", 0): 6}
