@@ -202,3 +202,16 @@ def test_rows_given_as_dicts_are_typed_by_the_contract(tmp_path: Path) -> None:
             "SELECT run_id, epoch_ms(started_at), fingerprints, window_s, spark_master FROM runs"
         ).fetchall()
     assert got == [("r1", MS, 5, 60, None)]
+
+
+def test_a_damaged_publication_is_an_error_to_readers_and_replaced_by_the_next_publish(
+    tmp_path: Path,
+) -> None:
+    publish({"faults": faults("before")}, tmp_path)
+    path = published_path(tmp_path)
+    path.write_bytes(path.read_bytes()[:4096])  # truncated on disk
+    with pytest.raises(duckdb.Error):
+        open_read_only(path).close()
+    publish({"faults": faults("after")}, tmp_path)
+    with open_read_only(path) as connection:
+        assert details(connection) == ["after"]
