@@ -65,6 +65,8 @@ def _freshness() -> None:
     )
     if fresh.stale:
         st.error("**STALE** — " + "; ".join(fresh.reasons), icon=":material/warning:")
+    elif fresh.running:
+        st.info(f"Fresh — {fresh.running}", icon=":material/autorenew:")
     else:
         st.success("Fresh", icon=":material/check_circle:")
 

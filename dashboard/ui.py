@@ -41,6 +41,9 @@ class Freshness:
     last_sample_at: datetime | None
     stale: bool
     reasons: tuple[str, ...] = field(default=())
+    # "analysis running ..." while a cycle is under way (audit progress newer than the
+    # publication), else None.
+    running: str | None = None
 
 
 def _when(value: object) -> datetime | None:
@@ -58,14 +61,19 @@ def freshness(now: datetime | None = None) -> Freshness:
     if runs.empty:
         return Freshness(None, None, True, ("the published file has no run",))
     finished = _when(runs.iloc[0]["finished_at"])
+    started = _when(runs.iloc[0]["started_at"])
     sample = _when(runs.iloc[0]["last_sample_at"])
     analysis_s = settings.analysis.interval_s
-    limit = timedelta(seconds=STALE_AFTER_INTERVALS * analysis_s)
+    # Analyses finish one cycle's work plus one interval apart: behind only past a few of those.
+    cycle_s = (finished - started).total_seconds() if finished and started else 0.0
+    limit = timedelta(seconds=STALE_AFTER_INTERVALS * (analysis_s + max(cycle_s, 0.0)))
+    running = _running(Path(settings.state_dir), finished, now)
     reasons = []
     if finished is None or now - finished > limit:
         reasons.append(
-            f"the last analysis finished {ago(finished, now)} (it runs every "
-            f"{analysis_s:g} s): is `dgm analyze` running?"
+            f"the last analysis finished {ago(finished, now)} (one takes about "
+            f"{cycle_s:.0f} s, every {analysis_s:g} s): is `dgm analyze` running?"
+            + (f" ({running})" if running else "")
         )
     # The analysis can only see samples up to its own start, so allow one analysis interval.
     sample_limit = limit + timedelta(seconds=analysis_s + settings.collectors.interval_s)
@@ -75,7 +83,23 @@ def freshness(now: datetime | None = None) -> Freshness:
         reasons.append(
             f"the newest collector sample is from {ago(sample, now)}: is `dgm collect` running?"
         )
-    return Freshness(finished, sample, bool(reasons), tuple(reasons))
+    return Freshness(finished, sample, bool(reasons), tuple(reasons), running)
+
+
+def _running(state_dir: Path, finished: datetime | None, now: datetime) -> str | None:
+    """What the analysis cycle under way is doing, from the audit progress it writes after
+    the last publication; None when no cycle shows signs of life (a minute without news)."""
+    state = read_progress(state_dir)
+    if state is None or (finished is not None and state.updated_at <= finished):
+        return None
+    if (now - state.updated_at).total_seconds() > 60:
+        return None
+    if state.phase in ("reading", "writing"):
+        share = 100 * state.offsets_done / state.offsets_total if state.offsets_total else 100.0
+        doing = f"audit {state.phase}, {share:.0f}%"
+    else:
+        doing = "analyzing and publishing"
+    return f"analysis running: {doing}; last finished {ago(finished, now)}"
 
 
 def audit_progress_line(now: datetime | None = None) -> str | None:
