@@ -124,14 +124,20 @@ def rows_table(kind: str, rows: Iterable[Any]) -> pa.Table:
         return schema.empty_table()
     first = rows[0]
     names = [f.name for f in fields(first)] if is_dataclass(first) else list(first)
-    if set(names) != set(schema.names):
+    # A nullable column the rows lack (one added to the schema later) is null.
+    optional = {f.name for f in schema if f.nullable}
+    if set(names) - set(schema.names) or set(schema.names) - set(names) - optional:
         raise ValueError(
             f"{kind} rows have columns {sorted(names)}, the schema has {sorted(schema.names)}"
         )
+    given = set(names)
     if is_dataclass(first):
-        columns = {name: [getattr(row, name) for row in rows] for name in schema.names}
+        columns = {
+            name: [getattr(row, name) if name in given else None for row in rows]
+            for name in schema.names
+        }
     else:
-        columns = {name: [row[name] for row in rows] for name in schema.names}
+        columns = {name: [row.get(name) for row in rows] for name in schema.names}
     for column in schema:
         if pa.types.is_timestamp(column.type):
             columns[column.name] = [_epoch_ms(value) for value in columns[column.name]]
