@@ -132,13 +132,19 @@ def _remove_leftovers(store: SampleStore, kind: str, linger_s: float, done: Upke
     if not folder.is_dir():
         return
     now = time.time()
-    # (span, seconds since written) of the files readers list; few once compacted.
-    listed = [(span(p.name), now - p.stat().st_mtime) for p in store.files(kind)]
-    for path in store.covered(kind):
+    covered = store.covered(kind)
+    # (span, seconds since written) of every merged file, listed or itself covered since: an
+    # original may go once the first file that covered it is `linger_s` old.
+    merged = [
+        (found, now - p.stat().st_mtime)
+        for p in [*store.files(kind), *covered]
+        if (found := span(p.name)) is not None and found[0] != found[1]
+    ]
+    for path in covered:
         mine = span(path.name)
         assert mine is not None
-        ages = [age for s, age in listed if s is not None and s[0] <= mine[0] and mine[1] <= s[1]]
-        if min(ages, default=0.0) > linger_s:
+        ages = [age for s, age in merged if s != mine and s[0] <= mine[0] and mine[1] <= s[1]]
+        if ages and max(ages) > linger_s:
             path.unlink(missing_ok=True)
             done.removed += 1
     for temp in folder.glob(".*.parquet.tmp"):

@@ -149,3 +149,22 @@ def test_sigkill_at_any_point_of_upkeep_loses_no_row_and_doubles_none(tmp_path: 
     assert details(store) == before
     # Hours 00-10 in a file each; 11:00-11:58 a file per minute; 11:59's 6 files as they are.
     assert len(store.files("events")) == 11 + 59 + 6 and store.covered("events") == []
+
+
+def test_an_original_goes_once_its_first_cover_lingered_even_if_a_newer_cover_came(
+    tmp_path: Path,
+) -> None:
+    # Seen over an hour at 1 s: when an hour file covered minute files anew, their originals
+    # waited another linger period, and the store grew by half at every hour boundary.
+    store, before = filled(tmp_path, hours=1, every_s=10)  # 11:00:00 .. 11:59:50
+    keep_bounded(store, NOW - timedelta(seconds=30), timedelta(hours=24), linger_s=300)
+    minute_files = [p for p in store.files("events") if span(p.name)[0] != span(p.name)[1]]  # type: ignore[index]
+    assert len(minute_files) == 59 and len(store.covered("events")) == 59 * 6  # 11:00-11:58
+    for path in minute_files:  # they were written 10 minutes ago
+        os.utime(path, (time.time() - 600, time.time() - 600))
+    keep_bounded(store, NOW + timedelta(seconds=30), timedelta(hours=24), linger_s=300)
+    # The hour file is new, but the minute files covered their originals long enough: gone.
+    # Left: the 60 minute files and 11:59's 5 originals, all covered just now.
+    covered = [span(p.name) for p in store.covered("events")]
+    assert sorted(s[0] == s[1] for s in covered) == [False] * 60 + [True] * 5  # type: ignore[index]
+    assert details(store) == before
