@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
@@ -20,6 +20,7 @@ from kafka.admin import KafkaAdminClient
 from dgm.config import ConfigError, is_secret_key
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 # librdkafka names -> kafka-python's; other librdkafka settings have no kafka-python meaning
 # for an admin client and are left out.
@@ -147,6 +148,20 @@ class Clients:
                     f"kafka-python admin client: {scrub(str(error), self.settings)}"
                 ) from None
         return self._python_admin
+
+    def using_python_admin(self, what: str, call: Callable[[], T]) -> T:
+        """call()'s result; a kafka-python failure in it (connection, timeout, a coordinator
+        loading) resets that client, which does not recover by itself, and is an outage of
+        `what` (ClusterUnreachable), its message scrubbed of secrets."""
+        try:
+            return call()
+        except ClusterUnreachable:
+            self.reset_python_admin()
+            raise
+        except Exception as error:  # kafka-python raises many kinds; all mean "no answer"
+            self.reset_python_admin()
+            message = scrub(f"{type(error).__name__}: {error}", self.settings)
+            raise ClusterUnreachable(f"{what}: {message}") from None
 
     def reset_python_admin(self) -> None:
         if self._python_admin is not None:

@@ -16,7 +16,7 @@ from typing import Any
 from confluent_kafka import ConsumerGroupState, ConsumerGroupType, KafkaException
 
 from collectors import group_requests
-from collectors.clients import Clients, ClusterUnreachable, scrub
+from collectors.clients import Clients, ClusterUnreachable
 from collectors.events import GroupView, MemberView
 from collectors.lag import lag_from_hw, lag_from_lso
 from dgm.samples import Key, PartitionOffsets
@@ -111,15 +111,9 @@ def fetch_groups(
     """Every group's state, members and committed offsets. ListGroups goes to every broker
     through librdkafka; the coordinator-bound requests through kafka-python (group_requests
     says why)."""
-    try:
-        return _fetch(clients, timeout_s, sampled_at, cluster_id)
-    except ClusterUnreachable:
-        clients.reset_python_admin()
-        raise
-    except Exception as error:  # kafka-python: connection, timeout, coordinator-loading errors
-        clients.reset_python_admin()
-        message = scrub(f"{type(error).__name__}: {error}", clients.settings)
-        raise ClusterUnreachable(f"groups: {message}") from None
+    return clients.using_python_admin(
+        "groups", lambda: _fetch(clients, timeout_s, sampled_at, cluster_id)
+    )
 
 
 def _fetch(

@@ -16,7 +16,7 @@ from typing import Any
 from kafka import TopicPartition
 from kafka.errors import BrokerResponseError
 
-from collectors.clients import Clients, ClusterUnreachable, scrub
+from collectors.clients import Clients
 from collectors.hanging import CoordinatorView, OpenTransaction, hanging_reason
 from collectors.partitions import ClusterView
 from dgm.samples import Key
@@ -166,15 +166,10 @@ def fetch_transactions(
     sampled_at: datetime,
     cluster_id: str,
 ) -> TransactionSample:
-    try:
-        return _fetch(clients, view, max_transaction_timeout_ms, sampled_at, cluster_id)
-    except ClusterUnreachable:
-        clients.reset_python_admin()
-        raise
-    except Exception as error:  # kafka-python: connection, timeout, coordinator-loading errors
-        clients.reset_python_admin()
-        message = scrub(f"{type(error).__name__}: {error}", clients.settings)
-        raise ClusterUnreachable(f"transactions: {message}") from None
+    return clients.using_python_admin(
+        "transactions",
+        lambda: _fetch(clients, view, max_transaction_timeout_ms, sampled_at, cluster_id),
+    )
 
 
 def _fetch(
