@@ -67,6 +67,7 @@ def coordinator_of(admin: KafkaAdminClient, group_id: str) -> int | None:
     return int(found) if isinstance(found, int | str) and str(found).lstrip("-").isdigit() else None
 
 
-def assignment(description: Description, member: dict[str, Any]) -> frozenset[Key]:
+def assignment(member: dict[str, Any]) -> frozenset[Key]:
+    """The partitions a classic group member (kafka-python's description) is assigned."""
     assigned = (member.get("member_assignment") or {}).get("assigned_partitions") or []
     return frozenset((a["topic"], int(p)) for a in assigned for p in a.get("partitions", []))

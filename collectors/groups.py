@@ -155,9 +155,7 @@ def _fetch(
 
 def _classic_view(description: group_requests.Description) -> GroupView:
     members = {
-        m["member_id"]: MemberView(
-            m["member_id"], m.get("client_id"), group_requests.assignment(description, m)
-        )
+        m["member_id"]: MemberView(m["member_id"], m.get("client_id"), group_requests.assignment(m))
         for m in description.get("members") or []
     }
     return GroupView(str(description.get("group_state") or "Unknown"), members)
@@ -188,7 +186,7 @@ def _classic_rows(
             m.get("group_instance_id"),
             [
                 {"topic": t, "partition": p}
-                for t, p in sorted(group_requests.assignment(description, m))
+                for t, p in sorted(group_requests.assignment(m))
             ],
         )
         for m in found
