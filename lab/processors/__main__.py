@@ -1,6 +1,7 @@
 """`python -m lab.processors --mode MODE --settings-json JSON`: one processor process.
 
-Exit status: 0 after SIGTERM/SIGINT (a clean stop), 2 for bad settings, 3 when fenced.
+Exit status: 0 after SIGTERM/SIGINT (a clean stop), 2 for bad settings, 3 when fenced, 4 when
+a client call hung past its deadline (lab.processors.watchdog).
 """
 
 from __future__ import annotations

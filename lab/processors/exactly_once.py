@@ -35,12 +35,14 @@ from lab.processors.loop import (
     run_loop,
 )
 from lab.processors.settings import ProcessorSettings
+from lab.processors.watchdog import GRACE_S, deadline
 
 log = logging.getLogger("lab.processor")
 
 # Exit status of an instance fenced by a newer one with its transactional.id: a zombie stops.
 EXIT_FENCED = 3
 TRANSACTION_TIMEOUT_MS = 20_000
+CALL_TIMEOUT_S = 60.0  # each transactional call's own timeout
 _FENCED_CODES = {KafkaError._FENCED, KafkaError.INVALID_PRODUCER_EPOCH}
 
 
@@ -89,10 +91,12 @@ class Transactional:
     def _commit(self, offsets: list[TopicPartition]) -> None:
         if offsets:
             metadata = self.consumer.consumer_group_metadata()
-            self.producer.send_offsets_to_transaction(offsets, metadata, 60)
+            with deadline(CALL_TIMEOUT_S + GRACE_S, "send_offsets_to_transaction"):
+                self.producer.send_offsets_to_transaction(offsets, metadata, CALL_TIMEOUT_S)
         while True:
             try:
-                self.producer.commit_transaction(60)
+                with deadline(CALL_TIMEOUT_S + GRACE_S, "commit_transaction"):
+                    self.producer.commit_transaction(CALL_TIMEOUT_S)
                 break
             except KafkaException as error:
                 if not error.args[0].retriable():
@@ -108,7 +112,8 @@ class Transactional:
         # Abortable (e.g. the group rebalanced under us): drop the transaction's results and
         # read its input again from the committed offsets.
         log.warning("transaction aborted: %s", kafka_error)
-        self.producer.abort_transaction(60)
+        with deadline(CALL_TIMEOUT_S + GRACE_S, "abort_transaction"):
+            self.producer.abort_transaction(CALL_TIMEOUT_S)
         self.open = False
         self.committed.clear()
         rewind(self.consumer)
@@ -146,7 +151,8 @@ def run(
     )
     # Fences any earlier instance with this transactional.id and aborts what it left open,
     # before this one reads a single offset.
-    producer.init_transactions(120)
+    with deadline(120 + GRACE_S, "init_transactions"):
+        producer.init_transactions(120)
     consumer = open_consumer(settings, isolation)
     step = Transactional(settings, consumer, producer)
     say("ready")
