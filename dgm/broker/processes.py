@@ -9,9 +9,15 @@ import signal
 import subprocess
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 _PR_SET_PDEATHSIG = 1
+# PR_SET_PDEATHSIG fires when the *thread* that forked the child ends, not the process: a
+# broker restarted from a short-lived thread (a fault schedule) was SIGKILLed when that
+# thread returned. Children that must die with the process are forked from this one thread,
+# which lives as long as the process.
+_SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dgm-spawner")
 
 
 def _die_with_parent() -> None:
@@ -22,6 +28,14 @@ def _die_with_parent() -> None:
 
 def spawn(
     command: Sequence[str], log_path: Path, *, die_with_parent: bool, cwd: Path | None = None
+) -> subprocess.Popen[bytes]:
+    if die_with_parent:
+        return _SPAWNER.submit(_popen, command, log_path, True, cwd).result()
+    return _popen(command, log_path, False, cwd)
+
+
+def _popen(
+    command: Sequence[str], log_path: Path, die_with_parent: bool, cwd: Path | None
 ) -> subprocess.Popen[bytes]:
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("ab") as log:
