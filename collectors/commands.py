@@ -47,7 +47,8 @@ def register(commands: Any) -> None:
         "--connect-timeout",
         type=seconds,
         default=30.0,
-        help="seconds to reach the cluster at start before giving up (default: 30)",
+        help="seconds to reach the cluster at start before giving up (default: 30); a "
+        "cluster this state dir has samples of is waited for instead (an outage)",
     )
     collect.set_defaults(handler=_collect)
 
@@ -75,7 +76,13 @@ def _collect(args: argparse.Namespace) -> int:
         log.debug(done.line())
 
     runner = Runner(
-        collector, settings.interval_s, stop, args.connect_timeout, _status, upkeep=upkeep
+        collector,
+        settings.interval_s,
+        stop,
+        args.connect_timeout,
+        _status,
+        upkeep=upkeep,
+        sampled_before=store.newest_time("offsets") is not None,
     )
 
     try:

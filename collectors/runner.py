@@ -35,8 +35,12 @@ class Runner:
         report: Callable[[str], None] = print,
         upkeep: Callable[[], None] | None = None,
         upkeep_every_s: float = 15.0,
+        sampled_before: bool = False,
     ) -> None:
         self.collector = collector
+        # The state holds samples of a cluster: one that does not answer at start is down
+        # (the collector restarted during an outage), not misconfigured: wait for it.
+        self.sampled_before = sampled_before
         self.interval_s = interval_s
         self.stop = stop
         self.connect_timeout_s = connect_timeout_s
@@ -48,9 +52,11 @@ class Runner:
 
     def start(self) -> ClusterView:
         """The first contact: a cluster that never answers is a configuration problem (wrong
-        address, wrong security settings), reported as such instead of retried forever."""
+        address, wrong security settings), reported as such instead of retried forever;
+        unless this state dir sampled it before (`sampled_before`): then it is waited for."""
         deadline = time.monotonic() + self.connect_timeout_s
         delay = None
+        waiting = False  # past the deadline, for a cluster sampled before
         clients = self.collector.clients
         while True:
             left = max(0.5, deadline - time.monotonic())
@@ -64,13 +70,24 @@ class Runner:
                         f"security settings ([cluster.client] security.protocol, sasl.*, "
                         f"ssl.*): {reason}"
                     ) from None
-                if time.monotonic() >= deadline:
-                    raise CannotCollect(
-                        f"cannot reach Kafka at {clients.bootstrap_servers} within "
-                        f"{self.connect_timeout_s:g}s: {reason}"
-                    ) from None
+                if time.monotonic() >= deadline and not waiting:
+                    if not self.sampled_before:
+                        raise CannotCollect(
+                            f"cannot reach Kafka at {clients.bootstrap_servers} within "
+                            f"{self.connect_timeout_s:g}s: {reason}"
+                        ) from None
+                    waiting = True
+                    log.warning(
+                        "Kafka at %s does not answer (%s); it was sampled before, so waiting "
+                        "for it with backoff up to %gs (a wrong address never answers: check "
+                        "[cluster] bootstrap_servers if this lasts)",
+                        clients.bootstrap_servers,
+                        reason,
+                        MAX_DELAY_S,
+                    )
             delay = next_delay(delay, FIRST_DELAY_S, MAX_DELAY_S)
-            if self.stop.wait(min(delay, max(0.0, deadline - time.monotonic()))):
+            wait = delay if waiting else min(delay, max(0.0, deadline - time.monotonic()))
+            if self.stop.wait(wait):
                 raise KeyboardInterrupt
 
     def run_once(self) -> CycleSummary:

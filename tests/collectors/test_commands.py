@@ -191,3 +191,35 @@ def test_collector_survives_a_broker_outage_and_stops_cleanly_on_sigterm(
     assert "%3|" not in log  # librdkafka's per-attempt complaints stay out of the output
     lines = stdout.read_text().splitlines()
     assert lines and all(line.startswith("sampled 4 partitions") for line in lines), lines
+
+
+def test_collector_started_while_a_cluster_it_sampled_is_down_waits_for_it(
+    private_cluster: EmbeddedCluster, tmp_path: Path
+) -> None:
+    """A restart during an outage (its supervisor restarts it) is not a wrong address."""
+    config = write_config(tmp_path, private_cluster.bootstrap_servers)
+    assert run(config, "--once").returncode == 0
+    store = SampleStore(tmp_path / "state")
+    before = len(store.files("offsets"))
+    private_cluster.stop_broker(1, kill=True)
+    stderr = tmp_path / "stderr.log"
+    with stderr.open("w") as err:
+        collector = subprocess.Popen(
+            dgm_command(config, "--interval", "0.5", "--connect-timeout", "2"),
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            cwd=ROOT,
+            env=environment(),
+        )
+    try:
+        wait_until(lambda: "so waiting for it" in stderr.read_text(), 60, "the waiting notice")
+        assert collector.poll() is None, stderr.read_text()  # past --connect-timeout, alive
+        private_cluster.start_broker(1)
+        wait_until(lambda: len(store.files("offsets")) > before, 120, "sampling to resume")
+        collector.send_signal(signal.SIGTERM)
+        assert collector.wait(timeout=60) == 0, stderr.read_text()
+    finally:
+        if collector.poll() is None:
+            collector.kill()
+            collector.wait()
+    assert "dgm: error" not in stderr.read_text()
