@@ -8,19 +8,16 @@ downstream consumer sees, read_uncommitted for what the log holds), or the exter
 from __future__ import annotations
 
 import sqlite3
-import uuid
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import pytest
-from confluent_kafka import Consumer, TopicPartition
 
-from dgm.headers import ID, SRC, header_map
-from dgm.waiting import wait_until
 from lab.ledger import read_ledger
 from tests.published_lab import PublishedLab
+from tests.truth import by_id, extra_copies, topic_ids
 
 EXPECTED_VERDICT = {
     "at-most-once": ("at-most-once", True),
@@ -29,51 +26,6 @@ EXPECTED_VERDICT = {
     "exactly-once-broken": ("no guarantee", False),
     "idempotent-sink": ("exactly-once", True),
 }
-
-
-def topic_ids(
-    kafka: Any, topic: str, isolation: str = "read_committed"
-) -> Counter[tuple[str, str]]:
-    """(dgm-id, dgm-src) -> copies, for every record a consumer with `isolation` reads."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": kafka.bootstrap_servers,
-            "group.id": f"truth-{uuid.uuid4().hex[:8]}",
-            "isolation.level": isolation,
-            "enable.auto.commit": False,
-        }
-    )
-    metadata = consumer.list_topics(topic, timeout=10).topics[topic]
-    partitions = [TopicPartition(topic, p, 0) for p in metadata.partitions]
-    consumer.assign(partitions)
-    ends = {tp.partition: consumer.get_watermark_offsets(tp, timeout=10)[1] for tp in partitions}
-    seen: Counter[tuple[str, str]] = Counter()
-
-    def at_end() -> bool:
-        for message in consumer.consume(500, 0.2):
-            assert message.error() is None, message.error()
-            headers = header_map(message.headers())
-            src = headers.get(SRC)
-            seen[(headers[ID].decode(), src.decode() if src else "")] += 1
-        positions = consumer.position([TopicPartition(topic, p) for p in ends])
-        return all(tp.offset >= ends[tp.partition] for tp in positions)
-
-    try:
-        wait_until(at_end, 60, f"reading {topic} to its end", interval=0)
-    finally:
-        consumer.close()
-    return seen
-
-
-def by_id(copies: Counter[tuple[str, str]]) -> Counter[str]:
-    ids: Counter[str] = Counter()
-    for (message_id, _), count in copies.items():
-        ids[message_id] += count
-    return ids
-
-
-def extra_copies(ids: Counter[str]) -> int:
-    return sum(ids.values()) - len(ids)
 
 
 def verdict(lab: PublishedLab, run: str) -> dict[str, Any]:
