@@ -120,6 +120,8 @@ class ContinuousLab:
         self.settings = settings
         self.say = settings.progress or say_on_stderr
         self.stop_event = threading.Event()
+        # Set by quiesce() and stop(): producers and fault schedules end, processors go on.
+        self.quiet = threading.Event()
         self._random = random.Random(settings.seed)
         # Its failures raise; its log would only repeat them (and outlive a stopped broker).
         self._admin = AdminClient(
@@ -165,8 +167,14 @@ class ContinuousLab:
         if s.cluster is not None and s.cluster.brokers >= 3 and self._running:
             self._spawn("broker-restarts", self._restart_brokers)
 
+    def quiesce(self) -> None:
+        """Stop producing and faulting; the processors keep going until `stop()`, so they can
+        catch up with their sources."""
+        self.quiet.set()
+
     def stop(self, timeout: float = 60.0) -> None:
         """Stop producers, processors, fault threads and proxies; idempotent."""
+        self.quiet.set()
         self.stop_event.set()
         deadline = time.monotonic() + timeout
         for thread in self._threads:
@@ -257,22 +265,22 @@ class ContinuousLab:
     def _produce(self, settings: ProducerSettings, say: Progress) -> None:
         """The producer until stopped; restarted (a new session) if it fails."""
         delay: float | None = None
-        while not self.stop_event.is_set():
+        while not self.quiet.is_set():
             began = time.monotonic()
             try:
-                run_producer(settings, self.stop_event)
+                run_producer(settings, self.quiet)
             except Exception as error:  # a broker away too long, a fenced producer
                 if time.monotonic() - began > 60:
                     delay = None
                 delay = next_delay(delay, 1.0, 30.0)
                 say(f"producer failed ({error}); restarting in {delay:.0f}s")
-                self.stop_event.wait(delay)
+                self.quiet.wait(delay)
 
     def _faults(self, running: _Running, supervisor: Supervisor, say: Progress) -> None:
         s = self.settings
         count = 0
         wait = self._random.uniform(*s.first_fault_after)
-        while not self.stop_event.wait(wait):
+        while not self.quiet.wait(wait):
             count += 1
             kind = "rebalance" if count % s.rebalance_every == 0 else "kill"
             try:
@@ -286,7 +294,7 @@ class ContinuousLab:
     def _restart_brokers(self) -> None:
         s = self.settings
         say = self._prefixed("lab")
-        while not self.stop_event.wait(s.broker_restart_every):
+        while not self.quiet.wait(s.broker_restart_every):
             running = self._random.choice(self._running)
             if running.supervisor is None:
                 continue

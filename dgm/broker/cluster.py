@@ -185,6 +185,20 @@ class EmbeddedCluster:
         self.save()
         wait_for_brokers(self.bootstrap_servers, {node_id}, timeout, self._first_death)
 
+    def start_stopped(self, timeout: float = 120.0) -> list[int]:
+        """Start every broker that is not running, all at once (after a whole-cluster outage
+        no controller quorum forms until enough of them are back); their node ids, once all
+        answer."""
+        stopped = [node for node in self.nodes if not node.alive()]
+        java = find_java()
+        for node in stopped:
+            self._spawn(java, node)
+        self.save()
+        ids = {node.node_id for node in stopped}
+        if ids:
+            wait_for_brokers(self.bootstrap_servers, ids, timeout, self._first_death)
+        return sorted(ids)
+
     # -- persistence ---------------------------------------------------------------------------
 
     def save(self) -> None:
