@@ -42,7 +42,7 @@ log = logging.getLogger("lab.processor")
 # Exit status of an instance fenced by a newer one with its transactional.id: a zombie stops.
 EXIT_FENCED = 3
 TRANSACTION_TIMEOUT_MS = 20_000
-CALL_TIMEOUT_S = 60.0  # each transactional call's own timeout
+CALL_TIMEOUT_S = 30.0  # each transactional call's own timeout
 _FENCED_CODES = {KafkaError._FENCED, KafkaError.INVALID_PRODUCER_EPOCH}
 
 

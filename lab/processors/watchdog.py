@@ -21,7 +21,7 @@ log = logging.getLogger("lab.processor")
 
 EXIT_HUNG = 4
 # Beyond the call's own timeout: time for it to time out by itself first.
-GRACE_S = 30.0
+GRACE_S = 15.0
 
 
 @contextmanager
