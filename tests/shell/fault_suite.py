@@ -84,6 +84,7 @@ class Record:
 
     kills: list[dict[str, Any]] = field(default_factory=list)
     broker_faults: list[dict[str, Any]] = field(default_factory=list)
+    own_exits: list[str] = field(default_factory=list)  # services that fell over by themselves
     sample_snapshots: int = 0
     sample_rows_checked: int = 0
     publications_seen: int = 0
@@ -230,7 +231,8 @@ def render(plan: Plan, record: Record, truth: dict[str, dict[str, Any]], took_s:
         "",
         f"- SIGKILLs of dgm services: {len(record.kills)} ("
         + ", ".join(f"{name} {by_service[name]}" for name in SERVICES)
-        + f"); every one back without a hand, slowest after {back:.1f} s",
+        + f"); every one back without a hand, slowest after {back:.1f} s; "
+        f"{len(record.own_exits)} exits of a service on its own",
     ]
     for fault in record.broker_faults:
         if fault["fault"] == "broker-restart":
