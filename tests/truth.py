@@ -14,13 +14,13 @@ from dgm.headers import ID, SRC, header_map
 from dgm.waiting import wait_until
 
 
-def topic_ids(
-    kafka: Any, topic: str, isolation: str = "read_committed"
-) -> Counter[tuple[str, str]]:
-    """(dgm-id, dgm-src) -> copies, for every record a consumer with `isolation` reads."""
+def read_headers(
+    bootstrap_servers: str, topic: str, isolation: str = "read_committed"
+) -> list[dict[str, bytes]]:
+    """The headers of every record a consumer with `isolation` reads in `topic`, to its end."""
     consumer = Consumer(
         {
-            "bootstrap.servers": kafka.bootstrap_servers,
+            "bootstrap.servers": bootstrap_servers,
             "group.id": f"truth-{uuid.uuid4().hex[:8]}",
             "isolation.level": isolation,
             "enable.auto.commit": False,
@@ -30,14 +30,12 @@ def topic_ids(
     partitions = [TopicPartition(topic, p, 0) for p in metadata.partitions]
     consumer.assign(partitions)
     ends = {tp.partition: consumer.get_watermark_offsets(tp, timeout=10)[1] for tp in partitions}
-    seen: Counter[tuple[str, str]] = Counter()
+    records: list[dict[str, bytes]] = []
 
     def at_end() -> bool:
         for message in consumer.consume(500, 0.2):
             assert message.error() is None, message.error()
-            headers = header_map(message.headers())
-            src = headers.get(SRC)
-            seen[(headers[ID].decode(), src.decode() if src else "")] += 1
+            records.append(header_map(message.headers()))
         positions = consumer.position([TopicPartition(topic, p) for p in ends])
         return all(tp.offset >= ends[tp.partition] for tp in positions)
 
@@ -45,6 +43,17 @@ def topic_ids(
         wait_until(at_end, 60, f"reading {topic} to its end", interval=0)
     finally:
         consumer.close()
+    return records
+
+
+def topic_ids(
+    kafka: Any, topic: str, isolation: str = "read_committed"
+) -> Counter[tuple[str, str]]:
+    """(dgm-id, dgm-src) -> copies, for every record a consumer with `isolation` reads."""
+    seen: Counter[tuple[str, str]] = Counter()
+    for headers in read_headers(kafka.bootstrap_servers, topic, isolation):
+        src = headers.get(SRC)
+        seen[(headers[ID].decode(), src.decode() if src else "")] += 1
     return seen
 
 

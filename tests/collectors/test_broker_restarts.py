@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import subprocess
 import threading
 import uuid
 from pathlib import Path
@@ -21,7 +20,7 @@ from confluent_kafka import Consumer, Producer
 
 from dgm.samples import SampleStore
 from dgm.waiting import wait_until
-from tests.collectors.test_commands import ROOT, dgm_command, environment, events, write_config
+from tests.collectors.test_commands import collect_process, events, write_config
 
 RESTARTS = 10 if os.environ.get("DGM_LONG") == "1" else 3
 
@@ -71,37 +70,28 @@ def test_broker_restarts_never_end_the_collector(kafka3: Any, tmp_path: Path) ->
     )
     busy.start()
     stderr = tmp_path / "stderr.log"
-    with stderr.open("w") as err:
-        collector = subprocess.Popen(
-            dgm_command(config, "--interval", "0.5", "--request-timeout", "3"),
-            stdout=subprocess.DEVNULL,
-            stderr=err,
-            cwd=ROOT,
-            env=environment(),
-        )
 
     def sampled_groups() -> set[str]:
         return set(store.read("group_offsets").column("group_id").to_pylist())
 
+    args = ("--interval", "0.5", "--request-timeout", "3")
     try:
-        wait_until(lambda: set(groups) <= sampled_groups(), 90, "every group's offsets sampled")
-        for restart in range(RESTARTS):
-            node = restart % 3 + 1
-            cluster.stop_broker(node, kill=True)
-            # Sampling goes on with a broker down (coordinators move), then after it is back.
-            cycles(store, more=1)
-            assert collector.poll() is None, f"exit at restart {restart + 1}: {stderr.read_text()}"
-            cluster.start_broker(node)
-            cycles(store, more=2)
-            assert collector.poll() is None, f"exit at restart {restart + 1}: {stderr.read_text()}"
-        collector.send_signal(signal.SIGTERM)
-        assert collector.wait(timeout=60) == 0, stderr.read_text()
+        with collect_process(config, stderr, *args) as collector:
+            wait_until(lambda: set(groups) <= sampled_groups(), 90, "every group's offsets")
+            for restart in range(RESTARTS):
+                node = restart % 3 + 1
+                cluster.stop_broker(node, kill=True)
+                # Sampling goes on with a broker down (coordinators move), then after it is back.
+                cycles(store, more=1)
+                assert collector.poll() is None, (f"restart {restart + 1}", stderr.read_text())
+                cluster.start_broker(node)
+                cycles(store, more=2)
+                assert collector.poll() is None, (f"restart {restart + 1}", stderr.read_text())
+            collector.send_signal(signal.SIGTERM)
+            assert collector.wait(timeout=60) == 0, stderr.read_text()
     finally:
         stop.set()
         busy.join(30)
-        if collector.poll() is None:
-            collector.kill()
-            collector.wait()
     recorded = events(store)
     assert recorded.count("collector_start") == 1  # one process from start to end
     assert recorded.count("broker_left") >= RESTARTS, recorded

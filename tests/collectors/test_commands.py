@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +55,24 @@ def run(config: Path, *args: str, timeout: float = 90) -> subprocess.CompletedPr
         env=environment(),
         check=False,
     )
+
+
+@contextmanager
+def collect_process(
+    config: Path, stderr: Path, *args: str, stdout: Path | None = None
+) -> Iterator[subprocess.Popen[bytes]]:
+    """`dgm collect ARGS` as a real process for the block (stderr to a file); killed at the
+    end if the block did not stop it."""
+    with stderr.open("w") as err, (stdout or Path(os.devnull)).open("w") as out:
+        collector = subprocess.Popen(
+            dgm_command(config, *args), stdout=out, stderr=err, cwd=ROOT, env=environment()
+        )
+    try:
+        yield collector
+    finally:
+        if collector.poll() is None:
+            collector.kill()
+            collector.wait()
 
 
 def assert_clear_error(result: subprocess.CompletedProcess[str], *needles: str) -> None:
@@ -143,15 +162,8 @@ def test_collector_survives_a_broker_outage_and_stops_cleanly_on_sigterm(
     config = write_config(tmp_path, private_cluster.bootstrap_servers)
     store = SampleStore(tmp_path / "state")
     stdout, stderr = tmp_path / "stdout.log", tmp_path / "stderr.log"
-    with stdout.open("w") as out, stderr.open("w") as err:
-        collector = subprocess.Popen(
-            dgm_command(config, "--interval", "0.5", "--request-timeout", "3"),
-            stdout=out,
-            stderr=err,
-            cwd=ROOT,
-            env=environment(),
-        )
-    try:
+    args = ("--interval", "0.5", "--request-timeout", "3")
+    with collect_process(config, stderr, *args, stdout=stdout) as collector:
         wait_until(lambda: len(store.files("offsets")) >= 2, 60, "two offsets samples")
         private_cluster.stop_broker(1, kill=True)
         wait_until(lambda: "outage_start" in events(store), 60, "the outage to be recorded")
@@ -165,10 +177,6 @@ def test_collector_survives_a_broker_outage_and_stops_cleanly_on_sigterm(
 
         collector.send_signal(signal.SIGTERM)
         assert collector.wait(timeout=60) == 0, stderr.read_text()
-    finally:
-        if collector.poll() is None:
-            collector.kill()
-            collector.wait()
 
     # Every file is whole and has its kind's schema; no temp file was left behind.
     for kind, schema in SCHEMAS.items():
@@ -203,23 +211,13 @@ def test_collector_started_while_a_cluster_it_sampled_is_down_waits_for_it(
     before = len(store.files("offsets"))
     private_cluster.stop_broker(1, kill=True)
     stderr = tmp_path / "stderr.log"
-    with stderr.open("w") as err:
-        collector = subprocess.Popen(
-            dgm_command(config, "--interval", "0.5", "--connect-timeout", "2"),
-            stdout=subprocess.DEVNULL,
-            stderr=err,
-            cwd=ROOT,
-            env=environment(),
-        )
-    try:
+    with collect_process(
+        config, stderr, "--interval", "0.5", "--connect-timeout", "2"
+    ) as collector:
         wait_until(lambda: "so waiting for it" in stderr.read_text(), 60, "the waiting notice")
         assert collector.poll() is None, stderr.read_text()  # past --connect-timeout, alive
         private_cluster.start_broker(1)
         wait_until(lambda: len(store.files("offsets")) > before, 120, "sampling to resume")
         collector.send_signal(signal.SIGTERM)
         assert collector.wait(timeout=60) == 0, stderr.read_text()
-    finally:
-        if collector.poll() is None:
-            collector.kill()
-            collector.wait()
     assert "dgm: error" not in stderr.read_text()

@@ -4,48 +4,18 @@ config, the broker faults on dgm's embedded clusters; and clear errors before an
 from __future__ import annotations
 
 import json
-import uuid
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
 
 from dgm.config import load_config
-from dgm.headers import ID, PRODUCER, SEQ, header_map
-from dgm.waiting import wait_until
+from dgm.headers import ID, PRODUCER, SEQ
 from lab.ledger import read_ledger
 from lab.processors.settings import MODES
 from lab.run import DECLARED, LabError, LabReport, LabSettings, fault_plan, run_lab
-
-
-def read_topic(bootstrap: str, topic: str, partitions: int = 3) -> list[dict[str, bytes]]:
-    """The headers of every committed record in `topic` (a plain read_committed consumer)."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"check-{uuid.uuid4().hex[:8]}",
-            "isolation.level": "read_committed",
-        }
-    )
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-    ends = {
-        p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
-        for p in range(partitions)
-    }
-    records: list[dict[str, bytes]] = []
-
-    def at_end() -> bool:
-        records.extend(header_map(m.headers()) for m in consumer.consume(500, 0.2) if not m.error())
-        positions = consumer.position([TopicPartition(topic, p) for p in range(partitions)])
-        return all(tp.offset >= ends[tp.partition] for tp in positions)
-
-    try:
-        wait_until(at_end, 60, f"reading {topic} to its end", interval=0)
-    finally:
-        consumer.close()
-    return records
+from tests.truth import read_headers
 
 
 def settings(kafka: Any, tmp_path: Path, mode: str = "at-least-once", **extra: Any) -> LabSettings:
@@ -180,7 +150,7 @@ def test_broker_restart_loses_nothing_at_least_once(kafka3: Any, tmp_path: Path)
     acked = set(read_ledger(Path(report.ledger_path)).acked)
     assert len(acked) == 600
     assert report.sink_topic is not None
-    sink_ids = {r[ID].decode() for r in read_topic(kafka3.bootstrap_servers, report.sink_topic)}
+    sink_ids = {r[ID].decode() for r in read_headers(kafka3.bootstrap_servers, report.sink_topic)}
     assert acked <= sink_ids, f"{len(acked - sink_ids)} acked messages lost"
 
 
@@ -202,6 +172,6 @@ def test_dropped_acks_without_idempotence_duplicate_the_source(kafka: Any, tmp_p
     )
     drop = next(f for f in report.faults if f["kind"] == "drop-acks")
     assert drop["detail"]["dropped_responses"] > 0
-    source = read_topic(kafka.bootstrap_servers, report.source_topic)
+    source = read_headers(kafka.bootstrap_servers, report.source_topic)
     copies = Counter((r[PRODUCER], r[SEQ]) for r in source)
     assert any(n > 1 for n in copies.values()), "a retried batch must be written twice"
