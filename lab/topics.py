@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+from confluent_kafka import KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec  # type: ignore[attr-defined]
 
 from dgm.waiting import wait_until
 
@@ -30,7 +31,19 @@ def create_topic(
             and topic.error is None
             and len(topic.partitions) == partitions
             and all(p.leader >= 0 for p in topic.partitions.values())
+            and answers_list_offsets()
         )
+
+    def answers_list_offsets() -> bool:
+        # Metadata comes from any broker; under KRaft the leader may apply the new partition
+        # a moment later and answer UNKNOWN_TOPIC_OR_PARTITION until then.
+        wanted = {TopicPartition(name, p): OffsetSpec.latest() for p in range(partitions)}  # type: ignore[no-untyped-call]
+        try:
+            for future in admin.list_offsets(wanted, request_timeout=5).values():
+                future.result(timeout=10)
+        except KafkaException:
+            return False
+        return True
 
     wait_until(served, timeout, f"topic {name} to have a leader on every partition")
     return name
