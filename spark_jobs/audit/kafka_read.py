@@ -1,11 +1,12 @@
 """`audit`: fingerprint each monitored topic's new offset range, exactly once per range.
 
 The ranges come from the newest `offsets` sample and the audited positions the stored
-batches' manifests hold (the ranges and fingerprint_store modules beside this one). Each
-topic's range is read with the Spark Kafka source in batch mode, read_uncommitted, headers
-included, and fingerprinted with its pipeline's message id rule. A topic that has seen
-transactions is also read read_committed over the same range and its fingerprints marked
-committed or aborted.
+batches' manifests hold (the ranges and fingerprint_store modules beside this one). The
+ranges are read with the Spark Kafka source in batch mode, read_uncommitted, headers included,
+one relation per message id rule (all the topics that share a rule in one read), and
+fingerprinted with that rule. The topics that have seen transactions are also read
+read_committed, in one relation over the same ranges, and their fingerprints marked committed
+or aborted.
 "Has seen transactions" is decided from the data: a partition whose read_uncommitted read
 returned fewer records than its range has offsets (control markers take offsets); an LSO
 sampled below the high watermark; or a transactional producer in the `producers` sample.
@@ -151,14 +152,14 @@ def _read_chunks(
     counts: dict[Key, int] = {}
     try:
         for chunk in split_ranges(ranges, chunk_offsets):
+            # One Kafka relation per id rule, not per topic: each relation costs the driver
+            # its own offset reader and planning, every cycle.
+            by_rule: dict[MessageIdRule, list[OffsetRange]] = {}
+            for r in chunk:
+                by_rule.setdefault(rules[r.topic], []).append(r)
             frame = _union(
-                fingerprints(
-                    read_range(
-                        spark, options, [r for r in chunk if r.topic == t], "read_uncommitted"
-                    ),
-                    rules[t],
-                )
-                for t in sorted({r.topic for r in chunk})
+                fingerprints(read_range(spark, options, mine, "read_uncommitted"), rule)
+                for rule, mine in by_rule.items()
             ).persist(StorageLevel.MEMORY_AND_DISK)
             frames.append(frame)
             counted = frame.groupBy("topic", "partition").count().collect()

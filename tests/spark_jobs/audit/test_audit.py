@@ -3,6 +3,7 @@ records once, a batch killed before its rename, the LSO bound, external sinks, i
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import uuid
 from collections.abc import Iterator
@@ -11,6 +12,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Producer
+from pyspark.sql import functions as F
 
 from collectors.clients import Clients
 from collectors.cycle import Collector
@@ -56,10 +58,12 @@ def config(state_dir: Path, *pipelines: PipelineConfig) -> DgmConfig:
     return DgmConfig(state_dir=state_dir, pipelines=pipelines)
 
 
-def sample(kafka: Any, state_dir: Path, topic: str) -> None:
-    """One real collector cycle over `topic`: the offsets and producers samples the audit reads."""
+def sample(kafka: Any, state_dir: Path, *topics: str) -> None:
+    """One real collector cycle over `topics`: the offsets and producers samples the audit
+    reads."""
     clients = Clients(kafka.client_config(), request_timeout_s=10)
-    settings = CollectorSettings(interval_s=1, include_topics=(f"^{topic}$",))
+    include = tuple(f"^{re.escape(topic)}$" for topic in topics)
+    settings = CollectorSettings(interval_s=1, include_topics=include)
     collector = Collector(clients, settings, SampleStore(state_dir), request_timeout_s=10)
     try:
         assert collector.cycle() is not None
@@ -283,3 +287,34 @@ def test_two_pipelines_giving_a_topic_different_id_rules_is_an_error() -> None:
     )
     with pytest.raises(ConflictingIdRules, match=r"topic 't'.*pipeline 'a'.*pipeline 'b'"):
         topic_rules(conflicting)
+
+
+def test_topics_sharing_an_id_rule_are_read_together_and_each_gets_its_own_rule(
+    spark: Any, kafka: Any, tmp_path: Path
+) -> None:
+    by_header = [kafka.new_topic("rule-header"), kafka.new_topic("rule-header")]
+    by_key = kafka.new_topic("rule-key")
+    producer = Producer(kafka.client_config(acks="all"))
+    for topic in (*by_header, by_key):
+        for i in range(3):
+            producer.produce(topic, key=f"k{i}", value="v", headers=[("dgm-id", f"h{i}")])
+    assert producer.flush(30) == 0
+    cfg = config(
+        tmp_path,
+        pipeline(by_header[0], name="a", sink_topics=(by_header[1],)),
+        pipeline(by_key, name="b", message_id=MessageIdRule("key", "")),
+    )
+    sample(kafka, tmp_path, *by_header, by_key)
+
+    result = audit(spark, cfg, kafka.bootstrap_servers)
+    assert result.records == {topic: 3 for topic in (*by_header, by_key)}
+    ids = (
+        load_fingerprints(spark, tmp_path)
+        .groupBy("topic")
+        .agg(F.sort_array(F.collect_list("message_id")).alias("ids"))
+    )
+    assert {r.topic: r.ids for r in ids.collect()} == {
+        by_header[0]: ["h0", "h1", "h2"],
+        by_header[1]: ["h0", "h1", "h2"],
+        by_key: ["k0", "k1", "k2"],
+    }
