@@ -72,6 +72,7 @@ def truth_of(kafka: KafkaUnderTest, pipeline: PipelineConfig, lab_dir: Path) -> 
     assert set(ledger.acked) <= set(source), "an acknowledged record is missing from the source"
     return {
         "truth_checked": len(source),
+        "truth_sink_records": sum(sink.values()),
         "truth_extra": extra_copies(sink),
         "truth_upstream": extra_copies(source),
         "truth_lost": len(set(source) - set(sink)),
@@ -172,8 +173,13 @@ def test_the_monitor_survives_its_faults_and_publishes_the_truth(
 
         def caught_up() -> dict[str, dict[str, Any]] | None:
             verdicts = published_verdicts(state_dir) or {}
+            # Every source record and every sink copy: a publication whose samples predate
+            # a processor's last commit has checked every source record but not yet seen
+            # the sink's last copies (its duplicates would come short of the truth's).
             done = all(
-                name in verdicts and verdicts[name]["records_checked"] == t["truth_checked"]
+                name in verdicts
+                and verdicts[name]["records_checked"] == t["truth_checked"]
+                and verdicts[name]["sink_records"] == t["truth_sink_records"]
                 for name, t in truth.items()
             )
             return verdicts if done else None
