@@ -43,7 +43,9 @@ def analyze(
 ) -> dict[str, DataFrame]:
     """Every table of dgm.published (name -> DataFrame of its columns) from FINGERPRINT
     rows of all topics (an external sink's under its sink_names() name) and the sample kinds
-    (a missing kind counts as empty). `now` is aware UTC; losses need `now - grace_s`."""
+    (a missing kind counts as empty). `now` is aware UTC, the time the fingerprints are
+    complete up to (the audit's horizon): losses need `now - grace_s` and group commits
+    sampled by `now`."""
     settings = config.analysis
     samples = {k: samples[k] if k in samples else empty_samples(spark, k) for k in KINDS}
     cutoff = now - timedelta(seconds=settings.grace_s)
@@ -56,7 +58,7 @@ def analyze(
     shared = Shared()
     claimed = shared.persist(
         loss.claimed_offsets(
-            loss.latest_committed(samples["group_offsets"], groups), sink.where("external")
+            loss.latest_committed(samples["group_offsets"], groups, now), sink.where("external")
         )
     )
     checked = loss.checked_records(source, claimed, cutoff)

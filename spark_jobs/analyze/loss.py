@@ -51,15 +51,24 @@ LOST_COLUMNS = (
 _SEP = "\u0000"
 
 
-def latest_committed(group_offsets: DataFrame, groups: DataFrame) -> DataFrame:
+def latest_committed(
+    group_offsets: DataFrame, groups: DataFrame, as_of: datetime | None = None
+) -> DataFrame:
     """(pipeline, topic, partition, committed_offset): the newest group_offsets sample per
-    partition of each pipeline's group; `groups` holds (pipeline, consumer_group)."""
+    partition of each pipeline's group, sampled at or before `as_of` when given; `groups`
+    holds (pipeline, consumer_group).
+
+    `as_of` is the time the audit read the sinks up to: a commit sampled later may cover sink
+    copies the audit has not read yet, and records claimed only then (a backlog a processor
+    catches up on after an outage) are older than any grace period."""
     newest = Window.partitionBy("pipeline", "topic", "partition").orderBy(
         F.col("sampled_at").desc()
     )
+    sampled = group_offsets.where(F.col("committed_offset").isNotNull())
+    if as_of is not None:
+        sampled = sampled.where(F.col("sampled_at") <= F.lit(as_of))
     return (
-        group_offsets.where(F.col("committed_offset").isNotNull())
-        .join(F.broadcast(groups), F.col("group_id") == F.col("consumer_group"))
+        sampled.join(F.broadcast(groups), F.col("group_id") == F.col("consumer_group"))
         .withColumn("_n", F.row_number().over(newest))
         .where(F.col("_n") == 1)
         .select(

@@ -200,6 +200,21 @@ def watch_verdicts(state_dir: Path, record: Record, stop: threading.Event, say: 
         for pipeline, row in verdicts.items():
             seen = record.max_lost_seen.get(pipeline, 0)
             record.max_lost_seen[pipeline] = max(seen, int(row["lost"] or 0))
+            if row["lost"]:
+                say(f"LOSS SHOWN for {pipeline}: {published_lost(state_dir, pipeline)}")
+
+
+def published_lost(state_dir: Path, pipeline: str) -> list[tuple[Any, ...]] | str:
+    """The first published lost rows of `pipeline` (what a false loss was), for the report."""
+    try:
+        with duckdb.connect(str(state_dir / PUBLISHED_FILE), read_only=True) as db:
+            return db.execute(
+                'SELECT topic, partition, "offset", timestamp, cause FROM lost '
+                "WHERE pipeline = ? ORDER BY timestamp LIMIT 12",
+                [pipeline],
+            ).fetchall()
+    except (duckdb.Error, OSError) as error:
+        return f"unreadable: {error}"
 
 
 def group_lag(admin: AdminClient, group: str, topic: str, partitions: int) -> int | None:
