@@ -325,16 +325,26 @@ def merged_ranges(batches: Sequence[Batch]) -> list[OffsetRange]:
     return sorted(spans.values(), key=lambda r: r.key)
 
 
+def compaction_slack(retention: timedelta) -> timedelta:
+    """How much older than `retention` a batch's oldest fingerprint may get before its batch
+    is rewritten. Without it, the batch a compaction writes starts at the cutoff, so under
+    steady traffic it held an expired fingerprint again one cycle later and every cycle
+    rewrote everything retained; with it, a rewrite comes at most once per slack."""
+    return min(timedelta(hours=1), retention / 24)
+
+
 def compact(
     spark: SparkSession, state_dir: Path, retention: timedelta, now: datetime | None = None
 ) -> Batch | None:
     """Drop fingerprints whose Kafka timestamp is older than `retention`: the batches holding
-    any are rewritten as one batch keeping the rest and every range (the audited positions).
-    None when nothing is old enough. Crash-safe: see the module docstring."""
+    any older than `retention` plus `compaction_slack` are rewritten as one batch keeping
+    the rest and every range (the audited positions). None when nothing is old enough.
+    Crash-safe: see the module docstring."""
     cutoff = (now or datetime.now(UTC)) - retention
+    due = cutoff - compaction_slack(retention)
     with writer_lock(state_dir):
         batches = complete_batches(state_dir)
-        old = [b for b in batches if (t := b.min_timestamp()) is not None and t < cutoff]
+        old = [b for b in batches if (t := b.min_timestamp()) is not None and t < due]
         if not old:
             return None
         chosen = old + [b for b in batches if b.manifest["records"] == 0 and b not in old]
@@ -347,8 +357,14 @@ def compact(
         batch = write_batch(
             spark, state_dir, kept, merged_ranges(chosen), rules, names, ids, sorted(again)
         )
-        for b in chosen:  # hide first (atomic), then delete: no half-deleted visible batch
-            trash = b.path.with_name(f".trash-{b.path.name}")
-            os.rename(b.path, trash)
-            shutil.rmtree(trash)
+        retire(chosen)
         return batch
+
+
+def retire(replaced: Sequence[Batch]) -> None:
+    """Delete batches a committed batch replaces: each hidden first (atomic), then removed,
+    so no half-deleted batch is ever visible (a crash in between: see `recover`)."""
+    for b in replaced:
+        trash = b.path.with_name(f".trash-{b.path.name}")
+        os.rename(b.path, trash)
+        shutil.rmtree(trash)

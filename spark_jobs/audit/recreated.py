@@ -10,8 +10,6 @@ event, a fault of the topic's pipelines (docs/design.md).
 
 from __future__ import annotations
 
-import os
-import shutil
 from collections.abc import Collection, Mapping
 from pathlib import Path
 
@@ -25,6 +23,7 @@ from spark_jobs.audit.fingerprint_store import (
     merged_ranges,
     reaudited,
     recorded_topic_ids,
+    retire,
     write_batch,
 )
 from spark_jobs.schemas import FINGERPRINT
@@ -62,8 +61,5 @@ def forget_topics(spark: SparkSession, state_dir: Path, topics: Collection[str])
     names = [b.path.name for b in chosen]
     again = sorted(reaudited(chosen))
     batch = write_batch(spark, state_dir, kept, ranges, rules, names, ids, again)
-    for b in chosen:  # hide first (atomic), then delete: no half-deleted visible batch
-        trash = b.path.with_name(f".trash-{b.path.name}")
-        os.rename(b.path, trash)
-        shutil.rmtree(trash)
+    retire(chosen)
     return batch
