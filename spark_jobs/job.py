@@ -1,4 +1,5 @@
-"""One analysis run — audit, compact, analyze, publish — and the loop that repeats it.
+"""One analysis run — audit, compact, merge small batches, analyze, publish — and the loop
+that repeats it.
 
 The SparkSession is built once and kept across runs (starting Spark costs seconds; a run on
 a quiet cluster costs less). A run that fails because the cluster went away is retried with
@@ -87,6 +88,7 @@ class AnalysisJob:
         from spark_jobs.analyze.samples import read_samples
         from spark_jobs.audit.fingerprint_store import compact, load_fingerprints
         from spark_jobs.audit.kafka_read import audit
+        from spark_jobs.audit.merge import merge_small_batches
 
         config, state_dir = self.config, self.config.state_dir
         run_id = uuid.uuid4().hex[:12]
@@ -110,6 +112,7 @@ class AnalysisJob:
         )
         retention = timedelta(hours=config.analysis.retention_h)
         stage("compact", lambda: compact(spark, state_dir, retention))
+        stage("merge", lambda: merge_small_batches(spark, state_dir))
         fingerprints = load_fingerprints(spark, state_dir).cache()
         samples = read_samples(spark, state_dir)
         analyzed_at = now or datetime.now(UTC)
