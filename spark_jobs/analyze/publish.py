@@ -1,11 +1,10 @@
 """Publish a run's tables atomically: a new DuckDB file renamed over `<state_dir>/dgm.duckdb`.
 
 Every table of dgm.published is created (empty when the run gave no rows), filled through
-Arrow (Spark frames collected together, see collect), checkpointed and fsynced in a hidden
-temp file beside the published one; `os.replace` then swaps it in. A reader that opened the
-old file keeps reading it (POSIX rename keeps the open inode) and never blocks the writer; a
-publish that dies before the rename leaves the published file untouched and at most a temp
-file, which the next publish removes.
+Arrow, checkpointed and fsynced in a hidden temp file beside the published one; `os.replace`
+then swaps it in. A reader that opened the old file keeps reading it (POSIX rename keeps the
+open inode) and never blocks the writer; a publish that dies before the rename leaves the
+published file untouched and at most a temp file, which the next publish removes.
 """
 
 from __future__ import annotations
@@ -23,7 +22,6 @@ from pyspark.sql import DataFrame
 
 from dgm.durable import fsync
 from dgm.published import PUBLISHED_FILE, TABLES, Table, published_path
-from spark_jobs.analyze.collect import collect_tables
 
 # A table's rows: Arrow, a Spark DataFrame, or a few rows as dicts (e.g. the runs row).
 Published: TypeAlias = pa.Table | DataFrame | Sequence[Mapping[str, Any]]
@@ -113,9 +111,6 @@ def publish(tables: Mapping[str, Published], state_dir: Path) -> Path:
     state_dir = Path(state_dir)
     state_dir.mkdir(parents=True, exist_ok=True)
     remove_stale_temps(state_dir)
-    # Spark computes every table before the temp file is opened, all in one action.
-    frames = {name: data for name, data in tables.items() if isinstance(data, DataFrame)}
-    tables = {**tables, **collect_tables(frames)}
     target = published_path(state_dir)
     temp = state_dir / f"{_TEMP_PREFIX}{os.getpid()}.{time.monotonic_ns()}{_TEMP_SUFFIX}"
     try:
