@@ -123,7 +123,12 @@ def run_spark(
         spark, config, fingerprints, read_samples(spark, world.state), world.now
     )
     stamp = datetime.now(UTC)  # a fresh run for the dashboard benchmark, not a STALE one
-    tables["runs"] = analyze_module.fill_run(tables["runs"], tag, stamp, stamp, count)
+    # fill_run moved from the analysis module to analyze/runs with the layout change.
+    runs_name = analyze_module.__name__.rsplit(".", 1)[0] + ".runs"
+    fill_run = (
+        getattr(analyze_module, "fill_run", None) or importlib.import_module(runs_name).fill_run
+    )
+    tables["runs"] = fill_run(tables["runs"], tag, stamp, stamp, count)
     per: dict[str, float] = {}
     if per_table:
         arrow = {}
