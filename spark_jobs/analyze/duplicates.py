@@ -52,25 +52,14 @@ def _identified(fingerprints: DataFrame) -> DataFrame:
     return fingerprints.where(F.col("committed") & F.col("message_id").isNotNull())
 
 
-def duplicated_ids(fingerprints: DataFrame) -> DataFrame:
-    """(topic, message_id, copies) of every id with more than one committed copy in a topic.
-
-    A hash aggregation: few ids are duplicated, so counting first lets everything after it
-    (ordering the copies, finding causes) touch only those ids' rows, not every row."""
-    return (
-        _identified(fingerprints)
-        .groupBy("topic", "message_id")
-        .agg(F.count(F.lit(1)).alias("copies"))
-        .where(F.col("copies") > 1)
-    )
-
-
 def duplicate_copies(fingerprints: DataFrame) -> DataFrame:
     """Every copy (first and extra) of every id with more than one committed copy in a topic."""
-    in_order = Window.partitionBy("topic", "message_id").orderBy("timestamp", "partition", "offset")
+    per_id = Window.partitionBy("topic", "message_id")
+    in_order = per_id.orderBy("timestamp", "partition", "offset")
     copies = (
         _identified(fingerprints)
-        .join(duplicated_ids(fingerprints), ["topic", "message_id"])
+        .withColumn("copies", F.count(F.lit(1)).over(per_id))
+        .where(F.col("copies") > 1)
         .withColumn("copy_number", F.row_number().over(in_order))
         .withColumn("is_extra_copy", F.col("copy_number") > 1)
     )
@@ -114,21 +103,18 @@ def duplicate_causes(source_fingerprints: DataFrame, sink_fingerprints: DataFram
     send = F.when(
         F.col("producer").isNotNull() & F.col("seq").isNotNull(), F.struct("producer", "seq")
     )
-    # Only duplicated ids' rows reach the distinct counts (which expand every row they see).
-    ids = duplicated_ids(sink_fingerprints)
     duplicated = (
         _identified(sink_fingerprints)
-        .join(ids.select("topic", "message_id"), ["topic", "message_id"], "left_semi")
         .groupBy("topic", "message_id")
         .agg(
             F.count(F.lit(1)).alias("copies"),
             (F.count(send) > F.count_distinct(send)).alias("producer_retry"),
             (F.count("lineage") > F.count_distinct("lineage")).alias("reprocessing"),
         )
+        .where(F.col("copies") > 1)
     )
     source = (
         source_fingerprints.where(F.col("message_id").isNotNull())
-        .join(ids.select("message_id").distinct(), ["message_id"], "left_semi")
         .groupBy("message_id")
         .agg(
             F.count_if(F.col("committed")).alias("_committed"),
