@@ -33,7 +33,7 @@ import re
 import shutil
 import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
@@ -42,7 +42,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from dgm.config_schema import MessageIdRule
@@ -348,17 +348,37 @@ def compact(
         if not old:
             return None
         chosen = old + [b for b in batches if b.manifest["records"] == 0 and b not in old]
-        kept = spark.read.schema(FINGERPRINT).parquet(*(str(b.path) for b in chosen))
-        kept = kept.filter(F.col("timestamp").isNull() | (F.col("timestamp") >= F.lit(cutoff)))
-        rules = {t: MessageIdRule(**r) for b in chosen for t, r in b.manifest["id_rules"].items()}
-        names = [b.path.name for b in chosen]
-        ids = recorded_topic_ids(chosen)
-        again = reaudited(chosen)
-        batch = write_batch(
-            spark, state_dir, kept, merged_ranges(chosen), rules, names, ids, sorted(again)
-        )
-        retire(chosen)
-        return batch
+        unexpired = F.col("timestamp").isNull() | (F.col("timestamp") >= F.lit(cutoff))
+        return replace_batches(spark, state_dir, chosen, unexpired)
+
+
+def replace_batches(
+    spark: SparkSession,
+    state_dir: Path,
+    chosen: Sequence[Batch],
+    keep: Column | None = None,
+    without: Collection[str] = (),
+) -> Batch:
+    """Rewrite `chosen` as one batch holding their rows that match `keep` (all without it),
+    and their ranges, id rules and topic ids except those of the topics `without`; then
+    retire them. Call under `writer_lock`. Crash-safe: the new batch lists those it replaces."""
+    rows = spark.read.schema(FINGERPRINT).parquet(*(str(b.path) for b in chosen))
+    if keep is not None:
+        rows = rows.filter(keep)
+    ranges = [r for r in merged_ranges(chosen) if r.topic not in without]
+    rules = {
+        t: MessageIdRule(**r)
+        for b in chosen
+        for t, r in b.manifest["id_rules"].items()
+        if t not in without
+    }
+    ids = {t: i for t, i in recorded_topic_ids(chosen).items() if t not in without}
+    names = [b.path.name for b in chosen]
+    batch = write_batch(
+        spark, state_dir, rows, ranges, rules, names, ids, sorted(reaudited(chosen))
+    )
+    retire(chosen)
+    return batch
 
 
 def retire(replaced: Sequence[Batch]) -> None:

@@ -22,19 +22,13 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from dgm.config_schema import MessageIdRule
 from dgm.samples import Key
 from spark_jobs.audit.fingerprint_store import (
     Batch,
     complete_batches,
-    merged_ranges,
-    reaudited,
-    recorded_topic_ids,
-    retire,
-    write_batch,
+    replace_batches,
     writer_lock,
 )
-from spark_jobs.schemas import FINGERPRINT
 
 FANOUT = 8
 
@@ -67,13 +61,5 @@ def merge_small_batches(spark: SparkSession, state_dir: Path) -> list[Batch]:
     written = []
     with writer_lock(state_dir):
         while (run := mergeable(complete_batches(state_dir))) is not None:
-            frame = spark.read.schema(FINGERPRINT).parquet(*(str(b.path) for b in run))
-            rules = {t: MessageIdRule(**r) for b in run for t, r in b.manifest["id_rules"].items()}
-            written.append(
-                write_batch(
-                    spark, state_dir, frame, merged_ranges(run), rules,
-                    [b.path.name for b in run], recorded_topic_ids(run), sorted(reaudited(run)),
-                )
-            )  # fmt: skip
-            retire(run)
+            written.append(replace_batches(spark, state_dir, run))
     return written

@@ -16,17 +16,11 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from dgm.config_schema import MessageIdRule
 from spark_jobs.audit.fingerprint_store import (
     Batch,
     complete_batches,
-    merged_ranges,
-    reaudited,
-    recorded_topic_ids,
-    retire,
-    write_batch,
+    replace_batches,
 )
-from spark_jobs.schemas import FINGERPRINT
 
 
 def recreated_topics(
@@ -48,18 +42,5 @@ def forget_topics(spark: SparkSession, state_dir: Path, topics: Collection[str])
     chosen = [b for b in batches if any(r["topic"] in topics for r in b.ranges)]
     if not chosen:
         return None
-    kept = spark.read.schema(FINGERPRINT).parquet(*(str(b.path) for b in chosen))
-    kept = kept.filter(~F.col("topic").isin(*sorted(topics)))
-    ranges = [r for r in merged_ranges(chosen) if r.topic not in topics]
-    rules = {
-        t: MessageIdRule(**r)
-        for b in chosen
-        for t, r in b.manifest["id_rules"].items()
-        if t not in topics
-    }
-    ids = {t: i for t, i in recorded_topic_ids(chosen).items() if t not in topics}
-    names = [b.path.name for b in chosen]
-    again = sorted(reaudited(chosen))
-    batch = write_batch(spark, state_dir, kept, ranges, rules, names, ids, again)
-    retire(chosen)
-    return batch
+    other_topics = ~F.col("topic").isin(*sorted(topics))
+    return replace_batches(spark, state_dir, chosen, other_topics, topics)
