@@ -5,11 +5,9 @@ never merges batches that do not continue each other."""
 from __future__ import annotations
 
 import random
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from dgm.config_schema import MessageIdRule
 from spark_jobs.audit.fingerprint_store import (
     Batch,
     audited_positions,
@@ -20,10 +18,8 @@ from spark_jobs.audit.fingerprint_store import (
 )
 from spark_jobs.audit.merge import FANOUT, merge_small_batches, mergeable
 from spark_jobs.audit.ranges import OffsetRange
-from spark_jobs.schemas import FINGERPRINT
-
-NOW = datetime(2026, 3, 1, tzinfo=UTC)
-RULES = {"t": MessageIdRule()}
+from tests.spark_jobs.audit.test_fingerprint_store import NOW, RULES
+from tests.spark_jobs.audit.test_fingerprint_store import rows as fingerprint_rows
 
 
 def fake(records: int, start: int, rewrites: int = 0) -> Batch:
@@ -56,10 +52,7 @@ def test_batches_and_rewrites_stay_logarithmic_whatever_the_batch_sizes() -> Non
 
 
 def rows(spark: Any, offsets: range) -> Any:
-    data = [
-        ("t", 0, o, NOW, f"id-{o}", None, None, None, None, None, None, None, True) for o in offsets
-    ]
-    return spark.createDataFrame(data, FINGERPRINT)
+    return fingerprint_rows(spark, "t", offsets, NOW)
 
 
 def test_a_merge_keeps_every_fingerprint_and_position_and_skips_a_gap(
