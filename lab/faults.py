@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
+from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient  # type: ignore[attr-defined]
 
 from dgm.broker.cluster import EmbeddedCluster
@@ -54,7 +55,9 @@ def do_fault(
         visit = supervisor.rebalance()
         return [FaultDone("rebalance", visit.joined_at, visit.left_at, dataclasses.asdict(visit))]
     assert kind == "broker-restart" and cluster is not None
-    node_id = leader(admin, source, 0)
+    node_id = wait_until(
+        lambda: (found := leader(admin, source, 0)) != -1 and found, 60, f"a leader of {source}[0]"
+    )
     say(f"broker restart: SIGKILL broker {node_id} (leader of {source}[0])")
     cluster.stop_broker(node_id, kill=True)
     killed_at = time.time()
@@ -66,7 +69,13 @@ def do_fault(
 
 
 def leader(admin: AdminClient, topic: str, partition: int) -> int:
-    found = admin.list_topics(topic, timeout=10).topics[topic].partitions.get(partition)
+    """The partition's leader, or -1 while none is known: also when the metadata request
+    times out, as it can while a SIGKILLed broker's partitions are being re-elected."""
+    try:
+        metadata = admin.list_topics(topic, timeout=10)
+    except KafkaException:
+        return -1
+    found = metadata.topics[topic].partitions.get(partition)
     return -1 if found is None else int(found.leader)
 
 

@@ -112,7 +112,9 @@ def kill_service(
 
 def restart_leader(cluster: EmbeddedCluster, admin: AdminClient, topic: str) -> dict[str, Any]:
     """SIGKILL the broker leading topic[0]; wait for another leader; start it again."""
-    before = leader(admin, topic, 0)
+    before = wait_until(
+        lambda: (found := leader(admin, topic, 0)) != -1 and found, 90, f"a leader of {topic}[0]"
+    )
     began = time.monotonic()
     cluster.stop_broker(before, kill=True)
     after = wait_until(
