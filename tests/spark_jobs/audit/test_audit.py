@@ -3,6 +3,7 @@ records once, a batch killed before its rename, the LSO bound, external sinks, i
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import sqlite3
 import uuid
@@ -17,6 +18,7 @@ from pyspark.sql import functions as F
 from collectors.clients import Clients
 from collectors.cycle import Collector
 from dgm.config_schema import (
+    ClusterConfig,
     CollectorSettings,
     DgmConfig,
     ExternalSink,
@@ -34,7 +36,7 @@ from spark_jobs.audit.fingerprint_store import (
     fingerprints_dir,
     load_fingerprints,
 )
-from spark_jobs.audit.kafka_read import ConflictingIdRules, audit, topic_rules
+from spark_jobs.audit.kafka_read import ConflictingIdRules, audit, kafka_options, topic_rules
 from spark_jobs.audit.ranges import OffsetRange
 from tests.collectors.transactional import in_transaction, transactional_producer
 from tests.spark_jobs.audit.test_fingerprint import (
@@ -287,6 +289,17 @@ def test_two_pipelines_giving_a_topic_different_id_rules_is_an_error() -> None:
     )
     with pytest.raises(ConflictingIdRules, match=r"topic 't'.*pipeline 'a'.*pipeline 'b'"):
         topic_rules(conflicting)
+
+
+def test_the_audit_fetch_wait_is_short_unless_the_cluster_sets_its_own(tmp_path: Path) -> None:
+    plain = kafka_options(config(tmp_path, pipeline("t")), "h:1")
+    assert plain["kafka.fetch.max.wait.ms"] == "10"
+    assert plain["kafka.bootstrap.servers"] == "h:1"
+    cluster = ClusterConfig(java_client={"fetch.max.wait.ms": "250", "security.protocol": "SSL"})
+    configured = dataclasses.replace(config(tmp_path, pipeline("t")), cluster=cluster)
+    options = kafka_options(configured, "h:1")
+    assert options["kafka.fetch.max.wait.ms"] == "250"
+    assert options["kafka.security.protocol"] == "SSL"
 
 
 def test_topics_sharing_an_id_rule_are_read_together_and_each_gets_its_own_rule(
