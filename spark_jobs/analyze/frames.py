@@ -54,9 +54,10 @@ def _unpersist(frames: list[DataFrame]) -> None:
 
 def conform(frame: DataFrame, table: tables.Table) -> DataFrame:
     """`frame` with exactly `table`'s columns, in order and of its types (null when absent)."""
+    present = set(frame.columns)  # each `frame.columns` asks the JVM for the whole schema
     return frame.select(
         *(
-            (F.col(c.name) if c.name in frame.columns else F.lit(None))
+            (F.col(c.name) if c.name in present else F.lit(None))
             .cast(SPARK_TYPES[c.sql_type])
             .alias(c.name)
             for c in table.columns

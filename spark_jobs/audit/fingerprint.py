@@ -105,7 +105,8 @@ def fingerprints(records: DataFrame, rule: MessageIdRule) -> DataFrame:
     `committed` starts true: a read of a topic that never saw a transaction needs no second
     view. Where the topic has seen transactions, pass the result to `mark_committed`.
     """
-    missing = [name for name in KAFKA_COLUMNS if name not in records.columns]
+    present = set(records.columns)  # one schema request to the JVM, not one per name
+    missing = [name for name in KAFKA_COLUMNS if name not in present]
     if missing:
         raise ValueError(
             f"fingerprints need the Spark Kafka source's columns, missing {', '.join(missing)}"
