@@ -1,11 +1,14 @@
-"""Audit read cost of a demo-sized cycle: one Kafka relation per topic against one per id rule.
+"""Audit read cost of a demo-sized cycle: one Kafka relation per topic or per id rule, and
+the fetch wait.
 
 A cycle of `dgm demo` audits a few dozen new records in each of ~12 topics. This starts its
 own 1-broker embedded Kafka, creates `--topics` topics of 3 partitions with `--records` new
 records each (the lab's headers), and alternates, side by side in one Spark session, the two
 ways of reading and fingerprinting those ranges: a union of one Spark Kafka relation per
 topic (what the audit did), and one relation over all of them (what it does now, all topics
-sharing the default header rule). Each read is fingerprinted and counted per partition, as
+sharing the default header rule), and that one relation again with the audit's short
+broker fetch wait (kafka_read.AUDIT_CLIENT_DEFAULTS; the first two use the broker's default
+500 ms). Each read is fingerprinted and counted per partition, as
 the audit's chunk read is. Prints each repetition and the medians.
 
     python bench/audit_relations.py --topics 12 --records 50 --reps 7
@@ -58,7 +61,7 @@ def main() -> int:
     from pyspark.sql import DataFrame
 
     from spark_jobs.audit.fingerprint import fingerprints
-    from spark_jobs.audit.kafka_read import read_range
+    from spark_jobs.audit.kafka_read import AUDIT_CLIENT_DEFAULTS, read_range
     from spark_jobs.audit.ranges import OffsetRange
     from spark_jobs.session import build_session
 
@@ -95,10 +98,15 @@ def main() -> int:
             def per_rule() -> DataFrame:
                 return fingerprints(read_range(spark, options, ranges, "read_uncommitted"), rule)
 
-            times: dict[str, list[float]] = {"one relation per topic": [], "one per rule": []}
+            def short_wait() -> DataFrame:
+                fast = {**AUDIT_CLIENT_DEFAULTS, **options}
+                return fingerprints(read_range(spark, fast, ranges, "read_uncommitted"), rule)
+
+            names = ("one relation per topic", "one per rule", "one per rule, 10 ms fetch wait")
+            times: dict[str, list[float]] = {name: [] for name in names}
             expected = args.topics * args.records
             for rep in range(args.reps + 1):  # rep 0 warms up
-                for name, build in zip(times, (per_topic, per_rule), strict=True):
+                for name, build in zip(times, (per_topic, per_rule, short_wait), strict=True):
                     began = time.perf_counter()
                     rows = build().groupBy("topic", "partition").count().collect()
                     took = time.perf_counter() - began
