@@ -114,12 +114,17 @@ class AnalysisJob:
         stage("compact", lambda: compact(spark, state_dir, retention))
         stage("merge", lambda: merge_small_batches(spark, state_dir))
         fingerprints = load_fingerprints(spark, state_dir).cache()
-        samples = read_samples(spark, state_dir)
         analyzed_at = now or datetime.now(UTC)
         if audit_horizon is not None:
             analyzed_at = min(analyzed_at, audit_horizon)
-        # analyze() only plans: Spark computes the tables while publish() writes them.
-        tables = analyze(spark, config, fingerprints, samples, analyzed_at)
+        # analyze() only plans: Spark computes the tables while publish() writes them. The
+        # plan is timed apart: building it takes seconds of Py4J calls (bench/README.md).
+        tables = stage(
+            "plan",
+            lambda: analyze(
+                spark, config, fingerprints, read_samples(spark, state_dir), analyzed_at
+            ),
+        )
         counted = int(stage("load", fingerprints.count))
         audited_records = sum(audited.records.values())
         tables["runs"] = fill_run(
