@@ -1,0 +1,147 @@
+"""Where a demo-sized analysis cycle's time goes, and whether a Spark setting changes it.
+
+Reads the fingerprints, samples and config of a `dgm demo` state directory (stop the demo
+first, or copy the folder), then for each variant starts its own Spark application in a
+child process (static settings need a fresh JVM) and runs `analyze` + `publish` (into a
+temp dir) `--reps` times on the same cached fingerprints, as `dgm analyze` does each cycle.
+Per repetition it prints the plan build (analyze()), the execution (publish), the driver
+JVM's CPU seconds over the execution (from /proc) and the executors' CPU seconds from
+Spark's REST API, so the driver's share (planning, code generation, closure cleaning) shows.
+Repetition 0 warms up and is left out of the medians.
+
+    python bench/analyze_cycle.py --state-dir /tmp/demo1 [--reps 4] [--variants base,aqe_off]
+
+Figures are recorded in bench/README.md, "A demo cycle's analysis: where the time goes".
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from datetime import UTC, datetime
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+# name -> Spark settings set before the session starts.
+VARIANTS: dict[str, dict[str, str]] = {
+    "base": {},
+    "codegen_cache_5000": {"spark.sql.codegen.cache.maxEntries": "5000"},
+    "whole_stage_off": {"spark.sql.codegen.wholeStage": "false"},
+    "interpreted": {
+        "spark.sql.codegen.wholeStage": "false",
+        "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+    },
+    "aqe_off": {"spark.sql.adaptive.enabled": "false"},
+    "shuffle_partitions_1": {"spark.sql.shuffle.partitions": "1"},
+    "plan_string_2000": {"spark.sql.maxPlanStringLength": "2000"},
+    "hash_joins": {"spark.sql.join.preferSortMergeJoin": "false"},
+    "broadcast_100mb": {"spark.sql.autoBroadcastJoinThreshold": str(100 * 1024 * 1024)},
+}
+
+
+def _jvm_cpu_s(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _executor_cpu_s(spark: object) -> float:
+    context = spark.sparkContext  # type: ignore[attr-defined]
+    url = f"{context.uiWebUrl}/api/v1/applications/{context.applicationId}/stages"
+    with urllib.request.urlopen(url) as answer:
+        stages: list[dict[str, int]] = json.load(answer)
+    return sum(stage.get("executorCpuTime", 0) for stage in stages) / 1e9
+
+
+def child(variant: str, state_dir: Path, reps: int) -> None:
+    sys.path.insert(0, str(REPO))
+    from pyspark.sql import SparkSession
+
+    for key, value in VARIANTS[variant].items():
+        SparkSession.builder.config(key, value)  # the builder is shared: build_session sees it
+
+    from dgm.config import load_config
+    from spark_jobs.analyze.analysis import analyze
+    from spark_jobs.analyze.publish import publish
+    from spark_jobs.analyze.samples import read_samples
+    from spark_jobs.audit.fingerprint_store import load_fingerprints
+    from spark_jobs.session import build_session
+
+    config = load_config(state_dir / "dgm.toml")
+    spark = build_session(app_name=f"bench-{variant}")
+    spark.sparkContext.setLogLevel("ERROR")
+    jvm = int(subprocess.check_output(["pgrep", "-n", "-f", "SparkSubmit"]).split()[0])
+    fingerprints = load_fingerprints(spark, state_dir).cache()
+    count = fingerprints.count()
+    now = datetime.now(UTC)
+    with tempfile.TemporaryDirectory() as out:
+        for rep in range(reps + 1):
+            began = time.perf_counter()
+            tables = analyze(spark, config, fingerprints, read_samples(spark, state_dir), now)
+            planned = time.perf_counter()
+            jvm_before, executors_before = _jvm_cpu_s(jvm), _executor_cpu_s(spark)
+            publish(tables, Path(out))
+            done = time.perf_counter()
+            row = {
+                "variant": variant,
+                "rep": rep,
+                "fingerprints": count,
+                "plan_s": round(planned - began, 2),
+                "exec_s": round(done - planned, 2),
+                "jvm_cpu_s": round(_jvm_cpu_s(jvm) - jvm_before, 2),
+                "executor_cpu_s": round(_executor_cpu_s(spark) - executors_before, 2),
+            }
+            print(json.dumps(row), flush=True)
+            del tables
+    spark.stop()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--state-dir", type=Path, required=True)
+    parser.add_argument("--reps", type=int, default=4)
+    parser.add_argument("--variants", default="base")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(args.child, args.state_dir, args.reps)
+        return 0
+    names = args.variants.split(",")
+    unknown = [name for name in names if name not in VARIANTS]
+    if unknown:
+        parser.error(f"unknown variants {unknown}; known: {', '.join(VARIANTS)}")
+    print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()}", flush=True)
+    medians = {}
+    for name in names:
+        command = [sys.executable, __file__, "--state-dir", str(args.state_dir)]
+        command += ["--reps", str(args.reps), "--child", name]
+        rows = []
+        with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as process:
+            assert process.stdout is not None
+            for line in process.stdout:
+                if line.startswith("{"):
+                    rows.append(json.loads(line))
+                    print(line.rstrip(), flush=True)
+        if process.returncode != 0 or len(rows) < 2:
+            print(f"{name}: the child failed (exit {process.returncode})", file=sys.stderr)
+            return 1
+        warm = rows[1:]
+        medians[name] = {
+            key: statistics.median(row[key] for row in warm)
+            for key in ("plan_s", "exec_s", "jvm_cpu_s", "executor_cpu_s")
+        }
+    print(f"\nmedians of {args.reps} (after a warm-up), {rows[0]['fingerprints']} fingerprints:")
+    for name, values in medians.items():
+        print(f"  {name}: " + ", ".join(f"{key} {value:.2f}" for key, value in values.items()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
