@@ -9,6 +9,11 @@ JVM's CPU seconds over the execution (from /proc) and the executors' CPU seconds
 Spark's REST API, so the driver's share (planning, code generation, closure cleaning) shows.
 Repetition 0 warms up and is left out of the medians.
 
+Each repetition also times two single queries on the same cached fingerprints, the floor a
+cycle made of a few queries would start from: all fingerprints to Arrow (`collect_s`), and
+one shuffle by (topic, message_id) with the copies counted inside each partition through
+`mapInArrow` (`one_shuffle_s`, the shape a per-id engine would use).
+
     python bench/analyze_cycle.py --state-dir /tmp/demo1 [--reps 4] [--variants base,aqe_off]
 
 Figures are recorded in bench/README.md, "A demo cycle's analysis: where the time goes".
@@ -25,10 +30,19 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
 
 REPO = Path(__file__).resolve().parents[1]
+MEASURES = ("plan_s", "exec_s", "jvm_cpu_s", "executor_cpu_s", "collect_s", "one_shuffle_s")
+ONE_SHUFFLE_INPUT = pa.schema(
+    [("topic", pa.string()), ("message_id", pa.string()), ("offset", pa.int64())]
+)
 
 # name -> Spark settings set before the session starts.
 VARIANTS: dict[str, dict[str, str]] = {
@@ -60,6 +74,22 @@ def _executor_cpu_s(spark: object) -> float:
     return sum(stage.get("executorCpuTime", 0) for stage in stages) / 1e9
 
 
+def _ids_with_copies(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Per partition: (topic, message_id) of every id seen more than once, with its count."""
+    received = list(batches)
+    rows = pa.Table.from_batches(received) if received else ONE_SHUFFLE_INPUT.empty_table()
+    rows = rows.filter(pc.is_valid(rows["message_id"]))
+    counted = rows.group_by(["topic", "message_id"]).aggregate([("offset", "count")])
+    yield from counted.filter(pc.greater(counted["offset_count"], 1)).to_batches()
+
+
+def _one_shuffle(fingerprints: Any) -> int:
+    keyed = fingerprints.select("topic", "message_id", "offset")
+    keyed = keyed.repartition("topic", "message_id")
+    schema = "topic string, message_id string, offset_count bigint"
+    return int(keyed.mapInArrow(_ids_with_copies, schema).toArrow().num_rows)
+
+
 def child(variant: str, state_dir: Path, reps: int) -> None:
     sys.path.insert(0, str(REPO))
     from pyspark.sql import SparkSession
@@ -89,14 +119,21 @@ def child(variant: str, state_dir: Path, reps: int) -> None:
             jvm_before, executors_before = _jvm_cpu_s(jvm), _executor_cpu_s(spark)
             publish(tables, Path(out))
             done = time.perf_counter()
+            jvm_after, executors_after = _jvm_cpu_s(jvm), _executor_cpu_s(spark)
+            fingerprints.toArrow()
+            collected = time.perf_counter()
+            _one_shuffle(fingerprints)
+            shuffled = time.perf_counter()
             row = {
                 "variant": variant,
                 "rep": rep,
                 "fingerprints": count,
                 "plan_s": round(planned - began, 2),
                 "exec_s": round(done - planned, 2),
-                "jvm_cpu_s": round(_jvm_cpu_s(jvm) - jvm_before, 2),
-                "executor_cpu_s": round(_executor_cpu_s(spark) - executors_before, 2),
+                "jvm_cpu_s": round(jvm_after - jvm_before, 2),
+                "executor_cpu_s": round(executors_after - executors_before, 2),
+                "collect_s": round(collected - done, 2),
+                "one_shuffle_s": round(shuffled - collected, 2),
             }
             print(json.dumps(row), flush=True)
             del tables
@@ -133,10 +170,7 @@ def main() -> int:
             print(f"{name}: the child failed (exit {process.returncode})", file=sys.stderr)
             return 1
         warm = rows[1:]
-        medians[name] = {
-            key: statistics.median(row[key] for row in warm)
-            for key in ("plan_s", "exec_s", "jvm_cpu_s", "executor_cpu_s")
-        }
+        medians[name] = {key: statistics.median(row[key] for row in warm) for key in MEASURES}
     print(f"\nmedians of {args.reps} (after a warm-up), {rows[0]['fingerprints']} fingerprints:")
     for name, values in medians.items():
         print(f"  {name}: " + ", ".join(f"{key} {value:.2f}" for key, value in values.items()))
