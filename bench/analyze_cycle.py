@@ -74,20 +74,21 @@ def _executor_cpu_s(spark: object) -> float:
     return sum(stage.get("executorCpuTime", 0) for stage in stages) / 1e9
 
 
-def _ids_with_copies(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """Per partition: (topic, message_id) of every id seen more than once, with its count."""
-    received = list(batches)
-    rows = pa.Table.from_batches(received) if received else ONE_SHUFFLE_INPUT.empty_table()
-    rows = rows.filter(pc.is_valid(rows["message_id"]))
-    counted = rows.group_by(["topic", "message_id"]).aggregate([("offset", "count")])
-    yield from counted.filter(pc.greater(counted["offset_count"], 1)).to_batches()
+def one_shuffle(fingerprints: Any) -> int:
+    """One query: a shuffle by (topic, message_id), the copies counted per partition."""
 
+    # Nested, so cloudpickle ships it by value: workers cannot import bench/ modules.
+    def ids_with_copies(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        received = list(batches)
+        rows = pa.Table.from_batches(received) if received else ONE_SHUFFLE_INPUT.empty_table()
+        rows = rows.filter(pc.is_valid(rows["message_id"]))
+        counted = rows.group_by(["topic", "message_id"]).aggregate([("offset", "count")])
+        yield from counted.filter(pc.greater(counted["offset_count"], 1)).to_batches()
 
-def _one_shuffle(fingerprints: Any) -> int:
     keyed = fingerprints.select("topic", "message_id", "offset")
     keyed = keyed.repartition("topic", "message_id")
     schema = "topic string, message_id string, offset_count bigint"
-    return int(keyed.mapInArrow(_ids_with_copies, schema).toArrow().num_rows)
+    return int(keyed.mapInArrow(ids_with_copies, schema).toArrow().num_rows)
 
 
 def child(variant: str, state_dir: Path, reps: int) -> None:
@@ -122,7 +123,7 @@ def child(variant: str, state_dir: Path, reps: int) -> None:
             jvm_after, executors_after = _jvm_cpu_s(jvm), _executor_cpu_s(spark)
             fingerprints.toArrow()
             collected = time.perf_counter()
-            _one_shuffle(fingerprints)
+            one_shuffle(fingerprints)
             shuffled = time.perf_counter()
             row = {
                 "variant": variant,

@@ -13,6 +13,10 @@ then, per size and repetition, side by side in one process:
 
     python bench/analyze_scale.py [--sizes 1000000,10000000] [--reps 3] [--variants head,tuned]
         [--pipelines 10] [--partitions 50] [--master local[2]] [--keep DIR] [--per-table]
+        [--floor]
+
+--floor also times, on each repetition's cached fingerprints, the one-shuffle query of
+bench/analyze_cycle.py (the floor of a per-id engine's cycle).
 
 --keep DIR leaves the last published dgm.duckdb of the largest size in DIR (the dashboard
 benchmark's input). Figures are recorded in bench/README.md, "Analyze: time against the
@@ -39,6 +43,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
+import analyze_cycle  # noqa: E402
 import generated  # noqa: E402
 
 from spark_jobs.schemas import FINGERPRINT  # noqa: E402
@@ -98,7 +103,13 @@ def job_counts(spark: Any, group: str) -> tuple[int, int, int]:
 
 
 def run_spark(
-    spark: Any, variant: str, world: generated.World, state: Path, per_table: bool, tag: str
+    spark: Any,
+    variant: str,
+    world: generated.World,
+    state: Path,
+    per_table: bool,
+    tag: str,
+    floor: bool = False,
 ) -> dict[str, Any]:
     modules = {
         "head": _head_modules() if variant == "head" else ("", ""),
@@ -140,6 +151,11 @@ def run_spark(
     publish_module.publish(tables, state)
     analyze_s = time.perf_counter() - began
     jobs, stages, tasks = job_counts(spark, group)
+    one_shuffle_s = None
+    if floor:
+        mark = time.perf_counter()
+        analyze_cycle.one_shuffle(fingerprints)
+        one_shuffle_s = time.perf_counter() - mark
     fingerprints.unpersist(blocking=True)
     for key in settings:
         spark.conf.unset(key)
@@ -151,6 +167,7 @@ def run_spark(
         "stages": stages,
         "tasks": tasks,
         "per_table_s": per,
+        "one_shuffle_s": one_shuffle_s,
     }
 
 
@@ -196,6 +213,11 @@ def main() -> int:
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--keep", type=Path, help="copy the largest size's dgm.duckdb here")
     parser.add_argument("--per-table", action="store_true", help="time each table's toArrow")
+    parser.add_argument(
+        "--floor",
+        action="store_true",
+        help="also time one shuffle by id with per-partition work (analyze_cycle.one_shuffle)",
+    )
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     variants = args.variants.split(",")
@@ -230,11 +252,19 @@ def main() -> int:
                         state = Path(tmp) / f"state-{size}-{variant}"
                         shutil.copytree(world.state, state, dirs_exist_ok=True)
                         r = run_spark(
-                            spark, variant, world, state, args.per_table, f"s{size}r{rep}"
+                            spark,
+                            variant,
+                            world,
+                            state,
+                            args.per_table,
+                            f"s{size}r{rep}",
+                            args.floor,
                         )
                         results[variant].append(r)
                         tables = ", ".join(f"{k} {v:.1f}" for k, v in r["per_table_s"].items())
                         per = f" per table: {tables}" if tables else ""
+                        if r["one_shuffle_s"] is not None:
+                            per += f"; one shuffle by id {r['one_shuffle_s']:.2f}s"
                         print(
                             f"  rep {rep} {variant}: load {r['load_s']:.1f}s, analyze+publish "
                             f"{r['analyze_publish_s']:.1f}s ({r['jobs']} jobs, {r['stages']} "
@@ -262,6 +292,9 @@ def main() -> int:
                         f"= {ap / ref_median:.0f}x the reference",
                         flush=True,
                     )
+                    if args.floor:
+                        floor = statistics.median(r["one_shuffle_s"] for r in results[variant])
+                        print(f"    {variant}: one shuffle by id {floor:.2f}s", flush=True)
         finally:
             spark.stop()
     os.system("uptime")
