@@ -40,9 +40,6 @@ import pyarrow.compute as pc
 
 REPO = Path(__file__).resolve().parents[1]
 MEASURES = ("plan_s", "exec_s", "jvm_cpu_s", "executor_cpu_s", "collect_s", "one_shuffle_s")
-ONE_SHUFFLE_INPUT = pa.schema(
-    [("topic", pa.string()), ("message_id", pa.string()), ("offset", pa.int64())]
-)
 
 # name -> Spark settings set before the session starts.
 VARIANTS: dict[str, dict[str, str]] = {
@@ -66,8 +63,8 @@ def _jvm_cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _executor_cpu_s(spark: object) -> float:
-    context = spark.sparkContext  # type: ignore[attr-defined]
+def _executor_cpu_s(spark: Any) -> float:
+    context = spark.sparkContext
     url = f"{context.uiWebUrl}/api/v1/applications/{context.applicationId}/stages"
     with urllib.request.urlopen(url) as answer:
         stages: list[dict[str, int]] = json.load(answer)
@@ -80,7 +77,9 @@ def one_shuffle(fingerprints: Any) -> int:
     # Nested, so cloudpickle ships it by value: workers cannot import bench/ modules.
     def ids_with_copies(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         received = list(batches)
-        rows = pa.Table.from_batches(received) if received else ONE_SHUFFLE_INPUT.empty_table()
+        if not received:
+            return
+        rows = pa.Table.from_batches(received)
         rows = rows.filter(pc.is_valid(rows["message_id"]))
         counted = rows.group_by(["topic", "message_id"]).aggregate([("offset", "count")])
         yield from counted.filter(pc.greater(counted["offset_count"], 1)).to_batches()
@@ -108,7 +107,8 @@ def child(variant: str, state_dir: Path, reps: int) -> None:
     config = load_config(state_dir / "dgm.toml")
     spark = build_session(app_name=f"bench-{variant}")
     spark.sparkContext.setLogLevel("ERROR")
-    jvm = int(subprocess.check_output(["pgrep", "-n", "-f", "SparkSubmit"]).split()[0])
+    gateway: Any = spark._jvm
+    jvm = int(gateway.java.lang.ProcessHandle.current().pid())  # this session's JVM, no other
     fingerprints = load_fingerprints(spark, state_dir).cache()
     count = fingerprints.count()
     now = datetime.now(UTC)
