@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
+import zipfile
+from pathlib import Path
 
 import pyspark
 from pyspark.sql import SparkSession
@@ -74,4 +77,26 @@ def build_session(
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")
+    if not master.startswith("local"):
+        # Executors on other hosts run the engine's per-partition code (spark_jobs.analyze
+        # per_id, per_session): ship it, so they need pyspark's own Python deps, not dgm.
+        session.sparkContext.addPyFile(str(code_archive()))
     return session
+
+
+def code_archive() -> Path:
+    """A zip of the dgm and spark_jobs packages' Python files, named by their content."""
+    root = Path(__file__).resolve().parents[1]
+    files = sorted(p for package in ("dgm", "spark_jobs") for p in (root / package).rglob("*.py"))
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+    archive = user_cache_dir() / "pyfiles" / f"dgm-{digest.hexdigest()[:16]}.zip"
+    if not archive.exists():
+        archive.parent.mkdir(parents=True, exist_ok=True)
+        temporary = archive.with_suffix(f".{os.getpid()}.tmp")
+        with zipfile.ZipFile(temporary, "w") as bundle:
+            for path in files:
+                bundle.write(path, path.relative_to(root))
+        os.replace(temporary, archive)
+    return archive

@@ -63,19 +63,3 @@ def faults(
         ),
         tables.FAULTS,
     )
-
-
-def counted_faults(spark: SparkSession, config: DgmConfig, fault_rows: DataFrame) -> DataFrame:
-    """(pipeline, at) of the faults that count for each pipeline's evidence, one row per
-    event (events of one collector cycle share their time and still count apart)."""
-    own = fault_rows.where(
-        F.col("pipeline").isNotNull()
-        & F.col("event").isin(*GROUP_FAULTS, *PRODUCER_FAULTS, *TOPIC_FAULTS)
-    ).select("pipeline", "at")
-    names = pipelines_frame(spark, config).select("pipeline")
-    cluster = (
-        fault_rows.where(F.col("event").isin(*CLUSTER_FAULTS))
-        .select("at")
-        .crossJoin(F.broadcast(names))
-    )
-    return own.unionByName(cluster.select("pipeline", "at"))

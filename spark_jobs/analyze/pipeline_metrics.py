@@ -1,17 +1,24 @@
-"""Per-pipeline counts into verdicts and pipeline windows (the rules are verdict.py's)."""
+"""Per-pipeline counts into verdicts and pipeline windows (the rules are verdict.py's).
+
+The counts arrive summed per (pipeline, window) (engine.pipeline_counts), a few rows per
+pipeline and window, so the tables are worked out on the driver in plain Python: each was a
+Spark query of several joins that cost seconds per cycle for a few hundred rows.
+"""
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame, SparkSession
-from pyspark.sql import functions as F
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
-from dgm import published as tables
+import pyarrow as pa
+
 from dgm.config_schema import DgmConfig
 from spark_jobs.analyze import verdict
-from spark_jobs.analyze.frames import conform, window_start
-from spark_jobs.analyze.pipelines import pipelines_frame
+from spark_jobs.analyze.faults import CLUSTER_FAULTS, GROUP_FAULTS, PRODUCER_FAULTS, TOPIC_FAULTS
 
-# The per-pipeline counts, each a column of the long metrics frame.
+# The per-pipeline counts, each a column of the per-window counts.
 COUNTS = (
     "records_checked",
     "duplicate_copies",
@@ -23,104 +30,113 @@ COUNTS = (
     "beyond_retention",
     "faults_observed",
 )
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+Row = dict[str, Any]
 
 
-def metric_sums(metrics: DataFrame) -> DataFrame:
-    """The long metrics summed per (pipeline, at): one row per record time, not per record."""
-    return metrics.groupBy("pipeline", "at").agg(
-        *(F.sum(c).cast("long").alias(c) for c in COUNTS if c != "faults_observed")
+def _at(micros: int | None) -> datetime | None:
+    return None if micros is None else _EPOCH + timedelta(microseconds=micros)
+
+
+def _micros(at: datetime) -> int:
+    if at.tzinfo is None:  # Spark hands naive UTC
+        at = at.replace(tzinfo=UTC)
+    return (at - _EPOCH) // timedelta(microseconds=1)
+
+
+def counted_faults(config: DgmConfig, fault_rows: pa.Table) -> list[tuple[str, int]]:
+    """(pipeline, at micros) of the faults that count for each pipeline's evidence, one per
+    event; cluster-wide events count for every pipeline."""
+    names = [p.name for p in config.pipelines]
+    own = (*GROUP_FAULTS, *PRODUCER_FAULTS, *TOPIC_FAULTS)
+    counted = []
+    for row in fault_rows.select(["at", "event", "pipeline"]).to_pylist():
+        if row["at"] is None:
+            continue
+        if row["pipeline"] is not None and row["event"] in own:
+            counted.append((row["pipeline"], _micros(row["at"])))
+        elif row["event"] in CLUSTER_FAULTS:
+            counted += [(name, _micros(row["at"])) for name in names]
+    return counted
+
+
+def _rate(numerator: int, denominator: int) -> float | None:
+    return numerator / denominator if denominator else None
+
+
+def _judged(row: Row, declared: str, min_records: int) -> Row:
+    achieved = verdict.achieved(
+        row["records_checked"],
+        row["duplicate_copies"],
+        row["lost"],
+        row["aborted_reads"],
+        min_records,
     )
+    return row | {
+        "duplicate_rate": _rate(row["duplicate_copies"], row["distinct_ids"]),
+        "loss_rate": _rate(row["lost"], row["records_checked"]),
+        "achieved": achieved,
+        "meets_declared": verdict.meets_declared(achieved, declared),
+        "declared": declared,
+    }
 
 
-def metric(frame: DataFrame, at: str, **counts: Column) -> DataFrame:
-    """(pipeline, at, *counts) rows of `frame`, for the long metrics frame."""
-    return frame.select(
-        "pipeline",
-        F.col(at).alias("at"),
-        *(F.coalesce(c.cast("long"), F.lit(0)).alias(name) for name, c in counts.items()),
-    )
-
-
-def _rate(numerator: str, denominator: str) -> Column:
-    return F.try_divide(F.col(numerator), F.col(denominator)).cast("double")
+def _add(into: Row, counts: Mapping[str, Any]) -> None:
+    for name in (*COUNTS, "distinct_ids"):
+        into[name] += counts.get(name) or 0
 
 
 def pipeline_tables(
-    spark: SparkSession,
-    config: DgmConfig,
-    metrics: DataFrame,
-    sink_ids: DataFrame,
-    counted_faults: DataFrame,
-) -> tuple[DataFrame, DataFrame]:
-    """verdicts and pipeline_windows from the long per-pipeline metrics."""
+    config: DgmConfig, counts: pa.Table, faults: Iterable[tuple[str, int]]
+) -> tuple[list[Row], list[Row]]:
+    """(verdicts, pipeline_windows) rows from the per-pipeline counts (engine.pipeline_counts:
+    per window, plus `total` rows holding the distinct ids over all time) and the counted
+    faults; a fault weighs while the pipeline's checked records flowed (plus grace)."""
     settings = config.analysis
-    grace = F.make_dt_interval(secs=F.lit(float(settings.grace_s)))
-    spans = (
-        metrics.where(F.col("records_checked") > 0)
-        .groupBy("pipeline")
-        .agg(F.min("at").alias("first_record_at"), F.max("at").alias("last_record_at"))
-    )
-    in_span = counted_faults.join(F.broadcast(spans), ["pipeline"]).where(
-        (F.col("at") >= F.col("first_record_at")) & (F.col("at") <= F.col("last_record_at") + grace)
-    )
-    all_metrics = metrics.unionByName(
-        in_span.select("pipeline", "at", F.lit(1).cast("long").alias("faults_observed")),
-        allowMissingColumns=True,
-    ).fillna(0, list(COUNTS))
-    sums = [F.sum(c).cast("long").alias(c) for c in COUNTS]
-    pipelines = pipelines_frame(spark, config)
-
-    distinct = (
-        (sink_ids.groupBy("pipeline", "topic").agg(F.count_distinct("message_id").alias("_d")))
-        .groupBy("pipeline")
-        .agg(F.sum("_d").cast("long").alias("distinct_ids"))
-    )
-    totals = all_metrics.groupBy("pipeline").agg(*sums)
-    verdicts = (
-        pipelines.join(totals, ["pipeline"], "left")
-        .join(distinct, ["pipeline"], "left")
-        .join(spans, ["pipeline"], "left")
-        .fillna(0, [*COUNTS, "distinct_ids"])
-    )
-    verdicts = _judged(verdicts, settings.min_records).withColumn(
-        "evidence", verdict.evidence_column(F.col("records_checked"), F.col("faults_observed"))
-    )
-
-    start = window_start(F.col("at"), settings.window_s).alias("window_start")
-    window_distinct = (
-        sink_ids.groupBy(
-            "pipeline",
-            "topic",
-            window_start(F.col("timestamp"), settings.window_s).alias("window_start"),
+    grace = round(settings.grace_s * 1_000_000)
+    width = settings.window_s * 1_000_000
+    zero = dict.fromkeys((*COUNTS, "distinct_ids"), 0)
+    totals: dict[str, Row] = defaultdict(lambda: dict(zero))
+    windows: dict[tuple[str, int], Row] = defaultdict(lambda: dict(zero))
+    spans: dict[str, tuple[int, int]] = {}
+    for row in counts.to_pylist():
+        name = row["pipeline"]
+        if row["total"]:
+            totals[name]["distinct_ids"] += row["distinct_ids"] or 0
+            continue
+        _add(totals[name], {**row, "distinct_ids": 0})
+        if row["window_us"] is not None:
+            _add(windows[(name, row["window_us"])], row)
+        if row["first_checked_us"] is not None:
+            first, last = spans.get(name, (row["first_checked_us"], row["last_checked_us"]))
+            spans[name] = (min(first, row["first_checked_us"]), max(last, row["last_checked_us"]))
+    for name, at in faults:
+        if name in spans and spans[name][0] <= at <= spans[name][1] + grace:
+            totals[name]["faults_observed"] += 1
+            windows[(name, at - at % width)]["faults_observed"] += 1
+    verdicts = []
+    for p in config.pipelines:
+        first, last = spans.get(p.name, (None, None))
+        row = {"pipeline": p.name, **totals.get(p.name, zero)}
+        verdicts.append(
+            _judged(row, p.declared_semantic, settings.min_records)
+            | {
+                "evidence": verdict.evidence(row["records_checked"], row["faults_observed"]),
+                "first_record_at": _at(first),
+                "last_record_at": _at(last),
+                "source_topics": list(p.source_topics),
+                "sink": list(p.sink_names()),
+                "consumer_group": p.consumer_group,
+            }
         )
-        .agg(F.count_distinct("message_id").alias("_d"))
-        .groupBy("pipeline", "window_start")
-        .agg(F.sum("_d").cast("long").alias("distinct_ids"))
-    )
-    per_window = (
-        all_metrics.where(F.col("at").isNotNull())
-        .groupBy("pipeline", start)
-        .agg(*sums)
-        .join(window_distinct, ["pipeline", "window_start"], "left")
-        .join(pipelines.select("pipeline", "declared"), ["pipeline"])
-    )
-    windows = _judged(per_window, settings.min_records)
-    return conform(verdicts, tables.VERDICTS), conform(windows, tables.PIPELINE_WINDOWS)
-
-
-def _judged(counts: DataFrame, min_records: int) -> DataFrame:
-    achieved = verdict.achieved_column(
-        F.col("records_checked"),
-        F.col("duplicate_copies"),
-        F.col("lost"),
-        F.col("aborted_reads"),
-        min_records,
-    )
-    return (
-        counts.withColumn("duplicate_rate", _rate("duplicate_copies", "distinct_ids"))
-        .withColumn("loss_rate", _rate("lost", "records_checked"))
-        .withColumn("achieved", achieved)
-        .withColumn(
-            "meets_declared", verdict.meets_declared_column(F.col("achieved"), F.col("declared"))
+    declared = {p.name: p.declared_semantic for p in config.pipelines}
+    per_window = [
+        _judged(
+            {"pipeline": name, "window_start": _at(start), **row},
+            declared[name],
+            settings.min_records,
         )
-    )
+        for (name, start), row in sorted(windows.items())
+        if name in declared
+    ]
+    return verdicts, per_window

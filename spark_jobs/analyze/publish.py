@@ -41,7 +41,8 @@ _TEMP_PREFIX = f".{PUBLISHED_FILE}."
 _TEMP_SUFFIX = ".tmp"
 
 
-def _arrow(data: Published, table: Table) -> pa.Table:
+def arrow_of(data: Published, table: Table) -> pa.Table:
+    """`data` as Arrow; row dicts get `table`'s columns and types."""
     if isinstance(data, pa.Table):
         return data
     if isinstance(data, DataFrame):
@@ -86,7 +87,7 @@ def write_tables(path: Path, tables: Mapping[str, Published]) -> None:
             data = tables.get(table.name)
             if data is None:
                 continue
-            arrow = _arrow(data, table)
+            arrow = arrow_of(data, table)
             missing = [name for name in table.names if name not in arrow.column_names]
             if missing:
                 raise ValueError(f"table {table.name!r} lacks columns {', '.join(missing)}")

@@ -1,9 +1,8 @@
 """The verdict of a pipeline from its counts, by docs/design.md: achieved semantic, whether it meets
 the declared one, and how strong the evidence is.
 
-Each rule is written once, over values that are either plain Python numbers or Spark Columns
-(`>`, `<`, `&`, `|` mean the same on both), and then evaluated both ways: `achieved()` for a
-row of counts in Python, `achieved_column()` as one Spark expression for windows.
+Each rule is written once and evaluated by `achieved()` on a row of counts: the engine sums
+counts per pipeline and window, so verdicts are worked out on the driver (pipeline_metrics).
 Upstream duplicates are not passed in: they are reported, never counted against a pipeline.
 """
 
@@ -11,9 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
-
-from pyspark.sql import Column
-from pyspark.sql import functions as F
 
 EXACTLY_ONCE = "exactly-once"
 AT_LEAST_ONCE = "at-least-once"
@@ -24,8 +20,7 @@ ACHIEVED = (EXACTLY_ONCE, AT_LEAST_ONCE, AT_MOST_ONCE, NO_GUARANTEE, INSUFFICIEN
 
 TESTED, UNTESTED, NONE = "tested", "untested", "none"
 
-# (records_checked, duplicate_copies, lost, aborted_reads) -> condition; each value a Python
-# int or a Spark Column, the condition of the same kind.
+# (records_checked, duplicate_copies, lost, aborted_reads) -> condition.
 Rule = Callable[[Any, Any, Any, Any], Any]
 
 
@@ -75,39 +70,3 @@ def evidence(records_checked: int, faults_observed: int) -> str:
     if records_checked <= 0:
         return NONE
     return TESTED if faults_observed > 0 else UNTESTED
-
-
-def achieved_column(
-    records_checked: Column,
-    duplicate_copies: Column,
-    lost: Column,
-    aborted_reads: Column,
-    min_records: int,
-) -> Column:
-    """`achieved` as a Spark expression over count columns (nulls count as 0)."""
-    counts = [
-        F.coalesce(c, F.lit(0)) for c in (records_checked, duplicate_copies, lost, aborted_reads)
-    ]
-    rules = _rules(min_records)
-    result: Column = F.lit(rules[-1][0])
-    for name, rule in reversed(rules[:-1]):
-        result = F.when(rule(*counts), F.lit(name)).otherwise(result)
-    return result
-
-
-def meets_declared_column(achieved: Column, declared: Column) -> Column:
-    """`meets_declared` as a Spark expression; null for insufficient evidence."""
-    result: Column = F.lit(False)
-    for name, met in MEETS.items():
-        meets = declared.isin(*sorted(met)) if met else F.lit(False)
-        result = F.when(achieved == F.lit(name), meets).otherwise(result)
-    return F.when(achieved != F.lit(INSUFFICIENT_EVIDENCE), result)
-
-
-def evidence_column(records_checked: Column, faults_observed: Column) -> Column:
-    """`evidence` as a Spark expression."""
-    records = F.coalesce(records_checked, F.lit(0))
-    faults = F.coalesce(faults_observed, F.lit(0))
-    return (
-        F.when(records <= 0, F.lit(NONE)).when(faults > 0, F.lit(TESTED)).otherwise(F.lit(UNTESTED))
-    )

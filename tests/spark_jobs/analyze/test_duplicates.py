@@ -1,5 +1,5 @@
-"""Duplicates, rates, causes and sequence gaps on hand-made fingerprints; every expected value
-is worked out by hand beside the data."""
+"""Duplicates, rates, causes and sequence gaps as the engine publishes them, on hand-made
+fingerprints; every expected value is worked out by hand beside the data."""
 
 from __future__ import annotations
 
@@ -14,12 +14,9 @@ from spark_jobs.analyze.duplicates import (
     REPROCESSING,
     UNKNOWN,
     UPSTREAM,
-    duplicate_causes,
-    duplicate_copies,
-    duplicate_summary,
-    sequence_gaps,
 )
-from spark_jobs.schemas import FINGERPRINT
+from spark_jobs.analyze.loss import SEQUENCE_GAP
+from tests.spark_jobs.analyze import engine_run
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -44,12 +41,16 @@ def fp(
     return (topic, partition, offset, at, message_id, None, producer, seq, lineage, *src, committed)
 
 
-def frame(spark: Any, *rows: tuple[Any, ...]) -> Any:
-    return spark.createDataFrame(list(rows), FINGERPRINT)
+def tables(spark: Any, *rows: tuple[Any, ...], sources: tuple[str, ...] = ("s",)) -> Any:
+    """The engine's tables of pipeline p (`sources` into k) over `rows`."""
+    return engine_run.run(spark, list(rows), engine_run.config("k", sources=sources))
+
+
+COPY = ("topic", "message_id", "partition", "offset", "copies", "copy_number", "is_extra_copy")
 
 
 def test_copies_are_every_copy_of_ids_seen_twice_committed_in_one_topic(spark: Any) -> None:
-    rows = frame(
+    found_tables = tables(
         spark,
         # a: three committed copies; the one on partition 1 is earliest by timestamp.
         fp("t", 0, 0, "a", second=1),
@@ -66,10 +67,7 @@ def test_copies_are_every_copy_of_ids_seen_twice_committed_in_one_topic(spark: A
         fp("t", 0, 6, None),  # unidentified records are never copies of each other
         fp("t", 0, 7, None),
     )
-    found = sorted(
-        (r.topic, r.message_id, r.partition, r.offset, r.copies, r.copy_number, r.is_extra_copy)
-        for r in duplicate_copies(rows).collect()
-    )
+    found = sorted(tuple(r[c] for c in COPY) for r in found_tables.duplicates)
     assert found == [
         ("t", "a", 0, 0, 3, 2, True),
         ("t", "a", 0, 5, 3, 3, True),
@@ -82,7 +80,7 @@ def test_copies_are_every_copy_of_ids_seen_twice_committed_in_one_topic(spark: A
 def test_summary_counts_records_ids_extra_copies_rate_unidentified_and_aborted(
     spark: Any,
 ) -> None:
-    rows = frame(
+    found_tables = tables(
         spark,
         # t: committed ids a a a b c c → 6 identified, 3 distinct, 3 extra copies.
         *(fp("t", 0, o, i) for o, i in enumerate(["a", "a", "a", "b", "c", "c"])),
@@ -94,7 +92,7 @@ def test_summary_counts_records_ids_extra_copies_rate_unidentified_and_aborted(
         # v: one id once: rate 0.
         fp("v", 0, 0, "y"),
     )
-    found = {r.topic: r.asDict() for r in duplicate_summary(rows).collect()}
+    found = {r["topic"]: r for r in found_tables.summary()}
     assert found["t"] == {
         "topic": "t",
         "records": 7,  # 6 identified + 1 unidentified, both committed
@@ -111,10 +109,9 @@ def test_summary_counts_records_ids_extra_copies_rate_unidentified_and_aborted(
     assert sorted(found) == ["t", "u", "v"]
 
 
-def causes_case(spark: Any) -> tuple[Any, Any]:
+def causes_case() -> list[tuple[Any, ...]]:
     """One sink duplicate per cause, plus one with no evidence and one with two causes."""
-    source = frame(
-        spark,
+    source = [
         fp("s", 0, 1, "r1", producer="src", seq=1),
         fp("s", 0, 2, "r2", producer="src", seq=2),
         # r3 was already duplicated in the source (two committed copies).
@@ -127,9 +124,8 @@ def causes_case(spark: Any) -> tuple[Any, Any]:
         # r7: once committed, once aborted: not "only in aborted transactions".
         fp("s", 0, 8, "r7", committed=False),
         fp("s", 0, 9, "r7"),
-    )
-    sink = frame(
-        spark,
+    ]
+    sink = [
         # r1: the same send (q, seq 4) written twice; a retried send repeats its dgm-src,
         # so reprocessing applies too, and producer retry wins.
         fp("k", 0, 0, "r1", producer="q", seq=4, lineage="s/0/1"),
@@ -153,62 +149,86 @@ def causes_case(spark: Any) -> tuple[Any, Any]:
         fp("k", 0, 12, "r7", producer="q4", seq=0, lineage="s/0/9"),
         # r1 once more in another sink topic: a duplicate is per topic.
         fp("k2", 0, 0, "r1", producer="q", seq=9, lineage="s/0/1"),
-    )
-    return source, sink
+    ]
+    return source + sink
 
 
 def test_each_cause_and_the_precedence_between_them(spark: Any) -> None:
-    source, sink = causes_case(spark)
     found = {
-        r.message_id: (
-            r.topic,
-            r.copies,
-            r.aborted_read,
-            r.producer_retry,
-            r.reprocessing,
-            r.upstream,
-            r.cause,
-        )
-        for r in duplicate_causes(source, sink).collect()
+        (r["message_id"], r["copy_number"]): (r["topic"], r["pipeline"], r["copies"], r["cause"])
+        for r in tables(spark, *causes_case()).duplicates
+        if r["topic"] == "k"
+    }
+    # Every copy of an id carries its cause; r1 is a producer retry and reprocessing (a
+    # retried send repeats its dgm-src), r4 an aborted read and reprocessing.
+    causes = {
+        "r1": PRODUCER_RETRY,
+        "r2": REPROCESSING,
+        "r3": UPSTREAM,
+        "r4": ABORTED_READ,
+        "r5": UNKNOWN,
+        "r7": REPROCESSING,
+    }
+    assert found == {(i, n): ("k", "p", 2, cause) for i, cause in causes.items() for n in (1, 2)}
+
+
+def test_a_topic_no_pipeline_writes_takes_its_causes_from_the_topics_its_dgm_src_names(
+    spark: Any,
+) -> None:
+    found = {
+        (r["topic"], r["message_id"]): (r["pipeline"], r["cause"])
+        for r in tables(
+            spark,
+            fp("u", 0, 0, "a"),  # a: held twice upstream, so twice downstream
+            fp("u", 0, 1, "a"),
+            fp("u", 0, 2, "b", committed=False),  # b: aborted upstream
+            fp("d", 0, 0, "a", lineage="u/0/0"),
+            fp("d", 0, 1, "a", lineage="u/0/1"),
+            fp("d", 0, 2, "b", lineage="u/0/2"),
+            fp("d", 0, 3, "b", lineage="u/0/2"),
+            fp("e", 0, 0, "c"),  # e names no upstream: only its own records speak
+            fp("e", 0, 1, "c"),
+        ).duplicates
+        if r["copy_number"] == 2
     }
     assert found == {
-        "r1": ("k", 2, False, True, True, False, PRODUCER_RETRY),
-        "r2": ("k", 2, False, False, True, False, REPROCESSING),
-        "r3": ("k", 2, False, False, False, True, UPSTREAM),
-        "r4": ("k", 2, True, False, True, False, ABORTED_READ),
-        "r5": ("k", 2, False, False, False, False, UNKNOWN),
-        "r7": ("k", 2, False, False, True, False, REPROCESSING),
+        ("u", "a"): (None, UNKNOWN),  # u itself names no upstream
+        ("d", "a"): (None, UPSTREAM),
+        ("d", "b"): (None, ABORTED_READ),  # and reprocessing: the same dgm-src twice
+        ("e", "c"): (None, UNKNOWN),
     }
 
 
 def test_sequence_gaps_per_session_and_partition(spark: Any) -> None:
-    rows = frame(
+    found_tables = tables(
         spark,
         # p on partition 0: 0 1 _ _ 4 5 5 _ _ 8 → gaps 2..3 and 6..7 (the repeat is no gap).
-        *(fp("t", 0, o, f"m{o}", producer="p", seq=s) for o, s in enumerate([0, 1, 4, 5, 5, 8])),
+        *(fp("s", 0, o, f"m{o}", producer="p", seq=s) for o, s in enumerate([0, 1, 4, 5, 5, 8])),
         # p on partition 1 starts at 2: 0..1 are missing (the session starts at 0).
-        fp("t", 1, 0, "n0", producer="p", seq=2),
-        fp("t", 1, 1, "n1", producer="p", seq=3),
+        fp("s", 1, 0, "n0", producer="p", seq=2),
+        fp("s", 1, 1, "n1", producer="p", seq=3),
         # q: seq 1 was aborted but reached the log: no gap.
-        fp("t", 0, 10, "q0", producer="q", seq=0),
-        fp("t", 0, 11, "q1", producer="q", seq=1, committed=False),
-        fp("t", 0, 12, "q2", producer="q", seq=2),
+        fp("s", 0, 10, "q0", producer="q", seq=0),
+        fp("s", 0, 11, "q1", producer="q", seq=1, committed=False),
+        fp("s", 0, 12, "q2", producer="q", seq=2),
         # Unstamped or half-stamped records say nothing about sequences.
-        fp("t", 0, 13, "x", producer=None, seq=40),
-        fp("t", 0, 14, "y", producer="r", seq=None),
-        # The same session name on another topic is another run: 0 then 3 → 1..2.
+        fp("s", 0, 13, "x", producer=None, seq=40),
+        fp("s", 0, 14, "y", producer="r", seq=None),
+        # The same session name on another source topic is another run: 0 then 3 → 1..2.
         fp("u", 0, 0, "z0", producer="p", seq=0),
         fp("u", 0, 1, "z1", producer="p", seq=3),
+        # A topic no pipeline reads is not judged for gaps.
+        fp("x", 0, 0, "w0", producer="p", seq=5),
+        sources=("s", "u"),
     )
-
-    def gaps(first_seq: int | None) -> list[tuple[Any, ...]]:
-        return sorted(tuple(r) for r in sequence_gaps(rows, first_seq).collect())
-
-    assert gaps(0) == [
-        ("t", 0, "p", 2, 3, 2),
-        ("t", 0, "p", 6, 7, 2),
-        ("t", 1, "p", 0, 1, 2),
-        ("u", 0, "p", 1, 2, 2),
+    found = sorted(
+        (r["topic"], r["partition"], r["producer"], r["seq"], r["seq"] + r["missing"] - 1)
+        for r in found_tables.lost
+        if r["cause"] == SEQUENCE_GAP
+    )
+    assert found == [
+        ("s", 0, "p", 2, 3),
+        ("s", 0, "p", 6, 7),
+        ("s", 1, "p", 0, 1),
+        ("u", 0, "p", 1, 2),
     ]
-    # Without a known first sequence only gaps between two present ones count.
-    assert gaps(None) == [("t", 0, "p", 2, 3, 2), ("t", 0, "p", 6, 7, 2), ("u", 0, "p", 1, 2, 2)]

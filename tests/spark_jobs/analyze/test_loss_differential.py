@@ -1,7 +1,8 @@
-"""Spark's lost ids equal the DuckDB reference's on the same fingerprints and committed
-offsets: on small property-based sets (group commits or an external sink's own offsets), and
-on a generated set of 1,000,000 fingerprints with injected losses, duplicates, sequence gaps
-and aborted records, read back from Parquet (whose aborted reads a numpy count checks too)."""
+"""The engine's lost ids (and their windows, beyond-retention and aborted-read counts) equal
+the DuckDB reference's on the same fingerprints and committed offsets: on small
+property-based sets (group commits or an external sink's own offsets), and on a generated set
+of 1,000,000 fingerprints with injected losses, duplicates, sequence gaps and aborted records,
+read back from Parquet (whose aborted reads a numpy count checks too)."""
 
 from __future__ import annotations
 
@@ -18,20 +19,20 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from spark_jobs.analyze import loss
+from dgm.published import LOST
 from spark_jobs.schemas import FINGERPRINT
 from tests import reference
 from tests.generated_fingerprints import pipeline
+from tests.spark_jobs.analyze import engine_run
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 ARROW_FINGERPRINT = to_arrow_schema(FINGERPRINT)
 COMMITTED = pa.schema(
     [("topic", pa.string()), ("partition", pa.int32()), ("committed_offset", pa.int64())]
 )
-RESULT = [c for c in loss.LOST_COLUMNS if c != "pipeline"]
+RESULT = [c for c in LOST.names if c != "pipeline"]
 
 
 def _value(v: Any) -> Any:
@@ -45,40 +46,41 @@ def canonical(rows: Iterable[Mapping[str, Any]]) -> list[tuple[Any, ...]]:
     return sorted(tuples, key=lambda t: tuple((v is None, "" if v is None else v) for v in t))
 
 
-def spark_lost(
-    spark: Any, source: Any, sink: Any, committed: Any, cutoff: datetime, external: bool
-) -> Any:
-    """loss.lost of one pipeline 'p' over DataFrames of FINGERPRINT and COMMITTED rows."""
-    source, sink = _tagged(source, sink, external)
-    claimed = loss.claimed_offsets(
-        committed.withColumn("pipeline", F.lit("p")), sink if external else None
-    )
-    return loss.lost(source, sink, claimed, cutoff).select(*RESULT)
+def engine_lost(
+    spark: Any,
+    source: pa.Table,
+    sink: pa.Table,
+    committed: pa.Table,
+    cutoff: datetime,
+    external: bool,
+) -> engine_run.Tables:
+    """The engine's tables of one pipeline 'p' over FINGERPRINT and COMMITTED rows; an
+    external sink's rows carry its table's name as their topic, as the audit writes them."""
+    if external:
+        topic = pa.array([engine_run.EXTERNAL] * sink.num_rows, pa.string())
+        sink = sink.set_column(0, sink.schema.field("topic"), topic)
+    commits = {(r["topic"], r["partition"]): r["committed_offset"] for r in committed.to_pylist()}
+    # now - grace = cutoff, whatever grace the config says.
+    config = engine_run.config(external=external)
+    now = cutoff + timedelta(seconds=config.analysis.grace_s)
+    fingerprints = pa.concat_tables([source, sink])
+    return engine_run.run(spark, fingerprints, config, commits, now)
 
 
-def _tagged(source: Any, sink: Any, external: bool) -> tuple[Any, Any]:
-    return tuple(  # type: ignore[return-value]
-        f.withColumn("pipeline", F.lit("p")).withColumn("external", F.lit(external))
-        for f in (source, sink)
-    )
+def assert_same(ours: list[dict[str, Any]], theirs: pa.Table) -> list[tuple[Any, ...]]:
+    mine = canonical(ours)
+    assert mine == canonical(theirs.to_pylist())
+    return mine
 
 
-def spark_beyond_retention(
-    source: Any, sink: Any, committed: Any, cutoff: datetime, external: bool
-) -> int:
-    source, sink = _tagged(source, sink, external)
-    claimed = loss.claimed_offsets(
-        committed.withColumn("pipeline", F.lit("p")), sink if external else None
-    )
-    checked = loss.checked_records(source, claimed, cutoff)
-    return int(loss.missing(checked, sink).where("beyond_retention").count())
-
-
-def assert_same(spark_frame: Any, reference_table: pa.Table) -> list[tuple[Any, ...]]:
-    assert reference_table.column_names == spark_frame.columns
-    ours = canonical(r.asDict() for r in spark_frame.collect())
-    assert ours == canonical(reference_table.to_pylist())
-    return ours
+def lost_per_window(theirs: pa.Table) -> dict[datetime, int]:
+    """The reference's lost counts per 60-second window of their window_at."""
+    found: dict[datetime, int] = {}
+    for r in theirs.to_pylist():
+        at = r["window_at"].astimezone(UTC)
+        start = at - timedelta(seconds=at.timestamp() % 60)
+        found[start] = found.get(start, 0) + r["missing"]
+    return found
 
 
 @pytest.fixture
@@ -189,17 +191,13 @@ def test_small_sets_agree(
 ) -> None:
     source, sink, committed = small_tables(sources, sinks, commits, held_from)
     cutoff = T0 + timedelta(seconds=cutoff_second)
-    frames = [spark.createDataFrame(t.to_pylist(), FINGERPRINT) for t in (source, sink)]
-    committed_frame = spark.createDataFrame(
-        committed.to_pylist(), "topic string, partition int, committed_offset long"
+    tables = engine_lost(spark, source, sink, committed, cutoff, external)
+    theirs = reference.lost(source, sink, committed, cutoff, external)
+    assert_same(tables.lost, theirs)
+    assert tables.lost_per_window() == lost_per_window(theirs)
+    assert tables.total("beyond_retention") == reference.beyond_retention(
+        source, sink, committed, cutoff, external
     )
-    assert_same(
-        spark_lost(spark, frames[0], frames[1], committed_frame, cutoff, external),
-        reference.lost(source, sink, committed, cutoff, external),
-    )
-    assert spark_beyond_retention(
-        frames[0], frames[1], committed_frame, cutoff, external
-    ) == reference.beyond_retention(source, sink, committed, cutoff, external)
 
 
 @pytest.mark.slow
@@ -212,13 +210,12 @@ def test_1m_generated_fingerprints_agree(spark: Any, tmp_path: Path) -> None:
     generated_s = time.monotonic() - started
 
     frame = spark.read.parquet(str(tmp_path / "fingerprints.parquet"))
-    source, sink = frame.where("topic = 's'"), frame.where("topic = 'k'")
-    committed = spark.createDataFrame(
-        generated.committed.to_pylist(), "topic string, partition int, committed_offset long"
-    )
+    commits = {(r["topic"], r["partition"]): r["committed_offset"]
+               for r in generated.committed.to_pylist()}  # fmt: skip
+    config = engine_run.config()
+    now = generated.cutoff + timedelta(seconds=config.analysis.grace_s)
     started = time.monotonic()
-    ours = spark_lost(spark, source, sink, committed, generated.cutoff, external=False)
-    rows = ours.collect()
+    tables = engine_run.run(spark, frame, config, commits, now)
     spark_s = time.monotonic() - started
 
     source_table = fingerprints.filter(pc.equal(fingerprints["topic"], "s"))
@@ -226,13 +223,11 @@ def test_1m_generated_fingerprints_agree(spark: Any, tmp_path: Path) -> None:
     started = time.monotonic()
     theirs = reference.lost(source_table, sink_table, generated.committed, generated.cutoff)
     reference_s = time.monotonic() - started
-    assert canonical(r.asDict() for r in rows) == canonical(theirs.to_pylist())
-    causes = Counter(r.cause for r in rows)
+    rows = assert_same(tables.lost, theirs)
+    assert tables.lost_per_window() == lost_per_window(theirs)
+    causes = Counter(r["cause"] for r in tables.lost)
     assert causes["not in sink"] > 1_000 and causes["sequence gap"] > 1_000, causes
-
-    sink_p = sink.withColumn("pipeline", F.lit("p"))
-    source_p = source.withColumn("pipeline", F.lit("p"))
-    assert loss.aborted_reads(source_p, sink_p).count() == generated.aborted_reads > 1_000
+    assert tables.total("aborted_reads") == generated.aborted_reads > 1_000
     print(
         f"\n1M loss differential: generate+write {generated_s:.1f}s, "
         f"Spark {spark_s:.1f}s, DuckDB {reference_s:.1f}s, rows {len(rows)} {dict(causes)}"

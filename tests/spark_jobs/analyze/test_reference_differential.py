@@ -1,7 +1,8 @@
-"""Spark's duplicate metrics equal the DuckDB reference's on the same fingerprints: on small
-property-based sets; on a generated set of 100k with injected duplicates, gaps and aborted
-records and every cause (whose summary a plain-Python count checks as well); and on 1,000,000
-fingerprints of tests/generated_fingerprints.py read back from Parquet."""
+"""The engine's duplicate metrics (copies, causes, per-topic summary, sequence gaps) equal the
+DuckDB reference's on the same fingerprints: on small property-based sets; on a generated set
+of 100k with injected duplicates, gaps and aborted records and every cause (whose summary a
+plain-Python count checks as well); and on 1,000,000 fingerprints of
+tests/generated_fingerprints.py read back from Parquet."""
 
 from __future__ import annotations
 
@@ -13,17 +14,17 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from spark_jobs.analyze import duplicates
+from spark_jobs.analyze import duplicates, loss
 from spark_jobs.schemas import FINGERPRINT
 from tests import reference
 from tests.generated_fingerprints import pipeline
+from tests.spark_jobs.analyze import engine_run
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 ARROW_FINGERPRINT = to_arrow_schema(FINGERPRINT)
@@ -44,13 +45,11 @@ def canonical(rows: Iterable[Mapping[str, Any]], columns: list[str]) -> list[tup
     return sorted(tuples, key=lambda t: tuple((v is None, "" if v is None else v) for v in t))
 
 
-def assert_same(spark_frame: Any, reference_table: pa.Table) -> int:
-    """Spark's result equals the reference's, column names and rows; the row count."""
-    assert reference_table.column_names == spark_frame.columns
-    ours = canonical((r.asDict() for r in spark_frame.collect()), spark_frame.columns)
-    theirs = canonical(reference_table.to_pylist(), spark_frame.columns)
-    assert ours == theirs
-    return len(ours)
+def assert_same(ours: list[dict[str, Any]], theirs: pa.Table, columns: list[str]) -> int:
+    """The engine's rows equal the reference's on `columns`; the row count."""
+    mine = canonical(ours, columns)
+    assert mine == canonical(theirs.to_pylist(), columns)
+    return len(mine)
 
 
 def row(
@@ -72,30 +71,68 @@ def row(
     return dict(zip(COLUMNS, (*values, committed), strict=True))
 
 
-def compare_all(spark: Any, table: pa.Table, frame: Any = None) -> dict[str, int]:
-    """Every metric on Spark (over `frame`, else `table`) and on the reference; rows compared
-    per metric."""
-    frame = spark.createDataFrame(table) if frame is None else frame
-    source = frame.where(frame.topic == "s")
-    sink = frame.where(frame.topic != "s")
-    source_table = table.filter(pc.equal(table["topic"], "s"))
-    sink_table = table.filter(pc.not_equal(table["topic"], "s"))
-    return {
+def next_record_times(table: pa.Table) -> dict[tuple[str, int, str, int], Any]:
+    """(topic, partition, producer, seq) -> the earliest timestamp of a record holding it."""
+    found: dict[tuple[str, int, str, int], Any] = {}
+    for r in table.to_pylist():
+        if r["producer"] is None or r["seq"] is None or r["timestamp"] is None:
+            continue
+        key = (r["topic"], r["partition"], r["producer"], r["seq"])
+        found[key] = min(found.get(key, r["timestamp"]), r["timestamp"])
+    return found
+
+
+def compare_all(
+    spark: Any, table: pa.Table, frame: Any = None, sink: str = "t"
+) -> tuple[dict[str, int], engine_run.Tables]:
+    """Every duplicate metric of the engine (pipeline p: `s` into `sink`, over `frame`, else
+    `table`) and of the reference: rows compared per metric, and the engine's tables."""
+    tables = engine_run.run(spark, table if frame is None else frame, engine_run.config(sink))
+    source = engine_run.of_topics(table, "s")
+    copies = reference.duplicate_copies(table)
+    first_copies = [r for r in tables.duplicates if r["copy_number"] == 1]
+    # A topic that is no pipeline's sink takes its causes from the topics its dgm-src names.
+    upstream = {r["src_topic"] for r in table.to_pylist() if r["topic"] == "s" and r["src_topic"]}
+    plain_causes = reference.duplicate_causes(
+        engine_run.of_topics(table, *upstream), engine_run.of_topics(table, "s")
+    )
+    # A gap counts once a record after it has a time (all do here: the cutoff is far).
+    after = next_record_times(source)
+    gaps = [
+        g
+        for g in reference.sequence_gaps(source).to_pylist()
+        if (g["topic"], g["partition"], g["producer"], g["last_missing"] + 1) in after
+    ]
+    found_gaps = [
+        r | {"first_missing": r["seq"]} for r in tables.lost if r["cause"] == loss.SEQUENCE_GAP
+    ]
+    gap_columns = ["topic", "partition", "producer", "first_missing", "missing"]
+    compared = {
         "copies": assert_same(
-            duplicates.duplicate_copies(frame), reference.duplicate_copies(table)
+            tables.duplicates, copies, [c for c in copies.column_names if not c.startswith("src_")]
         ),
-        "summary": assert_same(
-            duplicates.duplicate_summary(frame), reference.duplicate_summary(table)
-        ),
+        "summary": assert_same(tables.summary(), reference.duplicate_summary(table), SUMMARY),
         "causes": assert_same(
-            duplicates.duplicate_causes(source, sink),
-            reference.duplicate_causes(source_table, sink_table),
+            [r for r in first_copies if r["topic"] == sink],
+            reference.duplicate_causes(source, engine_run.of_topics(table, sink)),
+            CAUSE_COLUMNS,
         ),
-        "gaps": assert_same(duplicates.sequence_gaps(frame), reference.sequence_gaps(table)),
-        "gaps_inner": assert_same(
-            duplicates.sequence_gaps(frame, None), reference.sequence_gaps(table, None)
+        "plain_causes": assert_same(
+            [r for r in first_copies if r["topic"] == "s"], plain_causes, CAUSE_COLUMNS
         ),
+        "gaps": assert_same(found_gaps, pa.Table.from_pylist(gaps), gap_columns)
+        if gaps
+        else len(found_gaps),
     }
+    assert not gaps or compared["gaps"]  # no gap found where the reference has none
+    return compared, tables
+
+
+SUMMARY = [
+    "topic", "records", "distinct_ids", "duplicate_copies", "duplicate_rate", "unidentified",
+    "aborted",
+]  # fmt: skip
+CAUSE_COLUMNS = ["topic", "message_id", "copies", "cause"]
 
 
 # Small alphabets so ids, sessions, sequences, lineage and timestamps collide often.
@@ -233,12 +270,13 @@ class Generated:
             result[topic] = (records, len(ids), extra, unidentified, aborted)
         return result
 
-    def expected_missing(self) -> int:
+    def expected_missing(self, topic: str) -> int:
         highest: dict[tuple[str, str, int], int] = defaultdict(lambda: -1)
         for r in self.rows:
             key = (r["topic"], r["producer"], r["partition"])
             highest[key] = max(highest[key], r["seq"])
-        return sum(1 for t, p, part, seq in self.lost if seq < highest[t, p, part])
+        lost = [(t, p, part, seq) for t, p, part, seq in self.lost if t == topic]
+        return sum(1 for t, p, part, seq in lost if seq < highest[t, p, part])
 
 
 @pytest.mark.slow
@@ -250,27 +288,21 @@ def test_100k_generated_fingerprints_agree(spark: Any, tmp_path: Path) -> None:
     pq.write_table(table, tmp_path / "fingerprints.parquet")
     from_file = reference.duplicate_summary(tmp_path / "fingerprints.parquet")
     assert from_file.sort_by("topic").equals(reference.duplicate_summary(table).sort_by("topic"))
-    frame = spark.createDataFrame(table)
+    compared, tables = compare_all(spark, table, sink="k")
 
     summary = {
-        r.topic: (r.records, r.distinct_ids, r.duplicate_copies, r.unidentified, r.aborted)
-        for r in duplicates.duplicate_summary(frame).collect()
-    }
+        r["topic"]: (
+            r["records"], r["distinct_ids"], r["duplicate_copies"], r["unidentified"], r["aborted"]
+        )
+        for r in tables.summary()
+    }  # fmt: skip
     assert summary == generated.expected_summary()
-    gaps = duplicates.sequence_gaps(frame).groupBy().sum("missing").first()
-    assert gaps is not None
-    assert gaps[0] == generated.expected_missing() > 0
-    causes = Counter(
-        r.cause
-        for r in duplicates.duplicate_causes(
-            frame.where(frame.topic == "s"), frame.where(frame.topic == "k")
-        ).collect()
-    )
+    gaps = sum(r["missing"] for r in tables.lost if r["cause"] == loss.SEQUENCE_GAP)
+    assert gaps == generated.expected_missing("s") > 0
+    causes = Counter(r["cause"] for r in tables.duplicates if r["topic"] == "k")
     # Every cause was injected: retried sink sends, the rewind, source retries carried through,
     # and aborted source records processed twice across the rewind.
     assert set(causes) >= set(duplicates.CAUSES), causes
-
-    compared = compare_all(spark, table)
     assert compared["copies"] > 1_000
     assert compared["causes"] > 300
 
@@ -282,7 +314,7 @@ def test_1m_generated_fingerprints_agree(spark: Any, tmp_path: Path) -> None:
     assert 990_000 <= table.num_rows <= 1_010_000
     pq.write_table(table, tmp_path / "fingerprints.parquet")
     frame = spark.read.parquet(str(tmp_path / "fingerprints.parquet"))
-    compared = compare_all(spark, table, frame)
+    compared, _ = compare_all(spark, table, frame, sink="k")
     # ~1% of sends retried and ~1% of results written twice, out of ~500k each.
     assert compared["copies"] > 15_000 and compared["summary"] == 2, compared
     assert compared["causes"] > 5_000 and compared["gaps"] > 1_000, compared

@@ -3,11 +3,7 @@ expressions (the same rules, so both must agree on every combination)."""
 
 from __future__ import annotations
 
-import itertools
-from typing import Any
-
 import pytest
-from pyspark.sql import functions as F
 
 from dgm.config_schema import SEMANTICS
 from spark_jobs.analyze import verdict
@@ -55,30 +51,3 @@ def test_evidence() -> None:
     assert evidence(0, 3) == "none"
     assert evidence(10, 0) == "untested"
     assert evidence(10, 1) == "tested"
-
-
-def test_spark_expressions_agree_with_python_on_every_combination(spark: Any) -> None:
-    counts = [0, 1, 2]
-    rows = [
-        (*c, declared)
-        for c in itertools.product([0, 1, 5], counts, counts, counts)
-        for declared in SEMANTICS
-    ]
-    frame = spark.createDataFrame(
-        rows, "checked long, dups long, lost long, aborted long, declared string"
-    )
-    got = frame.select(
-        "*",
-        verdict.achieved_column(
-            F.col("checked"), F.col("dups"), F.col("lost"), F.col("aborted"), 5
-        ).alias("achieved"),
-    ).select(
-        "*",
-        verdict.meets_declared_column(F.col("achieved"), F.col("declared")).alias("meets"),
-        verdict.evidence_column(F.col("checked"), F.col("lost")).alias("evidence"),
-    )
-    for r in got.collect():
-        expected = achieved(r.checked, r.dups, r.lost, r.aborted, 5)
-        assert r.achieved == expected
-        assert r.meets == meets_declared(expected, r.declared)
-        assert r.evidence == evidence(r.checked, r.lost)

@@ -24,9 +24,9 @@ from pyspark.sql.types import (
 
 from dgm.config_schema import MessageIdRule
 from dgm.waiting import wait_until
-from spark_jobs.analyze.duplicates import duplicate_summary
 from spark_jobs.audit.fingerprint import fingerprints, mark_committed
 from spark_jobs.schemas import FINGERPRINT
+from tests.spark_jobs.analyze import engine_run
 
 # The columns the Spark Kafka source gives with includeHeaders=true (those fingerprints read).
 KAFKA_ROW = StructType(
@@ -310,7 +310,8 @@ def test_real_topic_committed_aborted_and_unidentified(spark: Any, kafka: Any) -
         (8, None, None, None, True),
         (9, None, None, None, True),
     ]
-    summary = duplicate_summary(marked).collect()
-    assert [(s.topic, s.records, s.distinct_ids, s.unidentified, s.aborted) for s in summary] == [
-        (topic, 5, 3, 2, 3)
-    ]
+    summary = engine_run.run(spark, marked).summary()
+    assert [
+        (s["topic"], s["records"], s["distinct_ids"], s["unidentified"], s["aborted"])
+        for s in summary
+    ] == [(topic, 5, 3, 2, 3)]
