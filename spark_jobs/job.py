@@ -114,23 +114,23 @@ class AnalysisJob:
         stage("compact", lambda: compact(spark, state_dir, retention))
         stage("merge", lambda: merge_small_batches(spark, state_dir))
         fingerprints = load_fingerprints(spark, state_dir).cache()
+        counted = int(stage("load", fingerprints.count))
         analyzed_at = now or datetime.now(UTC)
         if audit_horizon is not None:
             analyzed_at = min(analyzed_at, audit_horizon)
-        # analyze() only plans: Spark computes the tables while publish() writes them. The
-        # plan is timed apart: building it takes seconds of Py4J calls (bench/README.md).
+        # analyze() runs the fingerprint-wide work (engine.py); publish() computes the small
+        # per-table frames over its output and the samples while it writes them.
         tables = stage(
-            "plan",
+            "analyze",
             lambda: analyze(
                 spark, config, fingerprints, read_samples(spark, state_dir), analyzed_at
             ),
         )
-        counted = int(stage("load", fingerprints.count))
         audited_records = sum(audited.records.values())
         tables["runs"] = fill_run(
             tables["runs"], run_id, started_at, datetime.now(UTC), audited_records
         )
-        stage("analyze+publish", lambda: publish(tables, state_dir))
+        stage("publish", lambda: publish(tables, state_dir))
         fingerprints.unpersist()
         if self.after_publish is not None:
             for line in stage("after publish", self.after_publish):

@@ -1,15 +1,11 @@
 """Every published table of dgm.published from fingerprints and collector samples.
 
-`analyze` is pure: DataFrames in, one DataFrame per contract table out (columns and types
-exactly as dgm.published declares them), nothing computed until the caller publishes. Every table
-reads the fingerprints several times: cache them first. The words are docs/design.md's;
-the per-pipeline rules live in the loss, duplicates and verdict modules beside this one.
-
-The tables share their expensive parts (duplicate copies and causes, lost ids, the
-per-pipeline metrics): publish computes one table at a time, and without persisting those
-every table recomputed them (bench/README.md, "Analyze"). They are persisted, so the first
-table that needs one computes it and the rest read it, and unpersisted once every table
-frame of the run is gone (see frames.Shared).
+`analyze` takes DataFrames and gives one DataFrame per contract table (columns and types
+exactly as dgm.published declares them). The fingerprint-wide work runs here, in a handful
+of queries (engine.py: one shuffle by message id, one by producer session, their output kept
+in the executors); the per-table frames over that output and over the samples are computed
+when the caller publishes. The words are docs/design.md's; the rules live in the duplicates,
+loss and verdict modules beside this one.
 """
 
 from __future__ import annotations
