@@ -4,8 +4,9 @@ Reads the fingerprints, samples and config of a `dgm demo` state directory (stop
 first, or copy the folder), then for each variant starts its own Spark application in a
 child process (static settings need a fresh JVM) and runs `analyze` + `publish` (into a
 temp dir) `--reps` times on the same cached fingerprints, as `dgm analyze` does each cycle.
-Per repetition it prints the plan build (analyze()), the execution (publish), the driver
-JVM's CPU seconds over the execution (from /proc) and the executors' CPU seconds from
+Per repetition it prints `analyze()` (`plan_s`: since the per-id engine, the
+fingerprint-wide work runs here), `publish` (`exec_s`: the per-table frames, written), the
+driver JVM's CPU seconds over the latter (from /proc) and the executors' CPU seconds from
 Spark's REST API, so the driver's share (planning, code generation, closure cleaning) shows.
 Repetition 0 warms up and is left out of the medians.
 

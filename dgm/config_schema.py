@@ -244,8 +244,10 @@ def audit_start(text: str) -> Literal["earliest", "latest"] | timedelta:
 class AnalysisSettings:
     """How `dgm analyze` audits and judges (see docs/design.md's definitions)."""
 
-    # Seconds between two analysis runs of `dgm analyze` without --once; > 0.
-    interval_s: float = 60.0
+    # Seconds between the starts of two analysis runs of `dgm analyze` without --once (a run
+    # that takes longer is followed at once); > 0. A run takes ~10 s on the demo's state
+    # (bench/README.md), so a duplicate is published within a few tens of seconds.
+    interval_s: float = 10.0
     # Length of a metrics window in seconds (by the records' Kafka timestamps); >= 1.
     window_s: int = 60
     # A source record below the group's committed offset counts as lost only when it is older

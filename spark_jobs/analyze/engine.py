@@ -24,7 +24,9 @@ from dgm import published as tables
 from dgm.config_schema import DgmConfig
 from spark_jobs.analyze.frames import Shared, conform
 from spark_jobs.analyze.output import COUNTS, SCHEMA
+from spark_jobs.analyze.per_id import COLUMNS as ID_COLUMNS
 from spark_jobs.analyze.per_id import Context, per_id_rows
+from spark_jobs.analyze.per_session import COLUMNS as SESSION_COLUMNS
 from spark_jobs.analyze.per_session import per_session_rows
 from spark_jobs.schemas import spark_schema
 
@@ -130,13 +132,21 @@ def _in_partitions(
 def output(fingerprints: DataFrame, ctx: Context, known: History) -> DataFrame:
     """Every per_id and per_session row of the fingerprints (output.SCHEMA)."""
     partial = list(known.held_from)
-    by_id = fingerprints.repartition("message_id").mapInArrow(
-        _in_partitions(lambda batch: per_id_rows(batch, ctx)), OUTPUT
+    # A fixed count: AQE would coalesce a shuffle by column into one or two partitions (the
+    # rows are few bytes each), and the per-partition Python work then runs on one core.
+    parts = int(fingerprints.sparkSession.conf.get("spark.sql.shuffle.partitions") or 4)
+    by_id = (
+        fingerprints.select(*ID_COLUMNS)
+        .repartition(parts, "message_id")
+        .mapInArrow(_in_partitions(lambda batch: per_id_rows(batch, ctx)), OUTPUT)
     )
     stamped = fingerprints.where(
         F.col("topic").isin(*ctx.sources) & F.col("producer").isNotNull() & F.col("seq").isNotNull()
     )
-    by_session = stamped.repartition("topic", "partition", "producer").mapInArrow(
+    by_session = stamped.select(*SESSION_COLUMNS).repartition(
+        parts, "topic", "partition", "producer"
+    )
+    by_session = by_session.mapInArrow(
         _in_partitions(lambda batch: per_session_rows(batch, ctx, partial)), OUTPUT
     )
     return by_id.unionByName(by_session) if ctx.sources else by_id

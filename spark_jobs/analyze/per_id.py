@@ -62,6 +62,14 @@ class Context:
     window_us: int = 60_000_000
 
 
+# The fingerprint columns the per-id work reads (the engine ships no others; src_* are
+# dgm-src parsed, which the causes compare raw as `lineage`).
+COLUMNS = (
+    "topic", "partition", "offset", "timestamp", "message_id", "key", "producer", "seq",
+    "lineage", "committed",
+)  # fmt: skip
+
+
 def frame_of(batch: pa.Table) -> pd.DataFrame:
     """Fingerprint rows as pandas: `ts` in micros (NO_TIME when null, which sorts first as
     Spark's ascending order does), `has_ts`, and `_row` to take output columns from `batch`."""

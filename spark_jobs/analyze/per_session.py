@@ -13,10 +13,23 @@ from collections.abc import Collection
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from spark_jobs.analyze.loss import SEQUENCE_GAP
 from spark_jobs.analyze.output import NO_TIME, rows_of
-from spark_jobs.analyze.per_id import Context, _counted, _expand, frame_of
+from spark_jobs.analyze.per_id import Context, _counted, _expand
+
+# The columns a session's records need here (the engine ships no others).
+COLUMNS = ("topic", "partition", "producer", "seq", "timestamp")
+
+
+def session_frame(batch: pa.Table) -> pd.DataFrame:
+    """Records as pandas: `ts` in micros (NO_TIME when null) and `has_ts`."""
+    stamp = batch.column("timestamp").cast(pa.timestamp("us", tz="UTC")).cast(pa.int64())
+    frame = pd.DataFrame({name: batch.column(name).to_pandas() for name in COLUMNS[:-1]})
+    return frame.assign(
+        has_ts=pc.is_valid(stamp).to_pandas(), ts=pc.fill_null(stamp, NO_TIME).to_pandas()
+    )
 
 
 def gaps(frame: pd.DataFrame, partial: Collection[tuple[str, int]], cutoff_us: int) -> pd.DataFrame:
@@ -53,7 +66,7 @@ def per_session_rows(
 ) -> pa.Table:
     """The lost rows (cause 'sequence gap') and their counts per pipeline window of one
     partition of session-shuffled source records (output.SCHEMA)."""
-    found = _expand(gaps(frame_of(batch), partial, context.cutoff_us), context.sources)
+    found = _expand(gaps(session_frame(batch), partial, context.cutoff_us), context.sources)
     lost = _counted(found, context.window_us, lost=found["missing"])
     return rows_of(
         batch,

@@ -524,7 +524,7 @@ def test_example_config_loads(monkeypatch: pytest.MonkeyPatch) -> None:
     assert 'password="hunter2-kafka"' in config.cluster.java_client["sasl.jaas.config"]
     assert {p.message_id.kind for p in config.pipelines} == {"header", "json_field"}
     assert any(p.external_sink is not None for p in config.pipelines)
-    assert config.analysis.interval_s == 60 and config.analysis.start == "earliest"
+    assert config.analysis.interval_s == 10 and config.analysis.start == "earliest"
     assert [rule.name for rule in config.alerts] == [
         "orders-duplicates",
         "lso-stuck",

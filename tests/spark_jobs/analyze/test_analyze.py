@@ -3,6 +3,7 @@ expected value is worked out by hand beside the data. One analyze run, collected
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -405,3 +406,20 @@ def test_no_pipelines_no_fingerprints_no_samples_still_give_every_table(
             assert count == (1 if table.name == "runs" else 0), table.name
         run = connection.execute("SELECT fingerprints, last_sample_at, window_s FROM runs")
         assert run.fetchone() == (0, None, 60)
+
+
+def test_a_run_s_kept_output_is_freed_once_its_tables_are_published(
+    spark: Any, tmp_path: Path
+) -> None:
+    """A long-running `dgm analyze` keeps each run's engine output in the executors only
+    until the run is published; nothing piles up run after run."""
+    fingerprints = spark.createDataFrame(world(), FINGERPRINT)
+    kept = spark.sparkContext._jsc.getPersistentRDDs()  # type: ignore[union-attr]
+    before = kept.size()
+    for _ in range(3):
+        frames = analyze(spark, CONFIG, fingerprints, samples(spark), NOW)
+        assert spark.sparkContext._jsc.getPersistentRDDs().size() > before  # type: ignore[union-attr]
+        publish(frames, tmp_path)
+        del frames
+        gc.collect()
+        assert spark.sparkContext._jsc.getPersistentRDDs().size() == before  # type: ignore[union-attr]

@@ -1,0 +1,84 @@
+"""Analyze and publish two generated pipelines on the Spark master given, into OUT: run by
+test_standalone_cluster.py once on a standalone cluster and once in local mode (a process
+holds one SparkContext, so each run is its own process).
+
+    python tests/spark_jobs/cluster_run.py MASTER OUT
+"""
+
+from __future__ import annotations
+
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+import pyarrow as pa
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+
+from dgm.config_schema import AnalysisSettings, DgmConfig, PipelineConfig  # noqa: E402
+from dgm.sample_schemas import SCHEMAS  # noqa: E402
+from spark_jobs.analyze.analysis import analyze  # noqa: E402
+from spark_jobs.analyze.publish import publish  # noqa: E402
+from spark_jobs.analyze.runs import fill_run  # noqa: E402
+from spark_jobs.session import build_session  # noqa: E402
+from tests.generated_fingerprints import pipeline  # noqa: E402
+
+NAMES = ("a", "b")
+
+
+def config() -> DgmConfig:
+    return DgmConfig(
+        analysis=AnalysisSettings(window_s=60, grace_s=30.0, min_records=100),
+        pipelines=tuple(
+            PipelineConfig(
+                name=n,
+                source_topics=(f"s-{n}",),
+                sink_topics=(f"k-{n}",),
+                consumer_group=f"g-{n}",
+                declared_semantic="exactly-once",
+            )
+            for n in NAMES
+        ),
+    )
+
+
+def group_offsets(committed: dict[str, pa.Table], at: object) -> pa.Table:
+    """One group_offsets sample of each pipeline's committed offsets, taken at `at`."""
+    rows = [
+        {
+            "sampled_at": at,
+            "cluster_id": "c",
+            "group_id": f"g-{name}",
+            "group_state": "Stable",
+            **row,
+        }
+        for name, table in committed.items()
+        for row in table.to_pylist()
+    ]
+    return pa.Table.from_pylist(rows, schema=SCHEMAS["group_offsets"])
+
+
+def main(master: str, out: Path) -> None:
+    made = [pipeline(n, sends=20_000, partitions=6, seed=3 + i) for i, n in enumerate(NAMES)]
+    fingerprints = pa.concat_tables([t for p in made for t in (p.source, p.sink)])
+    now = made[0].cutoff + timedelta(seconds=30)
+    spark = build_session(master=master, app_name="dgm-cluster-test")
+    try:
+        samples = {
+            "group_offsets": spark.createDataFrame(
+                group_offsets({p.name: p.committed for p in made}, now)
+            )
+        }
+        frame = spark.createDataFrame(fingerprints).cache()
+        tables = analyze(spark, config(), frame, samples, now)
+        tables["runs"] = fill_run(tables["runs"], "run", now, now, 0)
+        publish(tables, out)
+        executors = spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size()  # type: ignore[union-attr]
+        print(f"executors+driver {executors}", flush=True)
+    finally:
+        spark.stop()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], Path(sys.argv[2]))
