@@ -22,8 +22,9 @@ from dgm.waiting import wait_until
 
 RUNNER = Path(__file__).with_name("cluster_run.py")
 REPO = Path(__file__).resolve().parents[2]
-# Every process stays on loopback (master, workers, the driver's RPC and block manager).
-LOOPBACK = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
+# Every process stays on loopback (master, workers, the driver's RPC and block manager), and
+# the executors' Python workers run this interpreter (it has pyspark's pandas and pyarrow).
+LOOPBACK = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
 
 
 def _alive_workers(ui_port: int) -> int:
