@@ -98,7 +98,7 @@ def window_of(ts: pd.Series, has_ts: pd.Series, window_us: int) -> pd.Series:
     return ts.where(~has_ts, ts - ts % window_us).where(has_ts, NO_TIME)
 
 
-def _expand(frame: pd.DataFrame, by_topic: Mapping[str, tuple[str, ...]]) -> pd.DataFrame:
+def per_pipeline(frame: pd.DataFrame, by_topic: Mapping[str, tuple[str, ...]]) -> pd.DataFrame:
     """`frame`'s rows once per pipeline `by_topic` names for their topic, with `pipeline`."""
     pairs = [(t, p) for t, ps in by_topic.items() for p in ps]
     if not pairs:
@@ -201,7 +201,7 @@ def loss(frame: pd.DataFrame, context: Context) -> tuple[pd.DataFrame, pd.DataFr
     """(checked, lost): checked source rows per pipeline with `is_beyond` (missing from the
     sink, beyond retention) and `counted` (missing, not beyond retention); lost rows, one
     per pipeline and id at its first checked source record."""
-    source = _expand(frame[frame["committed"] & frame["has_id"]], context.sources)
+    source = per_pipeline(frame[frame["committed"] & frame["has_id"]], context.sources)
     claims = pd.DataFrame(
         [(p, t, part, offset) for (p, t, part), offset in context.claimed.items()],
         columns=["pipeline", "topic", "partition", "claimed_offset"],
@@ -224,21 +224,21 @@ def loss(frame: pd.DataFrame, context: Context) -> tuple[pd.DataFrame, pd.DataFr
 
 
 def _sink_ids(frame: pd.DataFrame, context: Context) -> pd.MultiIndex:
-    sink = _expand(frame[frame["committed"] & frame["has_id"]], context.sinks)
+    sink = per_pipeline(frame[frame["committed"] & frame["has_id"]], context.sinks)
     return pd.MultiIndex.from_frame(sink[["pipeline", "message_id"]].drop_duplicates())
 
 
 def aborted_reads(frame: pd.DataFrame, context: Context) -> pd.DataFrame:
     """Committed sink rows (per pipeline) of ids the pipeline's source holds only aborted."""
-    source = _expand(frame[frame["has_id"]], context.sources)
+    source = per_pipeline(frame[frame["has_id"]], context.sources)
     any_committed = source.groupby(["pipeline", "message_id"])["committed"].any()
     only_aborted = any_committed[~any_committed].index
-    sink = _expand(frame[frame["committed"] & frame["has_id"]], context.sinks)
+    sink = per_pipeline(frame[frame["committed"] & frame["has_id"]], context.sinks)
     key = pd.MultiIndex.from_frame(sink[["pipeline", "message_id"]])
     return sink[key.isin(only_aborted)]
 
 
-def _counted(rows: pd.DataFrame, window_us: int, **counts: pd.Series | int) -> pd.DataFrame:
+def counted(rows: pd.DataFrame, window_us: int, **counts: pd.Series | int) -> pd.DataFrame:
     """(pipeline, window_us, *counts) per row of `rows` (which has pipeline, ts, has_ts)."""
     columns = {
         "pipeline": rows["pipeline"].to_numpy(),
@@ -264,21 +264,21 @@ def pipeline_counts(
     span of checked records (first/last_checked_us); window_us NO_TIME for rows without a
     timestamp (they count in totals only)."""
     w = context.window_us
-    sink = _expand(frame[frame["committed"]], context.sinks)
-    source = _expand(frame[frame["committed"] & ~frame["has_id"]], context.sources)
+    sink = per_pipeline(frame[frame["committed"]], context.sinks)
+    source = per_pipeline(frame[frame["committed"] & ~frame["has_id"]], context.sources)
     attributed = duplicate_rows[
         duplicate_rows["pipeline"].notna() & duplicate_rows["is_extra_copy"]
     ]
     upstream = attributed["cause"] == UPSTREAM
     beyond = checked[checked["is_beyond"]]
     parts = [
-        _counted(checked, w, records_checked=1),
-        _counted(beyond, w, records_checked=-1, beyond_retention=1),
-        _counted(first_lost, w, lost=1),
-        _counted(aborted_reads(frame, context), w, aborted_reads=1),
-        _counted(sink, w, sink_records=1, unidentified=~sink["has_id"]),
-        _counted(source, w, unidentified=1),
-        _counted(attributed, w, duplicate_copies=~upstream, upstream_duplicates=upstream),
+        counted(checked, w, records_checked=1),
+        counted(beyond, w, records_checked=-1, beyond_retention=1),
+        counted(first_lost, w, lost=1),
+        counted(aborted_reads(frame, context), w, aborted_reads=1),
+        counted(sink, w, sink_records=1, unidentified=~sink["has_id"]),
+        counted(source, w, unidentified=1),
+        counted(attributed, w, duplicate_copies=~upstream, upstream_duplicates=upstream),
     ]
     counts = pd.concat(parts, ignore_index=True).fillna(0)
     summed = counts.groupby(["pipeline", "window_us"]).sum().reset_index()

@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 
 from spark_jobs.analyze.loss import SEQUENCE_GAP
 from spark_jobs.analyze.output import NO_TIME, rows_of
-from spark_jobs.analyze.per_id import Context, _counted, _expand
+from spark_jobs.analyze.per_id import Context, counted, per_pipeline
 
 # The columns a session's records need here (the engine ships no others).
 COLUMNS = ("topic", "partition", "producer", "seq", "timestamp")
@@ -66,8 +66,8 @@ def per_session_rows(
 ) -> pa.Table:
     """The lost rows (cause 'sequence gap') and their counts per pipeline window of one
     partition of session-shuffled source records (output.SCHEMA)."""
-    found = _expand(gaps(session_frame(batch), partial, context.cutoff_us), context.sources)
-    lost = _counted(found, context.window_us, lost=found["missing"])
+    found = per_pipeline(gaps(session_frame(batch), partial, context.cutoff_us), context.sources)
+    lost = counted(found, context.window_us, lost=found["missing"])
     return rows_of(
         batch,
         lost=found.drop(columns=["ts", "has_ts"]).assign(cause=SEQUENCE_GAP),
