@@ -46,7 +46,9 @@ from shell.stack import (
 DEFAULT_STATE_DIR = ".dgm-demo"
 MARKER = ".dgm-demo"  # a file in the state directory: it is the demo's and may be emptied
 COLLECT_EVERY_S = 5
-ANALYZE_EVERY_S = 5  # a run takes ~10 s here: runs follow each other (bench/README.md)
+# A run takes ~10 s on the demo; back to back (5 s) they slow the lab on a 2-core machine
+# and detect no sooner (bench/README.md, "The per-id engine").
+ANALYZE_EVERY_S = 15
 # Long enough for one analysis run: a sink copy written after the audit's bound, while the
 # group's newer commit is already sampled, must not count as lost.
 GRACE_S = 30

@@ -23,7 +23,7 @@ from pyspark.sql import functions as F
 from dgm import published as tables
 from dgm.config_schema import DgmConfig
 from spark_jobs.analyze.frames import Shared, conform
-from spark_jobs.analyze.output import COUNTS, SCHEMA
+from spark_jobs.analyze.output import PIPELINE_COUNTS, SCHEMA, TOPIC_COUNTS
 from spark_jobs.analyze.per_id import COLUMNS as ID_COLUMNS
 from spark_jobs.analyze.per_id import Context, per_id_rows
 from spark_jobs.analyze.per_session import COLUMNS as SESSION_COLUMNS
@@ -167,16 +167,7 @@ def record_tables(rows: DataFrame) -> dict[str, DataFrame]:
     topic = (
         rows.where(kind == "topic")
         .groupBy("topic", "window_us", "total")
-        .agg(
-            *_sums(
-                "records",
-                "distinct_ids",
-                "identified",
-                "unidentified",
-                "aborted",
-                "duplicate_copies",
-            )
-        )
+        .agg(*_sums(*TOPIC_COUNTS))
     )
     extra = F.when(F.col("total"), F.col("identified") - F.col("distinct_ids")).otherwise(
         F.col("duplicate_copies")
@@ -203,7 +194,7 @@ def record_tables(rows: DataFrame) -> dict[str, DataFrame]:
 
 def pipeline_counts(rows: DataFrame) -> DataFrame:
     """(pipeline, window_us, total, counts..., distinct_ids, first/last_checked_us) summed."""
-    names = [c for c in COUNTS if c not in ("records", "identified", "aborted")]
+    names = [*PIPELINE_COUNTS, "distinct_ids"]
     return (
         rows.where(F.col("kind") == "pipeline")
         .groupBy("pipeline", "window_us", "total")

@@ -14,20 +14,26 @@ import pyarrow as pa
 
 NO_TIME = np.iinfo(np.int64).min  # a row without a timestamp; sorts first, like Spark's nulls
 
-COUNTS = (
+# Partial counts per topic (or topic partition) window, and per pipeline window.
+TOPIC_COUNTS = (
     "records",
     "distinct_ids",
     "identified",
     "unidentified",
     "aborted",
     "duplicate_copies",
+)
+PIPELINE_COUNTS = (
     "records_checked",
+    "duplicate_copies",
     "upstream_duplicates",
     "lost",
     "aborted_reads",
     "sink_records",
+    "unidentified",
     "beyond_retention",
 )
+COUNTS = tuple(dict.fromkeys((*TOPIC_COUNTS, *PIPELINE_COUNTS)))
 SCHEMA = pa.schema(
     [
         ("kind", pa.string()),

@@ -29,17 +29,6 @@ from spark_jobs.analyze.duplicates import (
 from spark_jobs.analyze.loss import NOT_IN_SINK
 from spark_jobs.analyze.output import NO_TIME, rows_of
 
-# Counts per (pipeline, window) a partition emits, summed by the engine.
-PIPELINE_COUNTS = (
-    "records_checked",
-    "duplicate_copies",
-    "upstream_duplicates",
-    "lost",
-    "aborted_reads",
-    "sink_records",
-    "unidentified",
-    "beyond_retention",
-)
 _NONE = "\u0000"  # stands for "no pipeline" in keys (names hold no NUL)
 
 
@@ -260,7 +249,7 @@ def pipeline_counts(
     first_lost: pd.DataFrame,
     context: Context,
 ) -> pd.DataFrame:
-    """Per (pipeline, window_us): PIPELINE_COUNTS, distinct_ids (sink ids per topic) and the
+    """Per (pipeline, window_us): output.PIPELINE_COUNTS, distinct_ids (sink ids per topic) and the
     span of checked records (first/last_checked_us); window_us NO_TIME for rows without a
     timestamp (they count in totals only)."""
     w = context.window_us

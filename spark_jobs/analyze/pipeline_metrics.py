@@ -17,19 +17,10 @@ import pyarrow as pa
 from dgm.config_schema import DgmConfig
 from spark_jobs.analyze import verdict
 from spark_jobs.analyze.faults import CLUSTER_FAULTS, GROUP_FAULTS, PRODUCER_FAULTS, TOPIC_FAULTS
+from spark_jobs.analyze.output import PIPELINE_COUNTS
 
-# The per-pipeline counts, each a column of the per-window counts.
-COUNTS = (
-    "records_checked",
-    "duplicate_copies",
-    "upstream_duplicates",
-    "lost",
-    "aborted_reads",
-    "sink_records",
-    "unidentified",
-    "beyond_retention",
-    "faults_observed",
-)
+# The per-pipeline counts: the engine's per-window sums, and the faults counted here.
+COUNTS = (*PIPELINE_COUNTS, "faults_observed")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 Row = dict[str, Any]
 
