@@ -116,7 +116,7 @@ def child(variant: str, state_dir: Path, reps: int) -> None:
     with tempfile.TemporaryDirectory() as out:
         for rep in range(reps + 1):
             began = time.perf_counter()
-            tables = analyze(spark, config, fingerprints, read_samples(spark, state_dir), now)
+            tables = analyze(spark, config, fingerprints, read_samples(state_dir), now)
             planned = time.perf_counter()
             jvm_before, executors_before = _jvm_cpu_s(jvm), _executor_cpu_s(spark)
             publish(tables, Path(out))

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import inspect
 import os
 import shutil
 import statistics
@@ -45,6 +46,7 @@ sys.path.insert(0, str(REPO / "bench"))
 
 import analyze_cycle  # noqa: E402
 import generated  # noqa: E402
+from pyspark.sql import DataFrame  # noqa: E402
 
 from spark_jobs.schemas import FINGERPRINT  # noqa: E402
 from tests import reference  # noqa: E402
@@ -120,7 +122,10 @@ def run_spark(
     settings = HEAD_SETTINGS if variant == "head" else TUNED_SETTINGS
     for key, value in settings.items():
         spark.conf.set(key, value)
-    from spark_jobs.analyze.samples import read_samples
+    # Since the samples moved to the driver, read_samples takes no session.
+    package = analyze_module.__name__.rsplit(".", 1)[0]
+    read_samples = importlib.import_module(package + ".samples").read_samples
+    takes_spark = "spark" in inspect.signature(read_samples).parameters
 
     group = f"{tag}-{variant}"
     spark.sparkContext.setJobGroup(group, group)
@@ -130,9 +135,8 @@ def run_spark(
     load_s = time.perf_counter() - began
     began = time.perf_counter()
     config = generated.config(world.names)
-    tables = analyze_module.analyze(
-        spark, config, fingerprints, read_samples(spark, world.state), world.now
-    )
+    samples = read_samples(spark, world.state) if takes_spark else read_samples(world.state)
+    tables = analyze_module.analyze(spark, config, fingerprints, samples, world.now)
     stamp = datetime.now(UTC)  # a fresh run for the dashboard benchmark, not a STALE one
     # fill_run moved from the analysis module to analyze/runs with the layout change.
     runs_name = analyze_module.__name__.rsplit(".", 1)[0] + ".runs"
@@ -145,7 +149,7 @@ def run_spark(
         arrow = {}
         for name, frame in tables.items():
             mark = time.perf_counter()
-            arrow[name] = frame.toArrow()
+            arrow[name] = frame.toArrow() if isinstance(frame, DataFrame) else frame
             per[name] = time.perf_counter() - mark
         tables = arrow
     publish_module.publish(tables, state)

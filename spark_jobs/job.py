@@ -69,6 +69,7 @@ class AnalysisJob:
         # Runs after each publication, outside Spark (the shell wires the alert evaluation
         # in); it reports its own failures as lines and must not raise.
         self.after_publish = after_publish
+        self._samples: Any = None  # a SampleReader: each cycle reads only new sample files
 
     @property
     def spark(self) -> Any:
@@ -85,7 +86,7 @@ class AnalysisJob:
         from spark_jobs.analyze.analysis import analyze
         from spark_jobs.analyze.publish import publish
         from spark_jobs.analyze.runs import fill_run
-        from spark_jobs.analyze.samples import read_samples
+        from spark_jobs.analyze.samples import SampleReader
         from spark_jobs.audit.fingerprint_store import compact, load_fingerprints
         from spark_jobs.audit.kafka_read import audit
         from spark_jobs.audit.merge import merge_small_batches
@@ -115,6 +116,9 @@ class AnalysisJob:
         stage("merge", lambda: merge_small_batches(spark, state_dir))
         fingerprints = load_fingerprints(spark, state_dir).cache()
         counted = int(stage("load", fingerprints.count))
+        if self._samples is None:
+            self._samples = SampleReader(state_dir)
+        samples = stage("samples", self._samples.read_all)
         analyzed_at = now or datetime.now(UTC)
         if audit_horizon is not None:
             analyzed_at = min(analyzed_at, audit_horizon)
@@ -122,9 +126,7 @@ class AnalysisJob:
         # per-table frames over its output and the samples while it writes them.
         tables = stage(
             "analyze",
-            lambda: analyze(
-                spark, config, fingerprints, read_samples(spark, state_dir), analyzed_at
-            ),
+            lambda: analyze(spark, config, fingerprints, samples, analyzed_at, counted),
         )
         audited_records = sum(audited.records.values())
         tables["runs"] = fill_run(

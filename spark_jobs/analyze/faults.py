@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
+from collections import defaultdict
+
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from dgm import published as tables
 from dgm.config_schema import DgmConfig
-from spark_jobs.analyze.frames import conform
-from spark_jobs.analyze.pipelines import pipeline_topics, pipelines_frame
+from spark_jobs.analyze.publish import arrow_of
 
 # Events that give a verdict weight: for the pipeline's group, for producers on its topics,
 # and cluster-wide ones that count for every pipeline.
@@ -19,47 +20,46 @@ TOPIC_FAULTS = ("topic_recreated",)
 CLUSTER_FAULTS = ("outage_start", "broker_left")
 
 
-def faults(
-    spark: SparkSession, config: DgmConfig, events: DataFrame, producers: DataFrame
-) -> DataFrame:
+def faults(config: DgmConfig, events: pa.Table, producers: pa.Table) -> pa.Table:
     """The events sample, one row per pipeline each event is attributed to: group events to
     the pipelines of the group, epoch bumps to the pipelines with the producer on one of their
     topics (producers sample), a recreated topic to the pipelines of the topic; null for the
     rest (cluster-wide or unmonitored)."""
-    by_group = pipelines_frame(spark, config).select(
-        F.col("consumer_group").alias("_group"), F.col("pipeline").alias("_by_group")
-    )
-    by_producer = (
-        producers.select(F.col("producer_id").alias("_pid"), "topic")
-        .distinct()
-        .join(F.broadcast(pipeline_topics(spark, config)), ["topic"])
-        .select("_pid", F.col("pipeline").alias("_by_producer"))
-        .distinct()
-    )
-    by_topic = pipeline_topics(spark, config).select(
-        F.col("topic").alias("_topic"), F.col("pipeline").alias("_by_topic")
-    )
-    attributed = (
-        events.join(F.broadcast(by_group), events["group_id"] == F.col("_group"), "left")
-        .join(
-            by_producer,
-            (events["event"].isin(*PRODUCER_FAULTS)) & (events["producer_id"] == F.col("_pid")),
-            "left",
+    by_group: dict[str, list[str]] = defaultdict(list)
+    by_topic: dict[str, list[str]] = defaultdict(list)
+    for p in config.pipelines:
+        by_group[p.consumer_group].append(p.name)
+        for topic in dict.fromkeys((*p.source_topics, *p.sink_topics)):
+            by_topic[topic].append(p.name)
+    bumped = {
+        pid
+        for event, pid in zip(
+            events["event"].to_pylist(), events["producer_id"].to_pylist(), strict=True
         )
-        .join(
-            F.broadcast(by_topic),
-            events["event"].isin(*TOPIC_FAULTS) & (events["topic"] == F.col("_topic")),
-            "left",
-        )
+        if event in PRODUCER_FAULTS
+    }
+    # Only the producers an epoch bump names: the producers sample spans the retention.
+    on_topics = producers.select(["producer_id", "topic"]).filter(
+        pc.is_in(producers["producer_id"], pa.array(sorted(bumped), pa.int64()))
     )
-    pipeline = F.coalesce("_by_group", "_by_producer", "_by_topic")
-    return conform(
-        attributed.select(
-            F.col("sampled_at").alias("at"),
-            "event",
-            "group_id",
-            pipeline.alias("pipeline"),
-            "detail",
-        ),
-        tables.FAULTS,
-    )
+    by_producer: dict[int, list[str]] = defaultdict(list)
+    for row in on_topics.group_by(["producer_id", "topic"]).aggregate([]).to_pylist():
+        for pipeline in by_topic.get(row["topic"], ()):
+            if pipeline not in by_producer[row["producer_id"]]:
+                by_producer[row["producer_id"]].append(pipeline)
+    rows = []
+    for event in events.select(["sampled_at", "event", "group_id", "producer_id", "topic",
+                                "detail"]).to_pylist():  # fmt: skip
+        # One row per pipeline attributed (a group several pipelines share gives one each).
+        matches = dict.fromkeys([
+            *by_group.get(event["group_id"], ()),
+            *(by_producer.get(event["producer_id"], ()) if event["event"] in PRODUCER_FAULTS
+              else ()),
+            *(by_topic.get(event["topic"], ()) if event["event"] in TOPIC_FAULTS else ()),
+        ])  # fmt: skip
+        for pipeline in list(matches) or [None]:
+            rows.append(
+                {"at": event["sampled_at"], "event": event["event"], "group_id": event["group_id"]}
+                | {"pipeline": pipeline, "detail": event["detail"]}
+            )
+    return arrow_of(rows, tables.FAULTS)

@@ -1,16 +1,18 @@
-"""Shaping shared by the analysis modules: contract conformance, windows, unions, the
-newest sample, and keeping the frame several published tables share."""
+"""Shaping shared by the analysis modules: contract conformance, windows, and keeping the
+frame several published tables share."""
 
 from __future__ import annotations
 
 import contextlib
 import weakref
-from functools import reduce
+from typing import TypeVar
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from dgm import published as tables
+
+T = TypeVar("T")
 
 # The contract's SQL types as Spark types.
 SPARK_TYPES = {
@@ -42,9 +44,11 @@ class Shared:
         self.frames.append(kept)
         return kept
 
-    def hold(self, frames: dict[str, DataFrame]) -> dict[str, DataFrame]:
+    def hold(self, frames: dict[str, T]) -> dict[str, T]:
+        """`frames`, each DataFrame among them holding this object (other values pass)."""
         for frame in frames.values():
-            frame._dgm_shared = self  # type: ignore[attr-defined]
+            if isinstance(frame, DataFrame):
+                frame._dgm_shared = self  # type: ignore[attr-defined]
         return frames
 
 
@@ -75,13 +79,3 @@ def window_start(at: Column, window_s: int) -> Column:
     """Start of the epoch-aligned `window_s`-second window holding `at` (integer arithmetic)."""
     micros, width = F.unix_micros(at), F.lit(window_s * 1_000_000)
     return F.timestamp_micros(micros - F.pmod(micros, width))
-
-
-def union_all(frames: list[DataFrame], empty: DataFrame) -> DataFrame:
-    return reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames, empty)
-
-
-def latest_sample(frame: DataFrame) -> DataFrame:
-    """The rows of `frame` (a sample kind) taken at its newest sampled_at."""
-    newest = frame.agg(F.max("sampled_at").alias("_newest"))
-    return frame.join(F.broadcast(newest), F.col("sampled_at") == F.col("_newest")).drop("_newest")

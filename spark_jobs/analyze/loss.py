@@ -23,36 +23,49 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pyspark.sql import DataFrame, Window
-from pyspark.sql import functions as F
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from dgm.config_schema import DgmConfig
 
 NOT_IN_SINK, SEQUENCE_GAP = "not in sink", "sequence gap"
 
 
+Committed = dict[tuple[str, str, int], int]
+
+
 def latest_committed(
-    group_offsets: DataFrame, groups: DataFrame, as_of: datetime | None = None
-) -> DataFrame:
-    """(pipeline, topic, partition, committed_offset): the newest group_offsets sample per
-    partition of each pipeline's group, sampled at or before `as_of` when given; `groups`
-    holds (pipeline, consumer_group).
+    group_offsets: pa.Table, config: DgmConfig, as_of: datetime | None = None
+) -> Committed:
+    """(pipeline, topic, partition) -> committed offset: the newest group_offsets sample per
+    partition of each pipeline's group, sampled at or before `as_of` when given.
 
     `as_of` is the time the audit read the sinks up to: a commit sampled later may cover sink
     copies the audit has not read yet, and records claimed only then (a backlog a processor
     catches up on after an outage) are older than any grace period."""
-    newest = Window.partitionBy("pipeline", "topic", "partition").orderBy(
-        F.col("sampled_at").desc()
-    )
-    sampled = group_offsets.where(F.col("committed_offset").isNotNull())
-    if as_of is not None:
-        sampled = sampled.where(F.col("sampled_at") <= F.lit(as_of))
-    return (
-        sampled.join(F.broadcast(groups), F.col("group_id") == F.col("consumer_group"))
-        .withColumn("_n", F.row_number().over(newest))
-        .where(F.col("_n") == 1)
-        .select(
-            "pipeline",
-            "topic",
-            F.col("partition").cast("int"),
-            F.col("committed_offset").cast("long"),
+    sampled = group_offsets.select(["sampled_at", "group_id", "topic", "partition",
+                                    "committed_offset"])  # fmt: skip
+    pipelines: dict[str, list[str]] = {}
+    for p in config.pipelines:
+        pipelines.setdefault(p.consumer_group, []).append(p.name)
+    sampled = sampled.filter(
+        pc.and_(
+            pc.is_valid(sampled["committed_offset"]),
+            pc.is_in(sampled["group_id"], pa.array(list(pipelines), pa.string())),
         )
     )
+    if as_of is not None:
+        sampled = sampled.filter(pc.less_equal(sampled["sampled_at"], pa.scalar(as_of)))
+    # The newest sample of each (group, topic, partition): sorted oldest first, the last wins.
+    newest: dict[tuple[str, str, int], int] = {}
+    ordered = sampled.sort_by([("sampled_at", "ascending")])
+    for group, topic, partition, offset in zip(
+        *(ordered[c].to_pylist() for c in ("group_id", "topic", "partition", "committed_offset")),
+        strict=True,
+    ):
+        newest[(group, topic, partition)] = offset
+    return {
+        (pipeline, topic, partition): offset
+        for (group, topic, partition), offset in newest.items()
+        for pipeline in pipelines.get(group, ())
+    }

@@ -51,6 +51,18 @@ def arrow_of(data: Published, table: Table) -> pa.Table:
     return pa.Table.from_pylist([{n: row.get(n) for n in table.names} for row in data], schema)
 
 
+def conform_arrow(data: pa.Table, table: Table) -> pa.Table:
+    """`data` with exactly `table`'s columns, in order and of its types (null when absent)."""
+    columns = []
+    for column in table.columns:
+        wanted = ARROW_TYPES[column.sql_type]
+        if column.name in data.column_names:
+            columns.append(data[column.name].cast(wanted))
+        else:
+            columns.append(pa.nulls(data.num_rows, wanted))
+    return pa.Table.from_arrays(columns, names=list(table.names))
+
+
 def _remove(path: Path) -> None:
     for leftover in (path, path.with_name(path.name + ".wal")):
         leftover.unlink(missing_ok=True)

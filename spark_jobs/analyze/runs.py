@@ -4,51 +4,41 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
+from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
+import pyarrow as pa
 
 from dgm import published as tables
 from dgm.config_schema import DgmConfig
-from spark_jobs.analyze.frames import conform, union_all
-from spark_jobs.analyze.samples import KINDS
+from spark_jobs.analyze.publish import Published, arrow_of
+from spark_jobs.analyze.samples import last_sample_at
+
+Run = dict[str, Any]
 
 
 def runs(
-    spark: SparkSession,
-    config: DgmConfig,
-    fingerprints: DataFrame,
-    samples: Mapping[str, DataFrame],
-) -> DataFrame:
+    config: DgmConfig, fingerprints: int, samples: Mapping[str, pa.Table], spark_master: str
+) -> list[Run]:
     """The runs row without what only the caller knows (run_id, started_at, finished_at,
     records_audited): fill those with `fill_run`."""
-    newest = union_all(
-        [samples[kind].select("sampled_at") for kind in KINDS if kind in samples],
-        spark.createDataFrame([], "sampled_at timestamp"),
-    ).agg(F.max("sampled_at").alias("last_sample_at"))
-    counted = fingerprints.agg(F.count(F.lit(1)).alias("fingerprints"))
-    row = counted.crossJoin(newest).select(
-        "*",
-        F.lit(config.analysis.window_s).alias("window_s"),
-        F.lit(spark.sparkContext.master).alias("spark_master"),
-    )
-    return conform(row, tables.RUNS)
+    return [
+        {
+            "fingerprints": fingerprints,
+            "last_sample_at": last_sample_at(samples),
+            "window_s": config.analysis.window_s,
+            "spark_master": spark_master,
+        }
+    ]
 
 
 def fill_run(
-    run: DataFrame,
+    run: Published,
     run_id: str,
     started_at: datetime,
     finished_at: datetime,
     records_audited: int | None = None,
-) -> DataFrame:
+) -> list[Run]:
     """`run` (from `runs`) with the fields only the caller knows."""
-    filled = run.withColumns(
-        {
-            "run_id": F.lit(run_id),
-            "started_at": F.lit(started_at),
-            "finished_at": F.lit(finished_at),
-            "records_audited": F.lit(records_audited).cast("long"),
-        }
-    )
-    return conform(filled, tables.RUNS)
+    filled = {"run_id": run_id, "started_at": started_at, "finished_at": finished_at}
+    rows = arrow_of(run, tables.RUNS).to_pylist()
+    return [row | filled | {"records_audited": records_audited} for row in rows]

@@ -1,8 +1,12 @@
-"""The collectors' samples as Spark DataFrames, one per sample kind.
+"""The collectors' samples as Arrow tables on the driver, one per sample kind, and the
+published tables that are samples as they are.
 
-Files live in `<state_dir>/samples/<kind>/` (dgm.samples), listed by the store: temp files and
-files a compacted file covers are never read. The Spark schema of a kind is the
-collectors' Arrow schema converted, so a kind without files still has its columns.
+Samples are a few rows per partition and collector cycle, far fewer than records: the driver
+reads them with pyarrow and no Spark query touches them (each cost ~0.5-2 s per cycle,
+bench/README.md). Files live in `<state_dir>/samples/<kind>/` (dgm.samples), listed by the
+store: temp files and files a compacted file covers are never read. `SampleReader` keeps the
+files it read, so a long-running analysis reads only files new since its last cycle; what
+it keeps is a copy of the files, which stay the state.
 """
 
 from __future__ import annotations
@@ -10,55 +14,78 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
-from pyspark.sql.types import StructType
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from dgm import published as tables
 from dgm.sample_schemas import SCHEMAS
-from dgm.samples import SampleStore
-from spark_jobs.analyze.frames import conform, latest_sample
-from spark_jobs.schemas import spark_schema
+from dgm.samples import SampleStore, set_aside
+from spark_jobs.analyze.publish import conform_arrow
 
 KINDS: tuple[str, ...] = tuple(SCHEMAS)
 
 
-def sample_schema(kind: str) -> StructType:
-    """The Spark schema of sample `kind` (dgm.sample_schemas converted)."""
-    if kind not in SCHEMAS:
-        raise ValueError(f"unknown sample kind {kind!r} (known: {', '.join(SCHEMAS)})")
-    return spark_schema(SCHEMAS[kind])
+class SampleReader:
+    """Every readable sample of each kind under `state_dir`, reading each file once."""
+
+    def __init__(self, state_dir: Path) -> None:
+        self.store = SampleStore(Path(state_dir))
+        self._read: dict[Path, pa.Table] = {}
+
+    def read(self, kind: str) -> pa.Table:
+        files = []
+        for path in self.store.files(kind):
+            if path not in self._read:
+                try:
+                    self._read[path] = self.store.read(kind, [path])
+                except FileNotFoundError:
+                    continue  # expired or compacted away since it was listed
+                except (OSError, pa.ArrowException) as error:
+                    set_aside(path, error)  # as SampleStore.readable_files does
+                    continue
+            files.append(path)
+        # Files compacted away or expired leave the listing: forget them.
+        listed, folder = set(files), self.store.kind_dir(kind)
+        for path in [p for p in self._read if p.parent == folder and p not in listed]:
+            del self._read[path]
+        chosen = [self._read[p] for p in files]
+        return pa.concat_tables(chosen) if chosen else SCHEMAS[kind].empty_table()
+
+    def read_all(self) -> dict[str, pa.Table]:
+        return {kind: self.read(kind) for kind in KINDS}
 
 
-def empty_samples(spark: SparkSession, kind: str) -> DataFrame:
-    """A DataFrame of sample `kind` without rows."""
-    return spark.createDataFrame([], sample_schema(kind))
-
-
-def read_kind(spark: SparkSession, state_dir: Path, kind: str) -> DataFrame:
-    """Every sample of `kind` under `state_dir`; empty (with the kind's columns) without files."""
-    schema = sample_schema(kind)
-    # The files no compacted file covers (dgm.samples), named one by one: the folder would
-    # read a compacted file's rows twice while the originals it covers linger.
-    files = SampleStore(Path(state_dir)).readable_files(kind)
-    if not files:
-        return empty_samples(spark, kind)
-    return spark.read.schema(schema).parquet(*(str(p) for p in files))
-
-
-def read_samples(spark: SparkSession, state_dir: Path) -> dict[str, DataFrame]:
-    """Sample kind -> DataFrame, for every kind dgm.sample_schemas declares (what `analyze`
+def read_samples(state_dir: Path) -> dict[str, pa.Table]:
+    """Sample kind -> table, for every kind dgm.sample_schemas declares (what `analyze`
     takes as its `samples`)."""
-    return {kind: read_kind(spark, state_dir, kind) for kind in KINDS}
+    return SampleReader(state_dir).read_all()
 
 
-def sample_tables(samples: Mapping[str, DataFrame]) -> dict[str, DataFrame]:
+def with_every_kind(samples: Mapping[str, pa.Table]) -> dict[str, pa.Table]:
+    """`samples` with an empty table for each kind it lacks."""
+    return {k: samples[k] if k in samples else SCHEMAS[k].empty_table() for k in KINDS}
+
+
+def latest_sample(samples: pa.Table) -> pa.Table:
+    """The rows of `samples` (one kind) taken at its newest sampled_at."""
+    if samples.num_rows == 0:
+        return samples
+    return samples.filter(pc.equal(samples["sampled_at"], pc.max(samples["sampled_at"])))
+
+
+def last_sample_at(samples: Mapping[str, pa.Table]) -> object:
+    """The newest sampled_at over every kind; None without samples."""
+    newest = [pc.max(t["sampled_at"]).as_py() for t in samples.values() if t.num_rows]
+    return max(newest, default=None)
+
+
+def sample_tables(samples: Mapping[str, pa.Table]) -> dict[str, pa.Table]:
     """partition_offsets, group_lag and transactions (open ones at the last producers sample)."""
-    producers = latest_sample(samples["producers"]).where(F.col("txn_start_offset").isNotNull())
+    producers = latest_sample(samples["producers"])
+    producers = producers.filter(pc.is_valid(producers["txn_start_offset"]))
+    producers = producers.append_column("age_ms", producers["idle_ms"])
     return {
-        tables.PARTITION_OFFSETS.name: conform(samples["offsets"], tables.PARTITION_OFFSETS),
-        tables.GROUP_LAG.name: conform(samples["group_offsets"], tables.GROUP_LAG),
-        tables.TRANSACTIONS.name: conform(
-            producers.withColumn("age_ms", F.col("idle_ms")), tables.TRANSACTIONS
-        ),
+        tables.PARTITION_OFFSETS.name: conform_arrow(samples["offsets"], tables.PARTITION_OFFSETS),
+        tables.GROUP_LAG.name: conform_arrow(samples["group_offsets"], tables.GROUP_LAG),
+        tables.TRANSACTIONS.name: conform_arrow(producers, tables.TRANSACTIONS),
     }

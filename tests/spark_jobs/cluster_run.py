@@ -65,11 +65,7 @@ def main(master: str, out: Path) -> None:
     now = made[0].cutoff + timedelta(seconds=30)
     spark = build_session(master=master, app_name="dgm-cluster-test")
     try:
-        samples = {
-            "group_offsets": spark.createDataFrame(
-                group_offsets({p.name: p.committed for p in made}, now)
-            )
-        }
+        samples = {"group_offsets": group_offsets({p.name: p.committed for p in made}, now)}
         frame = spark.createDataFrame(fingerprints).cache()
         tables = analyze(spark, config(), frame, samples, now)
         tables["runs"] = fill_run(tables["runs"], "run", now, now, 0)

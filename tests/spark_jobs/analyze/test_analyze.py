@@ -9,8 +9,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from pyspark.sql import DataFrame
 
 from dgm.config_schema import (
     AnalysisSettings,
@@ -19,12 +21,13 @@ from dgm.config_schema import (
     PipelineConfig,
 )
 from dgm.published import TABLES, open_read_only, published_path
+from dgm.sample_schemas import SCHEMAS
+from dgm.samples import compacted_name, file_name
 from spark_jobs.analyze.analysis import analyze
 from spark_jobs.analyze.frames import SPARK_TYPES
-from spark_jobs.analyze.publish import publish
+from spark_jobs.analyze.publish import ARROW_TYPES, arrow_of, publish
 from spark_jobs.analyze.runs import fill_run
-from spark_jobs.analyze.samples import read_samples
-from spark_jobs.analyze.samples import sample_schema as spark_schema
+from spark_jobs.analyze.samples import SampleReader, read_samples
 from spark_jobs.schemas import FINGERPRINT
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -139,15 +142,15 @@ def world() -> list[tuple[Any, ...]]:
     return rows
 
 
-def sample(spark: Any, kind: str, *rows: dict[str, Any]) -> Any:
-    schema = spark_schema(kind)
+def sample(kind: str, *rows: dict[str, Any]) -> pa.Table:
+    schema = SCHEMAS[kind]
     defaults = {"cluster_id": "c", "group_state": "Stable", "detail": "", "hanging": False}
     defaults |= {"producer_epoch": 0, "last_sequence": 0, "coordinator_epoch": 0}
     full = [{**defaults, **row} for row in rows]
-    return spark.createDataFrame([tuple(r.get(f.name) for f in schema) for r in full], schema)
+    return pa.Table.from_pylist([{f.name: r.get(f.name) for f in schema} for r in full], schema)
 
 
-def samples(spark: Any) -> dict[str, Any]:
+def samples() -> dict[str, pa.Table]:
     commits = [
         {"sampled_at": at(3000), "group_id": f"g-{p.name}", "topic": f"s-{p.name}"}
         | {"partition": 0, "committed_offset": 12 if p.name in ("ar", "up") else 10}
@@ -179,10 +182,10 @@ def samples(spark: Any) -> dict[str, Any]:
         | {"txn_start_offset": 4, "idle_ms": 10},  # open then, not at the last sample
     ]
     return {
-        "group_offsets": sample(spark, "group_offsets", *commits),
-        "offsets": sample(spark, "offsets", offsets | {"sampled_at": at(3000)}),
-        "events": sample(spark, "events", *events),
-        "producers": sample(spark, "producers", *producers),
+        "group_offsets": sample("group_offsets", *commits),
+        "offsets": sample("offsets", offsets | {"sampled_at": at(3000)}),
+        "events": sample("events", *events),
+        "producers": sample("producers", *producers),
     }
 
 
@@ -202,13 +205,19 @@ def published(
     spark.conf.set("spark.sql.shuffle.partitions", "1")
     try:
         fingerprints = spark.createDataFrame(world(), FINGERPRINT).cache()
-        frames = analyze(spark, CONFIG, fingerprints, samples(spark), NOW)
+        frames = analyze(spark, CONFIG, fingerprints, samples(), NOW)
         frames["runs"] = fill_run(frames["runs"], "run-1", NOW, NOW, 42)
         for table in TABLES:
-            assert frames[table.name].columns == list(table.names), table.name
-            types = [f.dataType.simpleString() for f in frames[table.name].schema]
-            assert types == [SPARK_TYPES[c.sql_type] for c in table.columns], table.name
-        arrow = {name: frame.toArrow() for name, frame in frames.items()}
+            frame = frames[table.name]
+            if isinstance(frame, DataFrame):
+                assert frame.columns == list(table.names), table.name
+                types = [f.dataType.simpleString() for f in frame.schema]
+                assert types == [SPARK_TYPES[c.sql_type] for c in table.columns], table.name
+            else:
+                found = arrow_of(frame, table).schema
+                assert found.names == list(table.names), table.name
+                assert found.types == [ARROW_TYPES[c.sql_type] for c in table.columns], table.name
+        arrow = {table.name: arrow_of(frames[table.name], table) for table in TABLES}
         state_dir = tmp_path_factory.mktemp("state")
         publish(arrow, state_dir)
         with open_read_only(published_path(state_dir)) as connection:
@@ -381,16 +390,45 @@ def test_sample_tables(published: dict[str, list[dict[str, Any]]]) -> None:
     assert run["last_sample_at"] == naive(7200)
 
 
-def test_samples_are_read_from_parquet_or_empty(spark: Any, tmp_path: Path) -> None:
+def test_samples_are_read_from_parquet_or_empty(tmp_path: Path) -> None:
     folder = tmp_path / "samples" / "events"
     folder.mkdir(parents=True)
-    frame = samples(spark)["events"]
-    pq.write_table(frame.toArrow(), folder / "0000000000001-000000.parquet")
+    frame = samples()["events"]
+    pq.write_table(frame, folder / "0000000000001-000000.parquet")
     (folder / ".123-4.parquet.tmp").write_bytes(b"half")
-    read = read_samples(spark, tmp_path)
-    assert read["events"].count() == 8
-    assert read["offsets"].count() == 0
-    assert read["offsets"].columns == spark_schema("offsets").names
+    read = read_samples(tmp_path)
+    assert read["events"].num_rows == 8
+    assert read["offsets"].num_rows == 0
+    assert read["offsets"].schema == SCHEMAS["offsets"]
+
+
+def test_a_sample_reader_reads_each_file_once_and_follows_compaction(tmp_path: Path) -> None:
+    """A long-running analysis reads only the sample files new since its last cycle, and a
+    compacted file replaces the ones it covers (their rows are not counted twice)."""
+    folder = tmp_path / "samples" / "events"
+    folder.mkdir(parents=True)
+    events = samples()["events"]
+    first, second = file_name(1, 0), file_name(2, 0)
+    pq.write_table(events, folder / first)
+    reader = SampleReader(tmp_path)
+    opened: list[str] = []
+    read = reader.store.read
+
+    def counting(kind: str, paths: Any = None) -> pa.Table:
+        opened.extend(p.name for p in paths)
+        return read(kind, paths)
+
+    reader.store.read = counting  # type: ignore[method-assign]
+    assert reader.read("events").num_rows == 8
+    pq.write_table(events.slice(0, 3), folder / second)
+    assert reader.read("events").num_rows == 11
+    assert opened == [first, second]
+    pq.write_table(events.slice(0, 5), folder / compacted_name(first, second))
+    assert reader.read("events").num_rows == 5
+    (folder / first).unlink()
+    (folder / second).unlink()
+    assert reader.read("events").num_rows == 5
+    assert opened == [first, second, compacted_name(first, second)]
 
 
 def test_no_pipelines_no_fingerprints_no_samples_still_give_every_table(
@@ -417,7 +455,7 @@ def test_a_run_s_kept_output_is_freed_once_its_tables_are_published(
     kept = spark.sparkContext._jsc.getPersistentRDDs()  # type: ignore[union-attr]
     before = kept.size()
     for _ in range(3):
-        frames = analyze(spark, CONFIG, fingerprints, samples(spark), NOW)
+        frames = analyze(spark, CONFIG, fingerprints, samples(), NOW)
         assert spark.sparkContext._jsc.getPersistentRDDs().size() > before  # type: ignore[union-attr]
         publish(frames, tmp_path)
         del frames

@@ -156,7 +156,7 @@ def world(kafka: Any, spark: Any, tmp_path_factory: pytest.TempPathFactory) -> I
             assert collector.cycle() is not None
         config = DgmConfig(analysis=AnalysisSettings(group_status_window=WINDOW))
         fingerprints = spark.createDataFrame([], FINGERPRINT)
-        frames = analyze(spark, config, fingerprints, read_samples(spark, state_dir), now())
+        frames = analyze(spark, config, fingerprints, read_samples(state_dir), now())
         publish({t: frames[t] for t in ("group_status", "group_lag")}, state_dir)
         with open_read_only(published_path(state_dir)) as db:
             cursor = db.execute("SELECT * FROM group_status")

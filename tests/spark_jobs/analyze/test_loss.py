@@ -6,9 +6,12 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+import pyarrow as pa
+
+from dgm.config_schema import DgmConfig, PipelineConfig
+from dgm.samples import rows_table
 from spark_jobs.analyze import loss
 from spark_jobs.analyze.engine import History, context
-from spark_jobs.analyze.samples import sample_schema as spark_schema
 from tests.spark_jobs.analyze import engine_run
 from tests.spark_jobs.analyze.engine_run import EXTERNAL
 from tests.spark_jobs.analyze.test_duplicates import T0, fp
@@ -27,44 +30,54 @@ def lost(found: engine_run.Tables, *columns: str) -> list[tuple[Any, ...]]:
     return sorted(tuple(r[c] for c in columns) for r in found.lost)
 
 
-def group_offsets(spark: Any, *rows: tuple[str, str, int, int, int]) -> Any:
+def group_offsets(*rows: tuple[str, str, int, int, int]) -> pa.Table:
     """(group, topic, partition, committed_offset, second sampled) rows of group_offsets."""
     full = [
-        (T0 + timedelta(seconds=s), "c", g, t, p, o, "Stable", None, None, None, None, None)
+        {"sampled_at": T0 + timedelta(seconds=s), "cluster_id": "c", "group_id": g, "topic": t}
+        | {"partition": p, "committed_offset": o, "group_state": "Stable"}
         for g, t, p, o, s in rows
     ]
-    return spark.createDataFrame(full, spark_schema("group_offsets"))
+    return rows_table("group_offsets", full)
 
 
-def test_latest_committed_takes_the_newest_sample_per_partition_of_the_group(spark: Any) -> None:
+def groups(*pairs: tuple[str, str]) -> DgmConfig:
+    """A config of (pipeline, consumer group) pairs."""
+    return DgmConfig(
+        pipelines=tuple(
+            PipelineConfig(
+                name=name,
+                source_topics=("s",),
+                sink_topics=("k",),
+                consumer_group=g,
+                declared_semantic="at-least-once",
+            )
+            for name, g in pairs
+        )
+    )
+
+
+def test_latest_committed_takes_the_newest_sample_per_partition_of_the_group() -> None:
     offsets = group_offsets(
-        spark,
         ("g", "s", 0, 5, 1),
         ("g", "s", 0, 9, 3),  # newest for s/0
         ("g", "s", 0, 7, 2),
         ("g", "s", 1, 2, 1),
         ("other", "s", 0, 100, 9),  # another group
     )
-    groups = spark.createDataFrame(
-        [("p", "g"), ("q", "g")], "pipeline string, consumer_group string"
-    )
-    found = sorted(tuple(r) for r in loss.latest_committed(offsets, groups).collect())
+    found = loss.latest_committed(offsets, groups(("p", "g"), ("q", "g")))
     # Two pipelines of one group share its commits.
-    assert found == [("p", "s", 0, 9), ("p", "s", 1, 2), ("q", "s", 0, 9), ("q", "s", 1, 2)]
+    assert found == {("p", "s", 0): 9, ("p", "s", 1): 2, ("q", "s", 0): 9, ("q", "s", 1): 2}
 
 
-def test_latest_committed_ignores_commits_sampled_after_the_audit_read_the_sinks(
-    spark: Any,
-) -> None:
+def test_latest_committed_ignores_commits_sampled_after_the_audit_read_the_sinks() -> None:
     # The audit read the sinks as of second 2; the commit sampled at second 3 may cover
     # sink copies it has not read (the CI fault suite showed 10 such records as lost).
-    offsets = group_offsets(spark, ("g", "s", 0, 5, 1), ("g", "s", 0, 9, 3))
-    groups = spark.createDataFrame([("p", "g")], "pipeline string, consumer_group string")
+    offsets = group_offsets(("g", "s", 0, 5, 1), ("g", "s", 0, 9, 3))
+    config = groups(("p", "g"))
     as_of = T0 + timedelta(seconds=2)
-    found = [tuple(r) for r in loss.latest_committed(offsets, groups, as_of).collect()]
-    assert found == [("p", "s", 0, 5)]
-    at_the_sample = loss.latest_committed(offsets, groups, T0 + timedelta(seconds=3))
-    assert [tuple(r) for r in at_the_sample.collect()] == [("p", "s", 0, 9)]
+    assert loss.latest_committed(offsets, config, as_of) == {("p", "s", 0): 5}
+    at_the_sample = loss.latest_committed(offsets, config, T0 + timedelta(seconds=3))
+    assert at_the_sample == {("p", "s", 0): 9}
 
 
 def test_claimed_offsets_of_an_external_sink_are_the_greater_of_group_and_table() -> None:
