@@ -46,9 +46,10 @@ from shell.stack import (
 DEFAULT_STATE_DIR = ".dgm-demo"
 MARKER = ".dgm-demo"  # a file in the state directory: it is the demo's and may be emptied
 COLLECT_EVERY_S = 5
-# A run takes ~10 s on the demo; back to back (5 s) they slow the lab on a 2-core machine
-# and detect no sooner (bench/README.md, "The per-id engine").
-ANALYZE_EVERY_S = 15
+# A run takes ~5 s on the demo: every 10 s leaves the 2-core machine half idle and detects a
+# duplicate in ~12 s (p50); back to back they slow the lab and detect no sooner
+# (bench/README.md, "The per-id engine" and "The samples on the driver").
+ANALYZE_EVERY_S = 10
 # Long enough for one analysis run: a sink copy written after the audit's bound, while the
 # group's newer commit is already sampled, must not count as lost.
 GRACE_S = 30
