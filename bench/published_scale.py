@@ -46,154 +46,157 @@ WINDOW = "time_bucket(INTERVAL 60 SECOND, timestamp)"
 def build(out: Path, rows: int, pipelines: int, partitions: int) -> dict[str, int]:
     with tempfile.TemporaryDirectory(prefix="dgm-bench-published-") as tmp:
         world = generated.build(Path(tmp), rows, pipelines, partitions, cycles=360)
-        every = str(world.folder / "*.parquet")
-        cutoff = world.now - timedelta(seconds=generated.GRACE_S)
-        out.mkdir(parents=True, exist_ok=True)
-        target = out / "dgm.duckdb"
-        target.unlink(missing_ok=True)
-        con = duckdb.connect(str(target))
-        con.execute("SET TimeZone = 'UTC'")
-        for table in TABLES:
-            con.execute(table.ddl())
-        con.execute(f"CREATE TEMP VIEW fp AS SELECT * FROM read_parquet('{every}')")
+        return build_tables(world, out)
+
+
+def build_tables(world: generated.World, out: Path) -> dict[str, int]:
+    """Every contract table of `world` built with DuckDB into `out`/dgm.duckdb (reading the
+    fingerprint and sample files: loading counts); rows per table."""
+    every = str(world.folder / "*.parquet")
+    cutoff = world.now - timedelta(seconds=generated.GRACE_S)
+    out.mkdir(parents=True, exist_ok=True)
+    target = out / "dgm.duckdb"
+    target.unlink(missing_ok=True)
+    con = duckdb.connect(str(target))
+    con.execute("SET TimeZone = 'UTC'")
+    for table in TABLES:
+        con.execute(table.ddl())
+    con.execute(f"CREATE TEMP VIEW fp AS SELECT * FROM read_parquet('{every}')")
+    con.execute(
+        "CREATE TEMP TABLE pipes AS SELECT * FROM (VALUES "
+        + ", ".join(
+            f"('{n}', '{'exactly-once' if i % 2 else 'at-least-once'}')"
+            for i, n in enumerate(world.names)
+        )
+        + ") t(pipeline, declared)"
+    )
+    copies = reference.duplicate_copies(every)
+    con.register("copies", copies)
+    causes = [
+        reference.duplicate_causes(world.folder / f"s-{n}.parquet", world.folder / f"k-{n}.parquet")
+        for n in world.names
+    ]
+    for n, c in zip(world.names, causes, strict=True):
+        con.register(f"causes_{n}", c)
+    union = " UNION ALL ".join(
+        f"SELECT '{n}' AS pipeline, topic, message_id, cause FROM causes_{n}" for n in world.names
+    )
+    con.execute(f"CREATE TEMP TABLE causes AS {union}")
+    con.execute(
+        "INSERT INTO duplicates BY NAME SELECT "
+        "c.* EXCLUDE (src_topic, src_partition, src_offset), "
+        "k.pipeline, "
+        "coalesce(k.cause, 'unknown') AS cause FROM copies c "
+        "LEFT JOIN causes k USING (topic, message_id)"
+    )
+    for n in world.names:
+        lost = reference.lost(
+            world.folder / f"s-{n}.parquet",
+            world.folder / f"k-{n}.parquet",
+            world.committed[n],
+            cutoff,
+        )
+        con.register("lost_rows", lost)
         con.execute(
-            "CREATE TEMP TABLE pipes AS SELECT * FROM (VALUES "
-            + ", ".join(
-                f"('{n}', '{'exactly-once' if i % 2 else 'at-least-once'}')"
-                for i, n in enumerate(world.names)
-            )
-            + ") t(pipeline, declared)"
+            f"INSERT INTO lost BY NAME SELECT '{n}' AS pipeline, * EXCLUDE (window_at) "
+            "FROM lost_rows"
         )
-        copies = reference.duplicate_copies(every)
-        con.register("copies", copies)
-        causes = [
-            reference.duplicate_causes(
-                world.folder / f"s-{n}.parquet", world.folder / f"k-{n}.parquet"
-            )
-            for n in world.names
-        ]
-        for n, c in zip(world.names, causes, strict=True):
-            con.register(f"causes_{n}", c)
-        union = " UNION ALL ".join(
-            f"SELECT '{n}' AS pipeline, topic, message_id, cause FROM causes_{n}"
-            for n in world.names
-        )
-        con.execute(f"CREATE TEMP TABLE causes AS {union}")
-        con.execute(
-            "INSERT INTO duplicates BY NAME SELECT "
-            "c.* EXCLUDE (src_topic, src_partition, src_offset), "
-            "k.pipeline, "
-            "coalesce(k.cause, 'unknown') AS cause FROM copies c "
-            "LEFT JOIN causes k USING (topic, message_id)"
-        )
-        for n in world.names:
-            lost = reference.lost(
-                world.folder / f"s-{n}.parquet",
-                world.folder / f"k-{n}.parquet",
-                world.committed[n],
-                cutoff,
-            )
-            con.register("lost_rows", lost)
-            con.execute(
-                f"INSERT INTO lost BY NAME SELECT '{n}' AS pipeline, * EXCLUDE (window_at) "
-                "FROM lost_rows"
-            )
-            con.unregister("lost_rows")
-        extra = "(SELECT * FROM copies WHERE is_extra_copy)"
-        con.execute(
-            f"""INSERT INTO topic_windows BY NAME
-            WITH w AS (SELECT topic, {WINDOW} AS window_start,
-                count(*) FILTER (WHERE committed) AS records,
-                count(DISTINCT message_id) FILTER (WHERE committed) AS distinct_ids,
-                count(*) FILTER (WHERE committed AND message_id IS NULL) AS unidentified,
-                count(*) FILTER (WHERE NOT committed) AS aborted
-              FROM fp GROUP BY ALL),
-            e AS (SELECT topic, {WINDOW} AS window_start, count(*) AS duplicate_copies
-              FROM {extra} GROUP BY ALL)
-            SELECT w.*, coalesce(e.duplicate_copies, 0) AS duplicate_copies,
-              coalesce(e.duplicate_copies, 0) / nullif(distinct_ids, 0) AS duplicate_rate
-            FROM w LEFT JOIN e USING (topic, window_start)"""
-        )
-        con.register("summary", reference.duplicate_summary(every))
-        con.execute("INSERT INTO topic_windows BY NAME SELECT * FROM summary")
-        con.execute(
-            f"""INSERT INTO partition_windows BY NAME
-            WITH w AS (SELECT topic, "partition", {WINDOW} AS window_start,
-                count(*) FILTER (WHERE committed) AS records,
-                count(*) FILTER (WHERE NOT committed) AS aborted FROM fp GROUP BY ALL),
-            e AS (SELECT topic, "partition", {WINDOW} AS window_start, count(*) AS duplicate_copies
-              FROM {extra} GROUP BY ALL)
-            SELECT w.*, coalesce(e.duplicate_copies, 0) AS duplicate_copies
-            FROM w LEFT JOIN e USING (topic, "partition", window_start)"""
-        )
-        con.execute(
-            f"""INSERT INTO pipeline_windows BY NAME
-            WITH checked AS (SELECT substr(topic, 3) AS pipeline, {WINDOW} AS window_start,
-                count(*) AS records_checked FROM fp
-              WHERE topic LIKE 's-%' AND committed AND message_id IS NOT NULL
-              GROUP BY ALL),
-            l AS (SELECT pipeline, {WINDOW} AS window_start, sum(missing) AS lost
-              FROM lost GROUP BY ALL),
-            d AS (SELECT pipeline, {WINDOW} AS window_start, count(*) AS duplicate_copies
-              FROM duplicates WHERE is_extra_copy AND pipeline IS NOT NULL GROUP BY ALL)
-            SELECT c.*, coalesce(d.duplicate_copies, 0) AS duplicate_copies,
-              coalesce(d.duplicate_copies, 0) / c.records_checked AS duplicate_rate,
-              coalesce(l.lost, 0) AS lost, coalesce(l.lost, 0) / c.records_checked AS loss_rate,
-              0 AS aborted_reads, 0 AS beyond_retention, 0 AS faults_observed,
-              CASE WHEN coalesce(l.lost, 0) > 0 AND coalesce(d.duplicate_copies, 0) > 0
-                   THEN 'no guarantee' WHEN coalesce(l.lost, 0) > 0 THEN 'at-most-once'
-                   WHEN coalesce(d.duplicate_copies, 0) > 0 THEN 'at-least-once'
-                   ELSE 'exactly-once' END AS achieved
-            FROM checked c LEFT JOIN l USING (pipeline, window_start)
-            LEFT JOIN d USING (pipeline, window_start)"""
-        )
-        con.execute(
-            """INSERT INTO verdicts BY NAME
-            SELECT pipeline, declared, 'no guarantee' AS achieved, false AS meets_declared,
-              sum(records_checked) AS records_checked, sum(records_checked) AS sink_records,
-              sum(records_checked) AS distinct_ids, sum(duplicate_copies) AS duplicate_copies,
-              sum(duplicate_copies) / sum(records_checked) AS duplicate_rate,
-              0 AS upstream_duplicates, sum(lost) AS lost,
-              sum(lost) / sum(records_checked) AS loss_rate, 0 AS aborted_reads,
-              0 AS unidentified, 0 AS beyond_retention, 2 AS faults_observed,
-              'faults observed' AS evidence,
-              min(window_start) AS first_record_at, max(window_start) AS last_record_at,
-              ['s-' || pipeline] AS source_topics, ['k-' || pipeline] AS sink,
-              'g-' || pipeline AS consumer_group
-            FROM pipeline_windows JOIN pipes USING (pipeline) GROUP BY pipeline, declared"""
-        )
-        samples = world.state / "samples"
-        con.execute(
-            "INSERT INTO partition_offsets BY NAME SELECT * EXCLUDE (cluster_id, leader, topic_id, "
-            f"lso_since) FROM read_parquet('{samples}/offsets/*.parquet')"
-        )
-        con.execute(
-            "INSERT INTO group_lag BY NAME SELECT * EXCLUDE (cluster_id, member_id, "
-            f"high_watermark, lso) FROM read_parquet('{samples}/group_offsets/*.parquet')"
-        )
-        insert_group_status(con, samples / "group_offsets")
-        con.execute(
-            'INSERT INTO transactions BY NAME SELECT sampled_at, topic, "partition", '
-            "producer_id, producer_epoch, transactional_id, txn_start_offset, idle_ms AS age_ms, "
-            f"hanging, hanging_reason FROM read_parquet('{samples}/producers/*.parquet')"
-        )
-        con.execute(
-            "INSERT INTO faults BY NAME SELECT sampled_at AS at, event, group_id, "
-            "substr(group_id, 3) AS pipeline, '' AS detail "
-            f"FROM read_parquet('{samples}/events/*.parquet')"
-        )
-        now = datetime.now(UTC)
-        con.execute(
-            "INSERT INTO runs VALUES ('bench', ?, ?, ?, ?, ?, 60, 'duckdb (bench)')",
-            [now, now, world.now, world.rows, world.rows],
-        )
-        con.execute("CHECKPOINT")
-        counts = {
-            t.name: con.execute(f'SELECT count(*) FROM "{t.name}"').fetchone()[0]  # type: ignore[index]
-            for t in TABLES
-        }
-        con.close()
-        return counts
+        con.unregister("lost_rows")
+    extra = "(SELECT * FROM copies WHERE is_extra_copy)"
+    con.execute(
+        f"""INSERT INTO topic_windows BY NAME
+        WITH w AS (SELECT topic, {WINDOW} AS window_start,
+            count(*) FILTER (WHERE committed) AS records,
+            count(DISTINCT message_id) FILTER (WHERE committed) AS distinct_ids,
+            count(*) FILTER (WHERE committed AND message_id IS NULL) AS unidentified,
+            count(*) FILTER (WHERE NOT committed) AS aborted
+          FROM fp GROUP BY ALL),
+        e AS (SELECT topic, {WINDOW} AS window_start, count(*) AS duplicate_copies
+          FROM {extra} GROUP BY ALL)
+        SELECT w.*, coalesce(e.duplicate_copies, 0) AS duplicate_copies,
+          coalesce(e.duplicate_copies, 0) / nullif(distinct_ids, 0) AS duplicate_rate
+        FROM w LEFT JOIN e USING (topic, window_start)"""
+    )
+    con.register("summary", reference.duplicate_summary(every))
+    con.execute("INSERT INTO topic_windows BY NAME SELECT * FROM summary")
+    con.execute(
+        f"""INSERT INTO partition_windows BY NAME
+        WITH w AS (SELECT topic, "partition", {WINDOW} AS window_start,
+            count(*) FILTER (WHERE committed) AS records,
+            count(*) FILTER (WHERE NOT committed) AS aborted FROM fp GROUP BY ALL),
+        e AS (SELECT topic, "partition", {WINDOW} AS window_start, count(*) AS duplicate_copies
+          FROM {extra} GROUP BY ALL)
+        SELECT w.*, coalesce(e.duplicate_copies, 0) AS duplicate_copies
+        FROM w LEFT JOIN e USING (topic, "partition", window_start)"""
+    )
+    con.execute(
+        f"""INSERT INTO pipeline_windows BY NAME
+        WITH checked AS (SELECT substr(topic, 3) AS pipeline, {WINDOW} AS window_start,
+            count(*) AS records_checked FROM fp
+          WHERE topic LIKE 's-%' AND committed AND message_id IS NOT NULL
+          GROUP BY ALL),
+        l AS (SELECT pipeline, {WINDOW} AS window_start, sum(missing) AS lost
+          FROM lost GROUP BY ALL),
+        d AS (SELECT pipeline, {WINDOW} AS window_start, count(*) AS duplicate_copies
+          FROM duplicates WHERE is_extra_copy AND pipeline IS NOT NULL GROUP BY ALL)
+        SELECT c.*, coalesce(d.duplicate_copies, 0) AS duplicate_copies,
+          coalesce(d.duplicate_copies, 0) / c.records_checked AS duplicate_rate,
+          coalesce(l.lost, 0) AS lost, coalesce(l.lost, 0) / c.records_checked AS loss_rate,
+          0 AS aborted_reads, 0 AS beyond_retention, 0 AS faults_observed,
+          CASE WHEN coalesce(l.lost, 0) > 0 AND coalesce(d.duplicate_copies, 0) > 0
+               THEN 'no guarantee' WHEN coalesce(l.lost, 0) > 0 THEN 'at-most-once'
+               WHEN coalesce(d.duplicate_copies, 0) > 0 THEN 'at-least-once'
+               ELSE 'exactly-once' END AS achieved
+        FROM checked c LEFT JOIN l USING (pipeline, window_start)
+        LEFT JOIN d USING (pipeline, window_start)"""
+    )
+    con.execute(
+        """INSERT INTO verdicts BY NAME
+        SELECT pipeline, declared, 'no guarantee' AS achieved, false AS meets_declared,
+          sum(records_checked) AS records_checked, sum(records_checked) AS sink_records,
+          sum(records_checked) AS distinct_ids, sum(duplicate_copies) AS duplicate_copies,
+          sum(duplicate_copies) / sum(records_checked) AS duplicate_rate,
+          0 AS upstream_duplicates, sum(lost) AS lost,
+          sum(lost) / sum(records_checked) AS loss_rate, 0 AS aborted_reads,
+          0 AS unidentified, 0 AS beyond_retention, 2 AS faults_observed,
+          'faults observed' AS evidence,
+          min(window_start) AS first_record_at, max(window_start) AS last_record_at,
+          ['s-' || pipeline] AS source_topics, ['k-' || pipeline] AS sink,
+          'g-' || pipeline AS consumer_group
+        FROM pipeline_windows JOIN pipes USING (pipeline) GROUP BY pipeline, declared"""
+    )
+    samples = world.state / "samples"
+    con.execute(
+        "INSERT INTO partition_offsets BY NAME SELECT * EXCLUDE (cluster_id, leader, topic_id, "
+        f"lso_since) FROM read_parquet('{samples}/offsets/*.parquet')"
+    )
+    con.execute(
+        "INSERT INTO group_lag BY NAME SELECT * EXCLUDE (cluster_id, member_id, "
+        f"high_watermark, lso) FROM read_parquet('{samples}/group_offsets/*.parquet')"
+    )
+    insert_group_status(con, samples / "group_offsets")
+    con.execute(
+        'INSERT INTO transactions BY NAME SELECT sampled_at, topic, "partition", '
+        "producer_id, producer_epoch, transactional_id, txn_start_offset, idle_ms AS age_ms, "
+        f"hanging, hanging_reason FROM read_parquet('{samples}/producers/*.parquet')"
+    )
+    con.execute(
+        "INSERT INTO faults BY NAME SELECT sampled_at AS at, event, group_id, "
+        "substr(group_id, 3) AS pipeline, '' AS detail "
+        f"FROM read_parquet('{samples}/events/*.parquet')"
+    )
+    now = datetime.now(UTC)
+    con.execute(
+        "INSERT INTO runs VALUES ('bench', ?, ?, ?, ?, ?, 60, 'duckdb (bench)')",
+        [now, now, world.now, world.rows, world.rows],
+    )
+    con.execute("CHECKPOINT")
+    counts = {
+        t.name: con.execute(f'SELECT count(*) FROM "{t.name}"').fetchone()[0]  # type: ignore[index]
+        for t in TABLES
+    }
+    con.close()
+    return counts
 
 
 def insert_group_status(con: duckdb.DuckDBPyConnection, folder: Path, size: int = 10) -> None:
