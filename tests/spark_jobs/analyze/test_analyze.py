@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import DataFrame
 
@@ -22,12 +21,10 @@ from dgm.config_schema import (
 )
 from dgm.published import TABLES, open_read_only, published_path
 from dgm.sample_schemas import SCHEMAS
-from dgm.samples import compacted_name, file_name
 from spark_jobs.analyze.analysis import analyze
 from spark_jobs.analyze.frames import SPARK_TYPES
 from spark_jobs.analyze.publish import ARROW_TYPES, arrow_of, publish
 from spark_jobs.analyze.runs import fill_run
-from spark_jobs.analyze.samples import SampleReader, read_samples
 from spark_jobs.schemas import FINGERPRINT
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -388,47 +385,6 @@ def test_sample_tables(published: dict[str, list[dict[str, Any]]]) -> None:
     assert (run["run_id"], run["records_audited"], run["window_s"]) == ("run-1", 42, 60)
     assert run["fingerprints"] == len(world())
     assert run["last_sample_at"] == naive(7200)
-
-
-def test_samples_are_read_from_parquet_or_empty(tmp_path: Path) -> None:
-    folder = tmp_path / "samples" / "events"
-    folder.mkdir(parents=True)
-    frame = samples()["events"]
-    pq.write_table(frame, folder / "0000000000001-000000.parquet")
-    (folder / ".123-4.parquet.tmp").write_bytes(b"half")
-    read = read_samples(tmp_path)
-    assert read["events"].num_rows == 8
-    assert read["offsets"].num_rows == 0
-    assert read["offsets"].schema == SCHEMAS["offsets"]
-
-
-def test_a_sample_reader_reads_each_file_once_and_follows_compaction(tmp_path: Path) -> None:
-    """A long-running analysis reads only the sample files new since its last cycle, and a
-    compacted file replaces the ones it covers (their rows are not counted twice)."""
-    folder = tmp_path / "samples" / "events"
-    folder.mkdir(parents=True)
-    events = samples()["events"]
-    first, second = file_name(1, 0), file_name(2, 0)
-    pq.write_table(events, folder / first)
-    reader = SampleReader(tmp_path)
-    opened: list[str] = []
-    read = reader.store.read
-
-    def counting(kind: str, paths: Any = None) -> pa.Table:
-        opened.extend(p.name for p in paths)
-        return read(kind, paths)
-
-    reader.store.read = counting  # type: ignore[method-assign]
-    assert reader.read("events").num_rows == 8
-    pq.write_table(events.slice(0, 3), folder / second)
-    assert reader.read("events").num_rows == 11
-    assert opened == [first, second]
-    pq.write_table(events.slice(0, 5), folder / compacted_name(first, second))
-    assert reader.read("events").num_rows == 5
-    (folder / first).unlink()
-    (folder / second).unlink()
-    assert reader.read("events").num_rows == 5
-    assert opened == [first, second, compacted_name(first, second)]
 
 
 def test_no_pipelines_no_fingerprints_no_samples_still_give_every_table(
