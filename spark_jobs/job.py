@@ -1,4 +1,4 @@
-"""One analysis run — audit, compact, merge small batches, analyze, publish — and the loop
+"""One analysis run (audit, compact, analyze, publish, then merge small batches) and the loop
 that repeats it.
 
 The SparkSession is built once and kept across runs (starting Spark costs seconds; a run on
@@ -70,6 +70,7 @@ class AnalysisJob:
         # in); it reports its own failures as lines and must not raise.
         self.after_publish = after_publish
         self._samples: Any = None  # a SampleReader: each cycle reads only new sample files
+        self._kept: Any = None  # KeptFingerprints: each cycle reads only new batches
 
     @property
     def spark(self) -> Any:
@@ -83,11 +84,24 @@ class AnalysisJob:
         return self._spark
 
     def run_once(self, now: datetime | None = None) -> RunSummary:
+        from spark_jobs.audit.kept_fingerprints import KeptFingerprints
+
+        spark = self.spark
+        if self._kept is None:
+            self._kept = KeptFingerprints(spark, self.config.state_dir)
+        try:
+            return self._run(spark, now)
+        except BaseException:
+            # A kept frame may be what failed (its executor gone, its files merged away).
+            self._kept.reset()
+            raise
+
+    def _run(self, spark: Any, now: datetime | None) -> RunSummary:
         from spark_jobs.analyze.analysis import analyze
         from spark_jobs.analyze.publish import publish
         from spark_jobs.analyze.runs import fill_run
         from spark_jobs.analyze.samples import SampleReader
-        from spark_jobs.audit.fingerprint_store import compact, load_fingerprints
+        from spark_jobs.audit.fingerprint_store import compact
         from spark_jobs.audit.kafka_read import audit
         from spark_jobs.audit.merge import merge_small_batches
 
@@ -104,7 +118,6 @@ class AnalysisJob:
             stages[name] = time.monotonic() - mark
             return result
 
-        spark = self.spark
         # Losses are judged as of the newest sample the audit bounds itself by, not as of
         # now: group commits sampled during a long audit may cover sink copies it never read.
         audit_horizon = SampleStore(state_dir).newest_time("offsets")
@@ -113,8 +126,12 @@ class AnalysisJob:
         )
         retention = timedelta(hours=config.analysis.retention_h)
         stage("compact", lambda: compact(spark, state_dir, retention))
-        fingerprints = load_fingerprints(spark, state_dir).cache()
+        # The fingerprints stay in the executors from run to run; only new batches are read.
+        fingerprints = self._kept.load()
         counted = int(stage("load", fingerprints.count))
+        self.progress(
+            f"analyze: {counted} fingerprints, {self._kept.batches_read} batches read from disk"
+        )
         if self._samples is None:
             self._samples = SampleReader(state_dir)
         samples = stage("samples", self._samples.read_all)
@@ -132,7 +149,6 @@ class AnalysisJob:
             tables["runs"], run_id, started_at, datetime.now(UTC), audited_records
         )
         stage("publish", lambda: publish(tables, state_dir))
-        fingerprints.unpersist()
         if self.after_publish is not None:
             for line in stage("after publish", self.after_publish):
                 self.progress(line)
@@ -165,6 +181,9 @@ class AnalysisJob:
             stop.wait(wait)
 
     def close(self) -> None:
+        if self._kept is not None:
+            self._kept.reset()
+            self._kept = None
         if self._spark is not None and self._owns_spark:
             self._spark.stop()
         self._spark = None
