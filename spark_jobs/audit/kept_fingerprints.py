@@ -96,7 +96,11 @@ class KeptFingerprints:
     def _kept(self) -> DataFrame:
         if not self.pieces:
             return empty_fingerprints(self.spark)
-        return reduce(DataFrame.unionByName, self.pieces)
+        kept = reduce(DataFrame.unionByName, self.pieces)
+        # Each piece is at least one task in every scan of the fingerprints (a run has
+        # three); coalescing (no shuffle) keeps a scan at a few tasks per core.
+        tasks = 2 * self.spark.sparkContext.defaultParallelism
+        return kept.coalesce(tasks) if kept.rdd.getNumPartitions() > tasks else kept
 
     def _consolidate(self) -> None:
         whole = self._kept().persist(StorageLevel.MEMORY_AND_DISK)
