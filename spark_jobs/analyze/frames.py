@@ -1,4 +1,4 @@
-"""Shaping shared by the analysis modules: contract conformance, windows, and keeping the
+"""Shaping shared by the analysis modules: contract conformance and keeping the
 frame several published tables share."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import contextlib
 import weakref
 from typing import TypeVar
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from dgm import published as tables
@@ -73,9 +73,3 @@ def conform(frame: DataFrame, table: tables.Table) -> DataFrame:
             for c in table.columns
         )
     )
-
-
-def window_start(at: Column, window_s: int) -> Column:
-    """Start of the epoch-aligned `window_s`-second window holding `at` (integer arithmetic)."""
-    micros, width = F.unix_micros(at), F.lit(window_s * 1_000_000)
-    return F.timestamp_micros(micros - F.pmod(micros, width))
