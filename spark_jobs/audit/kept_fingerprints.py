@@ -98,9 +98,9 @@ class KeptFingerprints:
             return empty_fingerprints(self.spark)
         kept = reduce(DataFrame.unionByName, self.pieces)
         # Each piece is at least one task in every scan of the fingerprints (a run has
-        # three); coalescing (no shuffle) keeps a scan at a few tasks per core.
-        tasks = 2 * self.spark.sparkContext.defaultParallelism
-        return kept.coalesce(tasks) if kept.rdd.getNumPartitions() > tasks else kept
+        # three); coalescing (no shuffle; never more partitions than there are) keeps a
+        # scan at a few tasks per core.
+        return kept.coalesce(2 * self.spark.sparkContext.defaultParallelism)
 
     def _consolidate(self) -> None:
         whole = self._kept().persist(StorageLevel.MEMORY_AND_DISK)
