@@ -266,12 +266,15 @@ def empty_fingerprints(spark: SparkSession) -> DataFrame:
     return spark.createDataFrame([], FINGERPRINT)
 
 
+def external_snapshots(state_dir: Path) -> list[str]:
+    """The paths of the external sinks' snapshots."""
+    external = fingerprints_dir(state_dir) / EXTERNAL_DIR
+    return sorted(str(p) for p in external.glob("*.parquet")) if external.is_dir() else []
+
+
 def load_fingerprints(spark: SparkSession, state_dir: Path) -> DataFrame:
     """Every complete batch's fingerprints and every external snapshot, FINGERPRINT columns."""
-    paths = [str(b.path) for b in complete_batches(state_dir)]
-    external = fingerprints_dir(state_dir) / EXTERNAL_DIR
-    if external.is_dir():
-        paths += sorted(str(p) for p in external.glob("*.parquet"))
+    paths = [str(b.path) for b in complete_batches(state_dir)] + external_snapshots(state_dir)
     if not paths:
         return empty_fingerprints(spark)
     return spark.read.schema(FINGERPRINT).parquet(*paths)

@@ -26,11 +26,10 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 
 from spark_jobs.audit.fingerprint_store import (
-    EXTERNAL_DIR,
     Batch,
     complete_batches,
     empty_fingerprints,
-    fingerprints_dir,
+    external_snapshots,
 )
 from spark_jobs.schemas import FINGERPRINT
 
@@ -110,8 +109,7 @@ class KeptFingerprints:
         self.pieces = [whole]
 
     def _with_external(self, kept: DataFrame) -> DataFrame:
-        external = fingerprints_dir(self.state_dir) / EXTERNAL_DIR
-        paths = sorted(str(p) for p in external.glob("*.parquet")) if external.is_dir() else []
+        paths = external_snapshots(self.state_dir)
         if not paths:
             return kept
         return kept.unionByName(self.spark.read.schema(FINGERPRINT).parquet(*paths))
