@@ -71,6 +71,7 @@ class AnalysisJob:
         self.after_publish = after_publish
         self._samples: Any = None  # a SampleReader: each cycle reads only new sample files
         self._kept: Any = None  # KeptFingerprints: each cycle reads only new batches
+        self._engine: Any = None  # incremental.Engine: each cycle recomputes what is touched
 
     @property
     def spark(self) -> Any:
@@ -84,20 +85,25 @@ class AnalysisJob:
         return self._spark
 
     def run_once(self, now: datetime | None = None) -> RunSummary:
+        from spark_jobs.analyze.incremental import Engine
         from spark_jobs.audit.kept_fingerprints import KeptFingerprints
 
         spark = self.spark
         if self._kept is None:
             self._kept = KeptFingerprints(spark, self.config.state_dir)
+            self._engine = Engine()
         try:
             return self._run(spark, now)
         except BaseException:
-            # A kept frame may be what failed (its executor gone, its files merged away).
+            # A kept frame may be what failed (its executor gone, its files merged away);
+            # the next run rebuilds from the store.
             self._kept.reset()
+            self._engine.reset()
             raise
 
     def _run(self, spark: Any, now: datetime | None) -> RunSummary:
         from spark_jobs.analyze.analysis import analyze
+        from spark_jobs.analyze.incremental import Change
         from spark_jobs.analyze.publish import publish
         from spark_jobs.analyze.runs import fill_run
         from spark_jobs.analyze.samples import SampleReader
@@ -138,12 +144,16 @@ class AnalysisJob:
         analyzed_at = now or datetime.now(UTC)
         if audit_horizon is not None:
             analyzed_at = min(analyzed_at, audit_horizon)
-        # analyze() runs the fingerprint-wide work (engine.py); publish() computes the small
-        # per-table frames over its output and the samples while it writes them.
+        kept = self._kept
+        change = Change(kept.current, kept.external, kept.before, kept.added, kept.external_before)
+        # Only what the new fingerprints touch is recomputed (incremental.py).
         tables = stage(
             "analyze",
-            lambda: analyze(spark, config, fingerprints, samples, analyzed_at, counted),
+            lambda: analyze(
+                spark, config, fingerprints, samples, analyzed_at, counted, self._engine, change
+            ),
         )
+        self.progress(f"analyze: {self._engine.last}")
         audited_records = sum(audited.records.values())
         tables["runs"] = fill_run(
             tables["runs"], run_id, started_at, datetime.now(UTC), audited_records

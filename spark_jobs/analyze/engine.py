@@ -1,36 +1,33 @@
-"""The fingerprint-wide part of an analysis in a handful of Spark queries.
+"""The fingerprint-wide Spark passes of an analysis: the context every partition needs (one
+small aggregate: claimed offsets, held history, dgm-src routes), one shuffle of fingerprints
+by message id whose partitions work out every id's copies, causes, losses and counts
+(per_id), and one shuffle of source records by producer session into runs (per_session).
 
-A cycle costs what its queries and their plans cost far more than what its rows cost
-(bench/README.md, "A demo cycle's analysis: where the time goes"), so the per-table queries
-became: one small aggregate for the context every partition needs (claimed offsets, held
-history, dgm-src routes), one shuffle of the fingerprints by message id whose partitions
-work out every id's copies, causes, losses and counts (per_id), one shuffle of source
-records by producer session for sequence gaps (per_session), and small sums over that
-persisted output per published table.
+The incremental engine (incremental.py) runs them over every fingerprint on a rebuild and
+over the fingerprints of the ids a cycle touches otherwise.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 import pyarrow as pa
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from dgm import published as tables
 from dgm.config_schema import DgmConfig
-from spark_jobs.analyze.frames import Shared, conform
-from spark_jobs.analyze.output import PIPELINE_COUNTS, SCHEMA, TOPIC_COUNTS
+from spark_jobs.analyze.output import SCHEMA
 from spark_jobs.analyze.per_id import COLUMNS as ID_COLUMNS
 from spark_jobs.analyze.per_id import Context, per_id_rows
 from spark_jobs.analyze.per_session import COLUMNS as SESSION_COLUMNS
-from spark_jobs.analyze.per_session import per_session_rows
+from spark_jobs.analyze.per_session import RUNS, runs_rows
 from spark_jobs.schemas import spark_schema
 
 OUTPUT = spark_schema(SCHEMA)
+RUNS_SPARK = spark_schema(RUNS)
 _MICROS = 1_000_000
 
 
@@ -51,7 +48,36 @@ class History:
     src_topics: dict[str, set[str]]
 
 
-def history(fingerprints: DataFrame) -> History:
+@dataclass(frozen=True)
+class Routes:
+    """What History is made of, for some of the fingerprints: the union of two sets of
+    fingerprints has the `merged` Routes of theirs (so a cycle reads only its new rows)."""
+
+    # (topic, partition) -> (offset, timestamp micros or None) of the oldest held record
+    first: dict[tuple[str, int], tuple[int, int | None]] = field(default_factory=dict)
+    src_offsets: dict[tuple[str, str, int], int] = field(default_factory=dict)
+    src_topics: dict[str, frozenset[str]] = field(default_factory=dict)
+
+    def merged(self, other: Routes) -> Routes:
+        first = dict(self.first)
+        for where, oldest in other.first.items():
+            if where not in first or oldest[0] < first[where][0]:
+                first[where] = oldest
+        src_offsets = dict(self.src_offsets)
+        for key, offset in other.src_offsets.items():
+            src_offsets[key] = max(offset, src_offsets.get(key, offset))
+        src_topics = dict(self.src_topics)
+        for topic, named in other.src_topics.items():
+            src_topics[topic] = src_topics.get(topic, frozenset()) | named
+        return Routes(first, src_offsets, src_topics)
+
+    def history(self) -> History:
+        held = {where: stamp for where, (offset, stamp) in self.first.items() if offset > 0}
+        topics = {topic: set(named) for topic, named in self.src_topics.items()}
+        return History(held, dict(self.src_offsets), topics)
+
+
+def routes(fingerprints: DataFrame) -> Routes:
     per_route = fingerprints.groupBy("topic", "partition", "src_topic", "src_partition").agg(
         F.min(F.struct("offset", "timestamp")).alias("first"),
         F.max(F.when(F.col("committed"), F.col("src_offset"))).alias("src_offset"),
@@ -71,8 +97,11 @@ def history(fingerprints: DataFrame) -> History:
                 src_offsets[(row["topic"], row["src_topic"], row["src_partition"])] = row[
                     "src_offset"
                 ]
-    held = {where: stamp for where, (offset, stamp) in first.items() if offset > 0}
-    return History(held, src_offsets, dict(src_topics))
+    return Routes(first, src_offsets, {t: frozenset(us) for t, us in src_topics.items()})
+
+
+def history(fingerprints: DataFrame) -> History:
+    return routes(fingerprints).history()
 
 
 def context(
@@ -129,93 +158,32 @@ def _in_partitions(
     return run
 
 
-def output(fingerprints: DataFrame, ctx: Context, known: History) -> DataFrame:
-    """Every per_id and per_session row of the fingerprints (output.SCHEMA)."""
-    partial = list(known.held_from)
+def by_id(fingerprints: DataFrame, ctx: Context) -> DataFrame:
+    """Every per_id row of the fingerprints (output.SCHEMA): one shuffle by message id."""
     # A fixed count: AQE would coalesce a shuffle by column into one or two partitions (the
     # rows are few bytes each), and the per-partition Python work then runs on one core.
-    parts = int(fingerprints.sparkSession.conf.get("spark.sql.shuffle.partitions") or 4)
-    by_id = (
+    parts = _partitions(fingerprints)
+    return (
         fingerprints.select(*ID_COLUMNS)
         .repartition(parts, "message_id")
         .mapInArrow(_in_partitions(lambda batch: per_id_rows(batch, ctx)), OUTPUT)
     )
-    stamped = fingerprints.where(
-        F.col("topic").isin(*ctx.sources) & F.col("producer").isNotNull() & F.col("seq").isNotNull()
+
+
+def stamped_sources(fingerprints: DataFrame, ctx: Context) -> DataFrame:
+    """The source records of producer sessions (per_session.COLUMNS)."""
+    stamped = F.col("producer").isNotNull() & F.col("seq").isNotNull()
+    topics = list(ctx.sources)
+    return fingerprints.where(F.col("topic").isin(*topics) & stamped).select(*SESSION_COLUMNS)
+
+
+def session_runs(fingerprints: DataFrame, ctx: Context) -> DataFrame:
+    """The runs of every source producer session (per_session.RUNS): one shuffle by session."""
+    sessions = stamped_sources(fingerprints, ctx).repartition(
+        _partitions(fingerprints), "topic", "partition", "producer"
     )
-    by_session = stamped.select(*SESSION_COLUMNS).repartition(
-        parts, "topic", "partition", "producer"
-    )
-    by_session = by_session.mapInArrow(
-        _in_partitions(lambda batch: per_session_rows(batch, ctx, partial)), OUTPUT
-    )
-    return by_id.unionByName(by_session) if ctx.sources else by_id
+    return sessions.mapInArrow(_in_partitions(runs_rows), RUNS_SPARK)
 
 
-def _time(name: str) -> Column:
-    return F.timestamp_micros(F.col(name))
-
-
-def _sums(*names: str) -> list[Column]:
-    return [F.sum(n).cast("long").alias(n) for n in names]
-
-
-def record_tables(rows: DataFrame) -> dict[str, DataFrame]:
-    """duplicates, lost, topic_windows and partition_windows from the output rows."""
-    kind = F.col("kind")
-    records = rows.withColumn("timestamp", _time("timestamp_us"))
-    topic = (
-        rows.where(kind == "topic")
-        .groupBy("topic", "window_us", "total")
-        .agg(*_sums(*TOPIC_COUNTS))
-    )
-    extra = F.when(F.col("total"), F.col("identified") - F.col("distinct_ids")).otherwise(
-        F.col("duplicate_copies")
-    )
-    topic = topic.withColumn("duplicate_copies", extra).select(
-        "*",
-        _time("window_us").alias("window_start"),
-        F.try_divide(F.col("duplicate_copies"), F.col("distinct_ids")).alias("duplicate_rate"),
-    )
-    partition = (
-        rows.where(kind == "partition")
-        .groupBy("topic", "partition", "window_us")
-        .agg(*_sums("records", "aborted", "duplicate_copies"))
-    )
-    return {
-        tables.TOPIC_WINDOWS.name: conform(topic, tables.TOPIC_WINDOWS),
-        tables.PARTITION_WINDOWS.name: conform(
-            partition.withColumn("window_start", _time("window_us")), tables.PARTITION_WINDOWS
-        ),
-        tables.DUPLICATES.name: conform(records.where(kind == "duplicates"), tables.DUPLICATES),
-        tables.LOST.name: conform(records.where(kind == "lost"), tables.LOST),
-    }
-
-
-def pipeline_counts(rows: DataFrame) -> DataFrame:
-    """(pipeline, window_us, total, counts..., distinct_ids, first/last_checked_us) summed."""
-    names = [*PIPELINE_COUNTS, "distinct_ids"]
-    return (
-        rows.where(F.col("kind") == "pipeline")
-        .groupBy("pipeline", "window_us", "total")
-        .agg(
-            *_sums(*names),
-            F.min("first_checked_us").alias("first_checked_us"),
-            F.max("last_checked_us").alias("last_checked_us"),
-        )
-    )
-
-
-def fingerprint_tables(
-    config: DgmConfig,
-    fingerprints: DataFrame,
-    committed: dict[tuple[str, str, int], int],
-    now: datetime,
-    shared: Shared,
-) -> tuple[dict[str, DataFrame], pa.Table]:
-    """(record tables, pipeline counts) of the fingerprints, both from one persisted output
-    (the counts already computed: they are few)."""
-    known = history(fingerprints)
-    ctx = context(config, known, committed, now)
-    rows = shared.checkpoint(output(fingerprints, ctx, known))
-    return shared.hold(record_tables(rows)), pipeline_counts(rows).toArrow()
+def _partitions(frame: DataFrame) -> int:
+    return int(frame.sparkSession.conf.get("spark.sql.shuffle.partitions") or 4)

@@ -12,8 +12,12 @@ kept rows stay and only the bookkeeping changes. Anything else that removes a ba
 aside) or a replacement whose rows differ makes the next run read everything again, as does
 a failed run (`reset`): a kept frame whose executor is gone is recomputed from its files,
 which a merge may have removed. External sink snapshots are read whole each run (the
-audit rewrites them each run). The state lives in the executors, never only in the
-driver's Python process: on a cluster it is rebuilt from the shared state directory.
+audit rewrites them each run) on the driver and kept until the next, which compares them. The state
+lives in the executors, never only in the driver's Python process: on a cluster it is
+rebuilt from the shared state directory.
+
+After each `load`, `before` and `added` say how the kept rows changed (the incremental
+engine recomputes what the added rows touch): `before` is None when everything was read.
 """
 
 from __future__ import annotations
@@ -22,9 +26,11 @@ import contextlib
 from functools import reduce
 from pathlib import Path
 
+import pyarrow.parquet as pq
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 
+from dgm.fingerprints import FINGERPRINT as ARROW_FINGERPRINT
 from spark_jobs.audit.fingerprint_store import (
     Batch,
     complete_batches,
@@ -44,6 +50,13 @@ class KeptFingerprints:
         self.pieces: list[DataFrame] = []
         self.records: dict[str, int] = {}  # batch name -> rows, of the batches kept
         self.batches_read = 0  # batches read from disk by the last `load`
+        # What the last `load` changed: the kept rows before it (None: read everything)
+        # and the rows it added; the external snapshots it read and those of the load before.
+        self.current: DataFrame | None = None  # the kept rows (no external snapshots)
+        self.before: DataFrame | None = None
+        self.added: DataFrame | None = None
+        self.external: DataFrame | None = None
+        self.external_before: DataFrame | None = None
 
     def reset(self) -> None:
         """Forget every kept frame: the next `load` reads everything again."""
@@ -51,6 +64,7 @@ class KeptFingerprints:
             with contextlib.suppress(Exception):  # a stopped session has nothing to free
                 piece.unpersist()
         self.pieces, self.records = [], {}
+        self.current = self.before = self.added = self.external = self.external_before = None
 
     def load(self) -> DataFrame:
         """Every complete batch's fingerprints and every external snapshot (what
@@ -58,17 +72,26 @@ class KeptFingerprints:
         last call when the store allows it."""
         batches = complete_batches(self.state_dir)
         new = self._new_batches(batches)
+        external_before = self.external
         if new is None:
             self.reset()
             new = batches
+            before = None
+        else:
+            if len(self.pieces) >= MAX_PIECES:
+                self._consolidate()
+            before = self._kept()
+        added = empty_fingerprints(self.spark)
         if new:
             piece = self.spark.read.schema(FINGERPRINT).parquet(*(str(b.path) for b in new))
-            self.pieces.append(piece.persist(StorageLevel.MEMORY_AND_DISK))
+            added = piece.persist(StorageLevel.MEMORY_AND_DISK)
+            self.pieces.append(added)
         self.records = {b.path.name: int(b.manifest["records"]) for b in batches}
         self.batches_read = len(new)
-        if len(self.pieces) > MAX_PIECES:
-            self._consolidate()
-        return self._with_external(self._kept())
+        self.before, self.added = before, added
+        self._read_external(None if before is None else external_before)
+        self.current = self._kept()
+        return self.current if self.external is None else self.current.unionByName(self.external)
 
     def _new_batches(self, batches: list[Batch]) -> list[Batch] | None:
         """The batches to read on top of the kept ones; None when the kept rows are no
@@ -108,8 +131,12 @@ class KeptFingerprints:
             piece.unpersist()
         self.pieces = [whole]
 
-    def _with_external(self, kept: DataFrame) -> DataFrame:
+    def _read_external(self, before: DataFrame | None) -> None:
+        """Read the external snapshots on the driver (the audit writes them from there, whole),
+        so the last load's stay exactly what they were when the audit rewrites the files."""
+        self.external_before = before
         paths = external_snapshots(self.state_dir)
-        if not paths:
-            return kept
-        return kept.unionByName(self.spark.read.schema(FINGERPRINT).parquet(*paths))
+        self.external = None
+        if paths:
+            snapshot = pq.read_table(paths, schema=ARROW_FINGERPRINT)
+            self.external = self.spark.createDataFrame(snapshot, FINGERPRINT)

@@ -3,7 +3,6 @@ expected value is worked out by hand beside the data. One analyze run, collected
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -11,7 +10,6 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from pyspark.sql import DataFrame
 
 from dgm.config_schema import (
     AnalysisSettings,
@@ -22,7 +20,6 @@ from dgm.config_schema import (
 from dgm.published import TABLES, open_read_only, published_path
 from dgm.sample_schemas import SCHEMAS
 from spark_jobs.analyze.analysis import analyze
-from spark_jobs.analyze.frames import SPARK_TYPES
 from spark_jobs.analyze.publish import ARROW_TYPES, arrow_of, publish
 from spark_jobs.analyze.runs import fill_run
 from spark_jobs.schemas import FINGERPRINT
@@ -205,15 +202,9 @@ def published(
         frames = analyze(spark, CONFIG, fingerprints, samples(), NOW)
         frames["runs"] = fill_run(frames["runs"], "run-1", NOW, NOW, 42)
         for table in TABLES:
-            frame = frames[table.name]
-            if isinstance(frame, DataFrame):
-                assert frame.columns == list(table.names), table.name
-                types = [f.dataType.simpleString() for f in frame.schema]
-                assert types == [SPARK_TYPES[c.sql_type] for c in table.columns], table.name
-            else:
-                found = arrow_of(frame, table).schema
-                assert found.names == list(table.names), table.name
-                assert found.types == [ARROW_TYPES[c.sql_type] for c in table.columns], table.name
+            found = arrow_of(frames[table.name], table).schema
+            assert found.names == list(table.names), table.name
+            assert found.types == [ARROW_TYPES[c.sql_type] for c in table.columns], table.name
         arrow = {table.name: arrow_of(frames[table.name], table) for table in TABLES}
         state_dir = tmp_path_factory.mktemp("state")
         publish(arrow, state_dir)
@@ -402,18 +393,11 @@ def test_no_pipelines_no_fingerprints_no_samples_still_give_every_table(
         assert run.fetchone() == (0, None, 60)
 
 
-def test_a_run_s_kept_output_is_freed_once_its_tables_are_published(
-    spark: Any, tmp_path: Path
-) -> None:
-    """A long-running `dgm analyze` keeps each run's engine output in the executors only
-    until the run is published; nothing piles up run after run."""
+def test_runs_leave_nothing_persisted_in_the_executors(spark: Any, tmp_path: Path) -> None:
+    """A long-running `dgm analyze` keeps fingerprints (kept_fingerprints) and nothing else:
+    an analyze run's own Spark output goes to the driver, so nothing piles up run after run."""
     fingerprints = spark.createDataFrame(world(), FINGERPRINT)
-    kept = spark.sparkContext._jsc.getPersistentRDDs()  # type: ignore[union-attr]
-    before = kept.size()
+    before = spark.sparkContext._jsc.getPersistentRDDs().size()  # type: ignore[union-attr]
     for _ in range(3):
-        frames = analyze(spark, CONFIG, fingerprints, samples(), NOW)
-        assert spark.sparkContext._jsc.getPersistentRDDs().size() > before  # type: ignore[union-attr]
-        publish(frames, tmp_path)
-        del frames
-        gc.collect()
+        publish(analyze(spark, CONFIG, fingerprints, samples(), NOW), tmp_path)
         assert spark.sparkContext._jsc.getPersistentRDDs().size() == before  # type: ignore[union-attr]

@@ -1,0 +1,247 @@
+"""The analysis engine that keeps its state and recomputes only what a cycle's new records touch.
+
+Kept between cycles: the fingerprints in the executors (audit.kept_fingerprints, which says
+what is new), and on the driver what is bounded by keys and windows, not by records — the
+per-key counts (counts.py), the duplicate and lost rows, the producer sessions' runs
+(per_session.py), the routes History is made of and the Context the counts were made under.
+All of it is derived: a new process, a failed cycle or anything this module cannot follow
+(`rebuild_reason`) makes the next cycle rebuild it from the fingerprints, every table in one
+pass. Nothing lives only in the driver that executors need: they get the Context with each
+task, as in a rebuild.
+
+A cycle's touched ids are those of its new (or changed external) fingerprints and those of
+source records a pipeline now checks that it did not (its claimed offset or the grace cutoff
+moved past them). Each id's rows depend on that id's fingerprints alone (per_id.py), so the
+touched ids' rows are worked out as they were (old fingerprints, old Context) and as they are;
+the counts change by the difference, their duplicate and lost rows are replaced.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, replace
+from datetime import datetime
+from functools import reduce
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from dgm import published as tables
+from dgm.config_schema import DgmConfig
+from spark_jobs.analyze import counts as tally
+from spark_jobs.analyze.engine import (
+    History,
+    Routes,
+    by_id,
+    context,
+    routes,
+    session_runs,
+    stamped_sources,
+)
+from spark_jobs.analyze.per_id import Context
+from spark_jobs.analyze.per_session import gap_rows, intervals_of, runs, runs_frame
+
+log = logging.getLogger("dgm.analyze")
+
+
+@dataclass(frozen=True)
+class Change:
+    """The fingerprints now and, when known, how they differ from the last cycle's."""
+
+    kept: DataFrame  # every fingerprint of the store's batches
+    external: DataFrame | None = None  # the external sinks' snapshots, read whole
+    # None when the last cycle's rows are not known (first load, read everything again)
+    kept_before: DataFrame | None = None
+    kept_added: DataFrame | None = None  # kept - kept_before
+    external_before: DataFrame | None = None
+
+    @property
+    def whole(self) -> DataFrame:
+        return _union(self.kept, self.external)
+
+
+@dataclass(frozen=True)
+class State:
+    ctx: Context
+    kept_routes: Routes
+    known: History
+    records: pa.Table  # output.SCHEMA rows of RECORD_KINDS
+    counts: pd.DataFrame  # counts.summed
+    runs: pd.DataFrame  # per_session.RUNS
+
+
+def _union(first: DataFrame, second: DataFrame | None) -> DataFrame:
+    return first if second is None else first.unionByName(second)
+
+
+def rebuild_reason(state: State | None, change: Change, known: History, ctx: Context) -> str:
+    """Why the kept state cannot be brought up to date by difference ('' when it can)."""
+    if state is None:
+        return "no state"
+    if change.kept_before is None or change.kept_added is None:
+        return "fingerprints read again"
+    old = state.ctx
+    shape = ("sources", "sinks", "source_topics", "plain_sources", "window_us")
+    if any(getattr(old, name) != getattr(ctx, name) for name in shape):
+        return "pipelines or windows changed"
+    if old.sink_held_from != ctx.sink_held_from or state.known.held_from != known.held_from:
+        return "oldest held records changed"
+    if ctx.cutoff_us < old.cutoff_us:
+        return "grace cutoff moved back"
+    if any(ctx.claimed.get(key, -1) < offset for key, offset in old.claimed.items()):
+        return "claimed offsets moved back"
+    return ""
+
+
+def newly_checked(frame: DataFrame, old: Context, new: Context) -> DataFrame | None:
+    """message_id of the source records in `frame` a pipeline checks under `new` but did not
+    under `old` (loss.py: committed, identified, timestamped before the cutoff, below the
+    claimed offset); None when none can be."""
+    moved = []
+    for (pipeline, topic, partition), offset in new.claimed.items():
+        if pipeline not in new.sources.get(topic, ()):
+            continue
+        before = old.claimed.get((pipeline, topic, partition), 0)
+        if before != offset or old.cutoff_us != new.cutoff_us:
+            moved.append((topic, partition, before, offset))
+    if not moved:
+        return None
+    claims = frame.sparkSession.createDataFrame(
+        moved, "topic string, partition int, claimed_before long, claimed long"
+    )
+    ts = F.unix_micros(F.col("timestamp"))
+    checked_now = (ts < new.cutoff_us) & (F.col("offset") < F.col("claimed"))
+    not_before = (ts >= old.cutoff_us) | (F.col("offset") >= F.col("claimed_before"))
+    return (
+        frame.where(F.col("committed") & F.col("message_id").isNotNull() & ts.isNotNull())
+        .join(F.broadcast(claims), ["topic", "partition"])
+        .where(checked_now & not_before)
+        .select("message_id")
+    )
+
+
+class Engine:
+    """Call `cycle` once per analysis run; `reset` after a failed one."""
+
+    def __init__(self) -> None:
+        self.state: State | None = None
+        self.last = ""  # what the last cycle did, for the progress line
+
+    def reset(self) -> None:
+        self.state = None
+
+    def cycle(
+        self,
+        config: DgmConfig,
+        change: Change,
+        committed: dict[tuple[str, str, int], int],
+        now: datetime,
+    ) -> tuple[dict[str, pa.Table], pa.Table]:
+        """(duplicates, lost, topic_windows, partition_windows as Arrow; pipeline counts for
+        pipeline_metrics) of `change`'s fingerprints now."""
+        external = routes(change.external) if change.external is not None else Routes()
+        state = self.state
+        kept_routes = (
+            state.kept_routes.merged(routes(change.kept_added))
+            if state is not None and change.kept_added is not None
+            else routes(change.kept)
+        )
+        known = kept_routes.merged(external).history()
+        ctx = context(config, known, committed, now)
+        reason = rebuild_reason(state, change, known, ctx)
+        if reason or state is None:
+            self.state = None
+            state = _rebuilt(change, ctx, kept_routes, known)
+            self.last = f"rebuilt ({reason})"
+        else:
+            state, touched = _advanced(state, change, ctx, kept_routes, known)
+            self.last = f"{touched} message ids touched"
+        self.state = state
+        return published(state)
+
+
+def _rebuilt(change: Change, ctx: Context, kept_routes: Routes, known: History) -> State:
+    whole = change.whole
+    rows = by_id(whole, ctx).toArrow()
+    found = runs_frame(session_runs(whole, ctx).toArrow())
+    return State(
+        ctx, kept_routes, known, _records(rows), tally.summed(tally.count_rows(rows)), found
+    )
+
+
+def _records(rows: pa.Table) -> pa.Table:
+    return rows.filter(pc.is_in(rows["kind"], pa.array(tally.RECORD_KINDS)))
+
+
+def _ids(frame: DataFrame) -> DataFrame:
+    return frame.where(F.col("message_id").isNotNull()).select("message_id")
+
+
+def _unidentified(frame: DataFrame) -> DataFrame:
+    return frame.where(F.col("message_id").isNull())
+
+
+def _advanced(
+    state: State, change: Change, ctx: Context, kept_routes: Routes, known: History
+) -> tuple[State, int]:
+    assert change.kept_before is not None and change.kept_added is not None
+    spark = change.kept.sparkSession
+    before = _union(change.kept_before, change.external_before)
+    added, removed = change.kept_added, None
+    if change.external is not None or change.external_before is not None:
+        now_ext = change.external if change.external is not None else change.kept.limit(0)
+        was_ext = change.external_before if change.external_before is not None else now_ext.limit(0)
+        added = added.unionByName(now_ext.exceptAll(was_ext))
+        removed = was_ext.exceptAll(now_ext)
+    candidates = [_ids(added)]
+    if removed is not None:
+        candidates.append(_ids(removed))
+    checked = newly_checked(before, state.ctx, ctx)
+    if checked is not None:
+        candidates.append(checked)
+    found = reduce(DataFrame.unionByName, candidates).distinct().toArrow()
+    touched = found["message_id"].combine_chunks().cast(pa.string())
+    ids = F.broadcast(spark.createDataFrame(pa.table({"message_id": touched}), "message_id string"))
+    was = before.join(ids, "message_id", "left_semi")
+    now = change.whole.join(ids, "message_id", "left_semi").unionByName(_unidentified(added))
+    if removed is not None:
+        was = was.unionByName(_unidentified(removed))
+    sides = (
+        by_id(now, ctx)
+        .withColumn("sign", F.lit(1))
+        .unionByName(by_id(was, state.ctx).withColumn("sign", F.lit(-1)))
+    )
+    rows = sides.toArrow()
+    now_rows = rows.filter(pc.equal(rows["sign"], 1)).drop_columns(["sign"])
+    was_rows = rows.filter(pc.equal(rows["sign"], -1)).drop_columns(["sign"])
+    kept_records = state.records.filter(pc.invert(pc.is_in(state.records["message_id"], touched)))
+    records = pa.concat_tables([kept_records, _records(now_rows)])
+    counts = tally.summed(
+        state.counts, tally.count_rows(now_rows), tally.count_rows(was_rows, sign=-1)
+    )
+    new_records = stamped_sources(change.kept_added, ctx).toArrow()
+    found = runs(pd.concat([state.runs, intervals_of(new_records)], ignore_index=True))
+    advanced = replace(
+        state, ctx=ctx, kept_routes=kept_routes, known=known, records=records, counts=counts
+    )
+    return replace(advanced, runs=found), len(touched)
+
+
+def published(state: State) -> tuple[dict[str, pa.Table], pa.Table]:
+    """The tables of the kept state: sequence gaps are worked out from the runs each cycle
+    (they depend on the cutoff, and the runs are few)."""
+    partial = list(state.known.held_from)
+    gap_lost, gap_counted = gap_rows(state.runs, state.ctx, partial)
+    counts = tally.summed(state.counts, tally.gap_counts(gap_counted))
+    lost = pa.concat_tables(
+        [tally.record_table(state.records, "lost", tables.LOST), tally.gap_table(gap_lost)]
+    )
+    return {
+        tables.DUPLICATES.name: tally.record_table(state.records, "duplicates", tables.DUPLICATES),
+        tables.LOST.name: lost,
+        tables.TOPIC_WINDOWS.name: tally.topic_windows(counts),
+        tables.PARTITION_WINDOWS.name: tally.partition_windows(counts),
+    }, tally.pipeline_counts(counts)
