@@ -108,9 +108,7 @@ def test_random_splits_publish_what_a_rebuild_and_the_reference_do(
         kept = spark.createDataFrame(rows)
         change = Change(kept=kept)
         if before is not None and cycle != EXPIRED_AT:  # expiry: everything read again
-            change = replace(
-                change, kept_before=before, kept_added=spark.createDataFrame(added)
-            )
+            change = replace(change, kept_before=before, kept_added=spark.createDataFrame(added))
         ours = engine.cycle(config, change, committed, now)
         did.append(engine.last)
         rebuilt = Engine().cycle(config, Change(kept=kept), committed, now)
