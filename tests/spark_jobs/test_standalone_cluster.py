@@ -1,6 +1,7 @@
 """The analysis on a real Spark standalone cluster — a master and two workers started from
 pyspark's own `spark-class` on loopback, executors in their own JVMs and Python workers —
-publishes the same tables as in local mode (tests/spark_jobs/cluster_run.py does both)."""
+publishes the same tables as in local mode, and an incremental cycle there the same as a
+rebuild (tests/spark_jobs/cluster_run.py does both)."""
 
 from __future__ import annotations
 
@@ -102,6 +103,8 @@ def _tables(out: Path) -> dict[str, list[tuple[Any, ...]]]:
 def test_a_standalone_cluster_publishes_what_local_mode_does(cluster: str, tmp_path: Path) -> None:
     said = _run(cluster, tmp_path / "cluster")
     assert "executors+driver 3" in said  # two executors on the workers, and the driver
+    assert "second cycle: " in said and "message ids touched" in said  # not a rebuild
+    assert "incremental equals rebuild: True" in said
     _run("local[2]", tmp_path / "local")
     on_cluster, local = _tables(tmp_path / "cluster"), _tables(tmp_path / "local")
     assert on_cluster == local
