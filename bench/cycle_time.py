@@ -53,7 +53,7 @@ def one_size(spark: Any, root: Path, size: int, new: int, cycles: int) -> dict[s
     from pyspark import StorageLevel
 
     from spark_jobs.analyze.analysis import analyze
-    from spark_jobs.analyze.incremental import Change, Engine
+    from spark_jobs.analyze.incremental import TIMINGS, Change, Engine
     from spark_jobs.analyze.publish import publish
     from spark_jobs.analyze.samples import SampleReader
     from spark_jobs.audit.kept_fingerprints import KeptFingerprints
@@ -88,6 +88,7 @@ def one_size(spark: Any, root: Path, size: int, new: int, cycles: int) -> dict[s
         kept.pieces.append(added)
         current = kept._kept()
         now = min(stamps[cycle], datetime.now(UTC))
+        TIMINGS.clear()
         change = Change(current, None, before, added)
         began = time.perf_counter()
         counted = current.count()
@@ -107,7 +108,8 @@ def one_size(spark: Any, root: Path, size: int, new: int, cycles: int) -> dict[s
         rows.append(row)
         print(
             f"{size:,} + {cycle + 1} x {new:,}: {row['total']:.2f}s (load {row['load']:.2f}, "
-            f"analyze {row['analyze']:.2f}, publish {row['publish']:.2f}) {engine.last}",
+            f"analyze {row['analyze']:.2f}, publish {row['publish']:.2f}) {engine.last} "
+            + " ".join(f"{k} {v:.2f}" for k, v in TIMINGS.items()),
             flush=True,
         )
     kept.reset()

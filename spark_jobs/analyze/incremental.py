@@ -19,6 +19,9 @@ the counts change by the difference, their duplicate and lost rows are replaced.
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import reduce
@@ -45,6 +48,16 @@ from spark_jobs.analyze.per_id import Context
 from spark_jobs.analyze.per_session import gap_rows, intervals_of, runs, runs_frame
 
 log = logging.getLogger("dgm.analyze")
+TIMINGS: dict[str, float] = {}  # seconds per step of the last cycle (bench/cycle_time.py)
+
+
+@contextmanager
+def _timed(step: str) -> Iterator[None]:
+    began = time.perf_counter()
+    try:
+        yield
+    finally:
+        TIMINGS[step] = time.perf_counter() - began
 
 
 @dataclass(frozen=True)
@@ -190,40 +203,58 @@ def _advanced(
     assert change.kept_before is not None and change.kept_added is not None
     spark = change.kept.sparkSession
     before = _union(change.kept_before, change.external_before)
-    added, removed = change.kept_added, None
+    # External snapshots are rewritten whole each cycle: their changed rows count as added
+    # (now, not before) and removed (before, not now).
+    ext_added = ext_removed = None
     if change.external is not None or change.external_before is not None:
-        now_ext = change.external if change.external is not None else change.kept.limit(0)
-        was_ext = change.external_before if change.external_before is not None else now_ext.limit(0)
-        added = added.unionByName(now_ext.exceptAll(was_ext))
-        removed = was_ext.exceptAll(now_ext)
-    candidates = [_ids(added)]
-    if removed is not None:
-        candidates.append(_ids(removed))
+        empty = change.kept_added.limit(0)
+        now_ext = change.external if change.external is not None else empty
+        was_ext = change.external_before if change.external_before is not None else empty
+        ext_added, ext_removed = now_ext.exceptAll(was_ext), was_ext.exceptAll(now_ext)
+    candidates = [_ids(change.kept_added)]
+    if ext_added is not None and ext_removed is not None:
+        candidates += [_ids(ext_added), _ids(ext_removed)]
     checked = newly_checked(before, state.ctx, ctx)
     if checked is not None:
         candidates.append(checked)
-    found = reduce(DataFrame.unionByName, candidates).distinct().toArrow()
+    with _timed("touched ids"):
+        found = reduce(DataFrame.unionByName, candidates).distinct().toArrow()
     touched = found["message_id"].combine_chunks().cast(pa.string())
     ids = F.broadcast(spark.createDataFrame(pa.table({"message_id": touched}), "message_id string"))
-    was = before.join(ids, "message_id", "left_semi")
-    now = change.whole.join(ids, "message_id", "left_semi").unionByName(_unidentified(added))
-    if removed is not None:
-        was = was.unionByName(_unidentified(removed))
+    # The kept rows of touched ids, picked out once (a scan of every kept row) for both sides.
+    with _timed("select"):
+        common = change.kept_before.join(ids, "message_id", "left_semi").persist()
+        common.count()
+    # Every row of a touched id, before and now; rows without an id stand alone.
+    was, now = common, common.unionByName(change.kept_added)
+    if change.external_before is not None:
+        was = was.unionByName(change.external_before.join(ids, "message_id", "left_semi"))
+    if change.external is not None:
+        now = now.unionByName(change.external.join(ids, "message_id", "left_semi"))
+    if ext_added is not None and ext_removed is not None:
+        now = now.unionByName(_unidentified(ext_added))
+        was = was.unionByName(_unidentified(ext_removed))
     sides = (
         by_id(now, ctx)
         .withColumn("sign", F.lit(1))
         .unionByName(by_id(was, state.ctx).withColumn("sign", F.lit(-1)))
     )
-    rows = sides.toArrow()
-    now_rows = rows.filter(pc.equal(rows["sign"], 1)).drop_columns(["sign"])
-    was_rows = rows.filter(pc.equal(rows["sign"], -1)).drop_columns(["sign"])
-    kept_records = state.records.filter(pc.invert(pc.is_in(state.records["message_id"], touched)))
-    records = pa.concat_tables([kept_records, _records(now_rows)])
-    counts = tally.summed(
-        state.counts, tally.count_rows(now_rows), tally.count_rows(was_rows, sign=-1)
-    )
-    new_records = stamped_sources(change.kept_added, ctx).toArrow()
-    found = runs(pd.concat([state.runs, intervals_of(new_records)], ignore_index=True))
+    with _timed("recompute"):
+        try:
+            rows = sides.toArrow()
+        finally:
+            common.unpersist()
+    with _timed("merge"):
+        now_rows = rows.filter(pc.equal(rows["sign"], 1)).drop_columns(["sign"])
+        was_rows = rows.filter(pc.equal(rows["sign"], -1)).drop_columns(["sign"])
+        kept = state.records.filter(pc.invert(pc.is_in(state.records["message_id"], touched)))
+        records = pa.concat_tables([kept, _records(now_rows)])
+        counts = tally.summed(
+            state.counts, tally.count_rows(now_rows), tally.count_rows(was_rows, sign=-1)
+        )
+    with _timed("runs"):
+        new_records = stamped_sources(change.kept_added, ctx).toArrow()
+        found = runs(pd.concat([state.runs, intervals_of(new_records)], ignore_index=True))
     advanced = replace(
         state, ctx=ctx, kept_routes=kept_routes, known=known, records=records, counts=counts
     )
@@ -235,7 +266,8 @@ def published(state: State) -> tuple[dict[str, pa.Table], pa.Table]:
     (they depend on the cutoff, and the runs are few)."""
     partial = list(state.known.held_from)
     gap_lost, gap_counted = gap_rows(state.runs, state.ctx, partial)
-    counts = tally.summed(state.counts, tally.gap_counts(gap_counted))
+    counts = state.counts
+    pipelines = tally.summed(counts[counts["kind"] == "pipeline"], tally.gap_counts(gap_counted))
     lost = pa.concat_tables(
         [tally.record_table(state.records, "lost", tables.LOST), tally.gap_table(gap_lost)]
     )
@@ -244,4 +276,4 @@ def published(state: State) -> tuple[dict[str, pa.Table], pa.Table]:
         tables.LOST.name: lost,
         tables.TOPIC_WINDOWS.name: tally.topic_windows(counts),
         tables.PARTITION_WINDOWS.name: tally.partition_windows(counts),
-    }, tally.pipeline_counts(counts)
+    }, tally.pipeline_counts(pipelines)

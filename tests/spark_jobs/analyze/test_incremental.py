@@ -1,8 +1,9 @@
 """The incremental engine, fed random splits of generated fingerprints cycle by cycle, publishes
 exactly the tables a rebuild over the same fingerprints publishes (every cycle) and what the
 DuckDB reference computes (the last cycle): through a late copy with an earlier timestamp, a
-group offset that moves back (reset), retention expiring the oldest fingerprints and a
-pipeline added to the config."""
+group offset that moves back (reset), retention expiring the oldest fingerprints, a
+pipeline added to the config, and an external sink whose snapshot (read whole each cycle)
+grows and later loses rows."""
 
 from __future__ import annotations
 
@@ -27,6 +28,8 @@ CYCLES = 9
 RESET_AT = 4  # the group's committed offsets go back to half
 ADDED_AT = 5  # pipeline q (s2 -> k2) joins the config
 EXPIRED_AT = 7  # fingerprints older than the first tenth of the time are dropped
+DELETED_AT = 6  # rows deleted from the external sink's table
+EXTERNAL = "external:r:tbl"
 
 
 @pytest.fixture
@@ -85,13 +88,22 @@ def test_random_splits_publish_what_a_rebuild_and_the_reference_do(
     b = generated_pipeline("b", sends=2_000, partitions=2, seed=4, topics=("s2", "k2"))
     whole = pa.concat_tables([a.source, a.sink, b.source, b.sink])
     cycle_of = batches_of(whole, rng)
-    whole = pa.concat_tables([whole, late_copy(a.sink)])
+    late = late_copy(a.sink)
+    whole = pa.concat_tables([whole, late])
     cycle_of = np.r_[cycle_of, CYCLES - 1]  # the late copy comes last
+    c = generated_pipeline("c", sends=1_500, partitions=2, seed=8, topics=("s3", "x"))
+    whole = pa.concat_tables([whole, c.source])
+    cycle_of = np.r_[cycle_of, batches_of(c.source, rng)]
+    table = c.sink.set_column(0, "topic", pa.array([EXTERNAL] * c.sink.num_rows, pa.string()))
+    table = table.cast(c.sink.schema)
+    external_cycle = batches_of(table, rng)
+    deleted = rng.random(table.num_rows) < 0.01
     stamps = pc.cast(whole["timestamp"], pa.int64()).to_numpy()
     expire_before = np.quantile(stamps, 0.1)
     p = engine_run.pipeline("p", ("s",), ("k",))
     q = engine_run.pipeline("q", ("s2",), ("k2",))
-    engine, before = Engine(), None
+    r = engine_run.pipeline("r", ("s3",), (), external=True)
+    engine, before, external_before = Engine(), None, None
     did: list[str] = []
     for cycle in range(CYCLES):
         keep = cycle_of <= cycle
@@ -99,21 +111,28 @@ def test_random_splits_publish_what_a_rebuild_and_the_reference_do(
             keep &= stamps >= expire_before
         rows = whole.filter(pa.array(keep))
         added = whole.filter(pa.array(keep & (cycle_of == cycle)))
-        configured = {"p": "s"} | ({"q": "s2"} if cycle >= ADDED_AT else {})
-        config = engine_run.config(pipelines=(p, q) if cycle >= ADDED_AT else (p,))
+        configured = {"p": "s", "r": "s3"} | ({"q": "s2"} if cycle >= ADDED_AT else {})
+        config = engine_run.config(pipelines=(p, r, q) if cycle >= ADDED_AT else (p, r))
         # Claims lag a cycle behind what was written; at the reset they go back to half.
         seen = whole.filter(pa.array(keep & (cycle_of < cycle)))
         committed = claims(seen, configured, halve=cycle == RESET_AT)
         now = datetime.fromtimestamp(stamps[keep].max() / 1e6, UTC) - timedelta(seconds=5)
-        kept = spark.createDataFrame(rows)
-        change = Change(kept=kept)
+        held = (external_cycle <= cycle) & ~(deleted & (cycle >= DELETED_AT))
+        snapshot = table.filter(pa.array(held))
+        kept, external = spark.createDataFrame(rows), spark.createDataFrame(snapshot)
+        change = Change(kept=kept, external=external)
         if before is not None and cycle != EXPIRED_AT:  # expiry: everything read again
-            change = replace(change, kept_before=before, kept_added=spark.createDataFrame(added))
+            change = replace(
+                change,
+                kept_before=before,
+                kept_added=spark.createDataFrame(added),
+                external_before=external_before,
+            )
         ours = engine.cycle(config, change, committed, now)
         did.append(engine.last)
-        rebuilt = Engine().cycle(config, Change(kept=kept), committed, now)
+        rebuilt = Engine().cycle(config, Change(kept=kept, external=external), committed, now)
         assert canonical_all(*ours) == canonical_all(*rebuilt), (cycle, engine.last)
-        before = kept
+        before, external_before = kept, external
     assert did[RESET_AT].startswith("rebuilt (claimed offsets moved back")
     assert did[ADDED_AT].startswith("rebuilt (pipelines or windows changed")
     assert did[EXPIRED_AT].startswith("rebuilt (fingerprints read again")
@@ -122,15 +141,16 @@ def test_random_splits_publish_what_a_rebuild_and_the_reference_do(
 
     # The last cycle against the DuckDB reference.
     tables, _ = ours
+    everything = pa.concat_tables([rows, snapshot])
     duplicates = tables["duplicates"].to_pylist()
-    copies = reference.duplicate_copies(rows)
+    copies = reference.duplicate_copies(everything)
     columns = [c for c in copies.column_names if not c.startswith("src_")]
     assert canonical(duplicates, columns) == canonical(copies.to_pylist(), columns)
     summary = [r for r in tables["topic_windows"].to_pylist() if r["window_start"] is None]
-    theirs = reference.duplicate_summary(rows).to_pylist()
+    theirs = reference.duplicate_summary(everything).to_pylist()
     assert canonical(summary, SUMMARY) == canonical(theirs, SUMMARY)
     cutoff = now - timedelta(seconds=config.analysis.grace_s)
-    for name, source, sink in (("p", "s", "k"), ("q", "s2", "k2")):
+    for name, source, sink in (("p", "s", "k"), ("q", "s2", "k2"), ("r", "s3", EXTERNAL)):
         commits = pa.Table.from_pylist(
             [
                 {"topic": t, "partition": n, "committed_offset": o}
@@ -139,13 +159,17 @@ def test_random_splits_publish_what_a_rebuild_and_the_reference_do(
             ]
         )
         expected = reference.lost(
-            engine_run.of_topics(rows, source), engine_run.of_topics(rows, sink), commits, cutoff
+            engine_run.of_topics(everything, source),
+            engine_run.of_topics(everything, sink),
+            commits,
+            cutoff,
+            external=name == "r",
         )
         found = [r for r in tables["lost"].to_pylist() if r["pipeline"] == name]
         assert len(assert_same_lost(found, expected)) > 10
     # The late copy is its id's first copy now, and the original an extra one.
-    late = whole.slice(whole.num_rows - 1).to_pylist()[0]
+    copy = late.to_pylist()[0]
     numbered = {
-        r["offset"]: r["copy_number"] for r in duplicates if r["message_id"] == late["message_id"]
+        r["offset"]: r["copy_number"] for r in duplicates if r["message_id"] == copy["message_id"]
     }
-    assert numbered[late["offset"]] == 1 and len(numbered) >= 2
+    assert numbered[copy["offset"]] == 1 and len(numbered) >= 2
