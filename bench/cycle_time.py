@@ -11,8 +11,13 @@ kept rows, analyze (the engine and the samples' tables) and publish to DuckDB. T
 cycle has no state, so it is the rebuild; the audit of the new records from Kafka is not
 included (it does not depend on what is retained: bench/README.md's demo cycles).
 
+With `--audit`, each cycle's new records are instead produced to a topic of the project's
+embedded broker and audited from it by the real audit (the live topic a pipeline's source),
+so a cycle is what `dgm analyze` does from audit to publication; the retained fingerprints
+are the same.
+
     DGM_SPARK_DRIVER_MEMORY=10g python bench/cycle_time.py [--sizes 1000000,3000000,10000000]
-        [--new 10000] [--cycles 6]
+        [--new 10000] [--cycles 6] [--audit]
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import statistics
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -31,6 +37,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
+import audit_throughput  # noqa: E402
 import generated  # noqa: E402
 
 
@@ -47,7 +54,11 @@ def sampled_before(state: Path, at: datetime) -> None:
         pq.write_table(table.set_column(column, table.schema.field(column), stamps), path)
 
 
-def one_size(spark: Any, root: Path, size: int, new: int, cycles: int) -> dict[str, Any]:
+def one_size(
+    spark: Any, root: Path, size: int, new: int, cycles: int, live: tuple[str, str] | None
+) -> dict[str, Any]:
+    """Cycles over `size` retained fingerprints; with `live` (bootstrap, topic), each cycle's
+    new records are produced to that topic and audited from it (the real audit)."""
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
     from pyspark import StorageLevel
@@ -79,19 +90,41 @@ def one_size(spark: Any, root: Path, size: int, new: int, cycles: int) -> dict[s
     kept = KeptFingerprints(spark, world.state)  # the holding, fed pieces directly
     kept.pieces.append(piece("retained.parquet"))
     kept.pieces[0].count()
-    samples = SampleReader(world.state).read_all()
+    if live is not None:
+        from dgm.config_schema import PipelineConfig
+        from spark_jobs.audit.kafka_read import audit
+
+        source = PipelineConfig(
+            name="live", source_topics=(live[1],), consumer_group="g-live",
+            declared_semantic="at-least-once",
+        )  # fmt: skip
+        config = replace(config, state_dir=world.state, pipelines=(*config.pipelines, source))
+        # The generated topics are not on the broker: the audit reads the live one.
+        audited_config = replace(config, pipelines=(source,))
+    reader = SampleReader(world.state)
     engine = Engine()
     rows: list[dict[str, Any]] = []
     for cycle in range(cycles):
-        before = kept._kept()
-        added = piece(f"new-{cycle}.parquet")
-        kept.pieces.append(added)
-        current = kept._kept()
         now = min(stamps[cycle], datetime.now(UTC))
         TIMINGS.clear()
-        change = Change(current, None, before, added)
+        if live is not None:  # the producers' and the collector's work, not the cycle's
+            audit_throughput.fill(live[0], live[1], new)
+            audit_throughput.sample(live[0], world.state, [live[1]])
         began = time.perf_counter()
+        if live is not None:
+            audit(spark, audited_config, live[0])
+            audited = time.perf_counter()
+            current = kept.load()  # the batch the audit committed, read from disk
+            change = Change(kept.current, None, kept.before, kept.added)
+        else:
+            audited = began
+            before = kept._kept()
+            added = piece(f"new-{cycle}.parquet")
+            kept.pieces.append(added)
+            current = kept._kept()
+            change = Change(current, None, before, added)
         counted = current.count()
+        samples = reader.read_all()
         loaded = time.perf_counter()
         tables = analyze(spark, config, current, samples, now, counted, engine, change)
         analyzed = time.perf_counter()
@@ -100,14 +133,16 @@ def one_size(spark: Any, root: Path, size: int, new: int, cycles: int) -> dict[s
         row = {
             "cycle": cycle,
             "what": engine.last,
-            "load": loaded - began,
+            "audit": audited - began,
+            "load": loaded - audited,
             "analyze": analyzed - loaded,
             "publish": done - analyzed,
             "total": done - began,
         }
         rows.append(row)
         print(
-            f"{size:,} + {cycle + 1} x {new:,}: {row['total']:.2f}s (load {row['load']:.2f}, "
+            f"{size:,} + {cycle + 1} x {new:,}: {row['total']:.2f}s (audit {row['audit']:.2f}, "
+            f"load {row['load']:.2f}, "
             f"analyze {row['analyze']:.2f}, publish {row['publish']:.2f}) {engine.last} "
             + " ".join(f"{k} {v:.2f}" for k, v in TIMINGS.items()),
             flush=True,
@@ -123,17 +158,37 @@ def main() -> int:
     parser.add_argument("--new", type=int, default=10_000)
     parser.add_argument("--cycles", type=int, default=6)
     parser.add_argument("--master", default="local[2]")
+    parser.add_argument(
+        "--audit", action="store_true", help="new records produced to a broker and audited"
+    )
     args = parser.parse_args()
     from spark_jobs.session import build_session
 
-    spark = build_session(master=args.master, app_name="dgm-bench-cycle")
-    results = []
-    try:
-        for size in (int(s) for s in args.sizes.split(",")):
-            with tempfile.TemporaryDirectory(prefix="dgm-bench-cycle-") as tmp:
-                results.append(one_size(spark, Path(tmp), size, args.new, args.cycles))
-    finally:
-        spark.stop()
+    with tempfile.TemporaryDirectory(prefix="dgm-bench-cycle-") as tmp:
+        cluster, live = None, None
+        if args.audit:
+            from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+
+            from dgm.broker.cluster import EmbeddedCluster
+
+            cluster = EmbeddedCluster(Path(tmp) / "kafka", brokers=1, die_with_parent=True)
+            cluster.start(fresh=True)
+            bootstrap = cluster.bootstrap_servers
+            topic = "dgm-bench-live"
+            admin = AdminClient({"bootstrap.servers": bootstrap})
+            made = admin.create_topics([NewTopic(topic, audit_throughput.PARTITIONS, 1)])
+            made[topic].result(timeout=60)
+            live = (bootstrap, topic)
+        spark = build_session(master=args.master, app_name="dgm-bench-cycle")
+        results = []
+        try:
+            for size in (int(s) for s in args.sizes.split(",")):
+                with tempfile.TemporaryDirectory(prefix="dgm-bench-cycle-", dir=tmp) as one:
+                    results.append(one_size(spark, Path(one), size, args.new, args.cycles, live))
+        finally:
+            spark.stop()
+            if cluster is not None:
+                cluster.stop()
     print("\n| retained | rebuild (first cycle) | cycle, median of the rest |")
     print("|---:|---:|---:|")
     for r in results:
