@@ -4,6 +4,8 @@ tests compare with the DuckDB reference and with values worked out by hand."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -109,3 +111,15 @@ def run(
 
 def of_topics(table: pa.Table, *topics: str) -> pa.Table:
     return table.filter(pc.is_in(table["topic"], pa.array(topics, pa.string())))
+
+
+@contextmanager
+def shuffle_partitions(spark: Any, count: int) -> Iterator[None]:
+    """The session's shuffle partitions set to `count` for a while: tiny sets gain nothing
+    from parallel shuffles and each task costs; results must not depend on it anyway."""
+    before = spark.conf.get("spark.sql.shuffle.partitions")
+    spark.conf.set("spark.sql.shuffle.partitions", str(count))
+    try:
+        yield
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", before)

@@ -34,12 +34,8 @@ EXTERNAL = "external:r:tbl"
 
 @pytest.fixture
 def two_shuffle_partitions(spark: Any) -> Iterator[None]:
-    before = spark.conf.get("spark.sql.shuffle.partitions")
-    spark.conf.set("spark.sql.shuffle.partitions", "2")
-    try:
+    with engine_run.shuffle_partitions(spark, 2):
         yield
-    finally:
-        spark.conf.set("spark.sql.shuffle.partitions", before)
 
 
 def late_copy(sink: pa.Table) -> pa.Table:

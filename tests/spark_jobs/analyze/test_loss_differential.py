@@ -85,12 +85,8 @@ def lost_per_window(theirs: pa.Table) -> dict[datetime, int]:
 
 @pytest.fixture
 def one_shuffle_partition(spark: Any) -> Iterator[None]:
-    before = spark.conf.get("spark.sql.shuffle.partitions")
-    spark.conf.set("spark.sql.shuffle.partitions", "1")
-    try:
+    with engine_run.shuffle_partitions(spark, 1):
         yield
-    finally:
-        spark.conf.set("spark.sql.shuffle.partitions", before)
 
 
 # (partition, second, id, producer, seq, committed) of a source record, small alphabets so

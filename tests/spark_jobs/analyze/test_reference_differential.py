@@ -163,14 +163,8 @@ def small_table(records: list[tuple[Any, ...]]) -> pa.Table:
 
 @pytest.fixture
 def one_shuffle_partition(spark: Any) -> Iterator[None]:
-    """Tiny sets gain nothing from parallel shuffles, and each task costs; results must not
-    depend on partitioning anyway."""
-    before = spark.conf.get("spark.sql.shuffle.partitions")
-    spark.conf.set("spark.sql.shuffle.partitions", "1")
-    try:
+    with engine_run.shuffle_partitions(spark, 1):
         yield
-    finally:
-        spark.conf.set("spark.sql.shuffle.partitions", before)
 
 
 # PySpark raises the recursion limit on first use, which Hypothesis reports; it is harmless.
