@@ -64,7 +64,7 @@ def one_size(
     from pyspark import StorageLevel
 
     from spark_jobs.analyze.analysis import analyze
-    from spark_jobs.analyze.incremental import TIMINGS, Change, Engine
+    from spark_jobs.analyze.incremental import Change, Engine
     from spark_jobs.analyze.publish import publish
     from spark_jobs.analyze.samples import SampleReader
     from spark_jobs.audit.kept_fingerprints import KeptFingerprints
@@ -106,7 +106,6 @@ def one_size(
     rows: list[dict[str, Any]] = []
     for cycle in range(cycles):
         now = min(stamps[cycle], datetime.now(UTC))
-        TIMINGS.clear()
         if live is not None:  # the producers' and the collector's work, not the cycle's
             audit_throughput.fill(live[0], live[1], new)
             audit_throughput.sample(live[0], world.state, [live[1]])
@@ -143,8 +142,7 @@ def one_size(
         print(
             f"{size:,} + {cycle + 1} x {new:,}: {row['total']:.2f}s (audit {row['audit']:.2f}, "
             f"load {row['load']:.2f}, "
-            f"analyze {row['analyze']:.2f}, publish {row['publish']:.2f}) {engine.last} "
-            + " ".join(f"{k} {v:.2f}" for k, v in TIMINGS.items()),
+            f"analyze {row['analyze']:.2f}, publish {row['publish']:.2f}) {engine.last}",
             flush=True,
         )
     kept.reset()

@@ -48,16 +48,16 @@ from spark_jobs.analyze.per_id import Context
 from spark_jobs.analyze.per_session import gap_rows, intervals_of, runs, runs_frame
 
 log = logging.getLogger("dgm.analyze")
-TIMINGS: dict[str, float] = {}  # seconds per step of the last cycle (bench/cycle_time.py)
+Timings = dict[str, float]  # seconds per step of a cycle, for the progress line
 
 
 @contextmanager
-def _timed(step: str) -> Iterator[None]:
+def _timed(timings: Timings, step: str) -> Iterator[None]:
     began = time.perf_counter()
     try:
         yield
     finally:
-        TIMINGS[step] = time.perf_counter() - began
+        timings[step] = time.perf_counter() - began
 
 
 @dataclass(frozen=True)
@@ -155,31 +155,40 @@ class Engine:
     ) -> tuple[dict[str, pa.Table], pa.Table]:
         """(duplicates, lost, topic_windows, partition_windows as Arrow; pipeline counts for
         pipeline_metrics) of `change`'s fingerprints now."""
-        external = routes(change.external) if change.external is not None else Routes()
+        timings: Timings = {}
         state = self.state
-        kept_routes = (
-            state.kept_routes.merged(routes(change.kept_added))
-            if state is not None and change.kept_added is not None
-            else routes(change.kept)
-        )
+        with _timed(timings, "routes"):
+            external = routes(change.external) if change.external is not None else Routes()
+            kept_routes = (
+                state.kept_routes.merged(routes(change.kept_added))
+                if state is not None and change.kept_added is not None
+                else routes(change.kept)
+            )
         known = kept_routes.merged(external).history()
         ctx = context(config, known, committed, now)
         reason = rebuild_reason(state, change, known, ctx)
         if reason or state is None:
             self.state = None
-            state = _rebuilt(change, ctx, kept_routes, known)
+            state = _rebuilt(change, ctx, kept_routes, known, timings)
             self.last = f"rebuilt ({reason})"
         else:
-            state, touched = _advanced(state, change, ctx, kept_routes, known)
+            state, touched = _advanced(state, change, ctx, kept_routes, known, timings)
             self.last = f"{touched} message ids touched"
         self.state = state
-        return published(state)
+        with _timed(timings, "tables"):
+            result = published(state)
+        self.last += " (" + ", ".join(f"{k} {v:.1f}s" for k, v in timings.items()) + ")"
+        return result
 
 
-def _rebuilt(change: Change, ctx: Context, kept_routes: Routes, known: History) -> State:
+def _rebuilt(
+    change: Change, ctx: Context, kept_routes: Routes, known: History, timings: Timings
+) -> State:
     whole = change.whole
-    rows = by_id(whole, ctx).toArrow()
-    found = runs_frame(session_runs(whole, ctx).toArrow())
+    with _timed(timings, "per id"):
+        rows = by_id(whole, ctx).toArrow()
+    with _timed(timings, "runs"):
+        found = runs_frame(session_runs(whole, ctx).toArrow())
     return State(
         ctx, kept_routes, known, _records(rows), tally.summed(tally.count_rows(rows)), found
     )
@@ -198,7 +207,12 @@ def _unidentified(frame: DataFrame) -> DataFrame:
 
 
 def _advanced(
-    state: State, change: Change, ctx: Context, kept_routes: Routes, known: History
+    state: State,
+    change: Change,
+    ctx: Context,
+    kept_routes: Routes,
+    known: History,
+    timings: Timings,
 ) -> tuple[State, int]:
     assert change.kept_before is not None and change.kept_added is not None
     spark = change.kept.sparkSession
@@ -217,12 +231,12 @@ def _advanced(
     checked = newly_checked(before, state.ctx, ctx)
     if checked is not None:
         candidates.append(checked)
-    with _timed("touched ids"):
+    with _timed(timings, "touched ids"):
         found = reduce(DataFrame.unionByName, candidates).distinct().toArrow()
     touched = found["message_id"].combine_chunks().cast(pa.string())
     ids = F.broadcast(spark.createDataFrame(pa.table({"message_id": touched}), "message_id string"))
     # The kept rows of touched ids, picked out once (a scan of every kept row) for both sides.
-    with _timed("select"):
+    with _timed(timings, "select"):
         common = change.kept_before.join(ids, "message_id", "left_semi").persist()
         common.count()
     # Every row of a touched id, before and now; rows without an id stand alone.
@@ -239,12 +253,12 @@ def _advanced(
         .withColumn("sign", F.lit(1))
         .unionByName(by_id(was, state.ctx).withColumn("sign", F.lit(-1)))
     )
-    with _timed("recompute"):
+    with _timed(timings, "recompute"):
         try:
             rows = sides.toArrow()
         finally:
             common.unpersist()
-    with _timed("merge"):
+    with _timed(timings, "merge"):
         now_rows = rows.filter(pc.equal(rows["sign"], 1)).drop_columns(["sign"])
         was_rows = rows.filter(pc.equal(rows["sign"], -1)).drop_columns(["sign"])
         kept = state.records.filter(pc.invert(pc.is_in(state.records["message_id"], touched)))
@@ -252,7 +266,7 @@ def _advanced(
         counts = tally.summed(
             state.counts, tally.count_rows(now_rows), tally.count_rows(was_rows, sign=-1)
         )
-    with _timed("runs"):
+    with _timed(timings, "runs"):
         new_records = stamped_sources(change.kept_added, ctx).toArrow()
         found = runs(pd.concat([state.runs, intervals_of(new_records)], ignore_index=True))
     advanced = replace(
