@@ -61,8 +61,10 @@ COLUMNS = (
 
 def frame_of(batch: pa.Table) -> pd.DataFrame:
     """Fingerprint rows as pandas: `ts` in micros (NO_TIME when null, which sorts first as
-    Spark's ascending order does), `has_ts`, and `_row` to take output columns from `batch`."""
+    Spark's ascending order does), `has_ts`, `_row`, and `message_id` as _codes (ids are only
+    compared here; output rows take them from `batch` by `_row`)."""
     stamp = batch.column("timestamp").cast(pa.timestamp("us", tz="UTC")).cast(pa.int64())
+    ids = batch.column("message_id").combine_chunks()
     frame = pd.DataFrame(
         {
             "topic": batch.column("topic").to_pandas(),
@@ -70,7 +72,7 @@ def frame_of(batch: pa.Table) -> pd.DataFrame:
             "offset": batch.column("offset").to_pandas(),
             "has_ts": pc.is_valid(stamp).to_pandas(),
             "ts": pc.fill_null(stamp, NO_TIME).to_pandas(),
-            "message_id": batch.column("message_id").to_pandas(),
+            "message_id": _codes(ids),
             "producer": batch.column("producer").to_pandas(),
             "seq": batch.column("seq").to_pandas(),
             "lineage": batch.column("lineage").to_pandas(),
@@ -78,8 +80,17 @@ def frame_of(batch: pa.Table) -> pd.DataFrame:
         }
     )
     frame["_row"] = np.arange(len(frame))
-    frame["has_id"] = frame["message_id"].notna()
+    frame["has_id"] = pc.is_valid(ids).to_pandas()
     return frame
+
+
+def _codes(strings: pa.Array | pa.ChunkedArray) -> pd.Series:
+    """An integer per distinct string, -1 for null: grouping and merging on integers, not on
+    Arrow strings (a fifth of per_id's time went to factorizing message ids)."""
+    if isinstance(strings, pa.ChunkedArray):
+        strings = strings.combine_chunks()
+    codes = strings.dictionary_encode().indices.cast(pa.int64())
+    return pc.fill_null(codes, -1).to_pandas()
 
 
 def window_of(ts: pd.Series, has_ts: pd.Series, window_us: int) -> pd.Series:
@@ -89,11 +100,16 @@ def window_of(ts: pd.Series, has_ts: pd.Series, window_us: int) -> pd.Series:
 
 def per_pipeline(frame: pd.DataFrame, by_topic: Mapping[str, tuple[str, ...]]) -> pd.DataFrame:
     """`frame`'s rows once per pipeline `by_topic` names for their topic, with `pipeline`."""
-    pairs = [(t, p) for t, ps in by_topic.items() for p in ps]
-    if not pairs:
+    # A filter per (topic, pipeline), not a merge: the pairs are few, and a join on the
+    # topic strings cost a quarter of per_id's time.
+    parts = [
+        frame[frame["topic"] == topic].assign(pipeline=name)
+        for topic, names in by_topic.items()
+        for name in names
+    ]
+    if not parts:
         return frame.iloc[0:0].assign(pipeline=pd.Series(dtype=object))
-    roles = pd.DataFrame(pairs, columns=["topic", "pipeline"])
-    return frame.merge(roles, on="topic")
+    return pd.concat(parts, ignore_index=True)
 
 
 def copies(frame: pd.DataFrame) -> pd.DataFrame:
