@@ -22,7 +22,7 @@ import logging
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from functools import reduce
 
@@ -269,10 +269,7 @@ def _advanced(
     with _timed(timings, "runs"):
         new_records = stamped_sources(change.kept_added, ctx).toArrow()
         found = runs(pd.concat([state.runs, intervals_of(new_records)], ignore_index=True))
-    advanced = replace(
-        state, ctx=ctx, kept_routes=kept_routes, known=known, records=records, counts=counts
-    )
-    return replace(advanced, runs=found), len(touched)
+    return State(ctx, kept_routes, known, records, counts, found), len(touched)
 
 
 def published(state: State) -> tuple[dict[str, pa.Table], pa.Table]:
