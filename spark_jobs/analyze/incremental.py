@@ -219,14 +219,14 @@ def _advanced(
     before = _union(change.kept_before, change.external_before)
     # External snapshots are rewritten whole each cycle: their changed rows count as added
     # (now, not before) and removed (before, not now).
-    ext_added = ext_removed = None
+    changed: list[tuple[DataFrame, DataFrame]] = []  # (added, removed) external rows
     if change.external is not None or change.external_before is not None:
         empty = change.kept_added.limit(0)
         now_ext = change.external if change.external is not None else empty
         was_ext = change.external_before if change.external_before is not None else empty
-        ext_added, ext_removed = now_ext.exceptAll(was_ext), was_ext.exceptAll(now_ext)
+        changed.append((now_ext.exceptAll(was_ext), was_ext.exceptAll(now_ext)))
     candidates = [_ids(change.kept_added)]
-    if ext_added is not None and ext_removed is not None:
+    for ext_added, ext_removed in changed:
         candidates += [_ids(ext_added), _ids(ext_removed)]
     checked = newly_checked(before, state.ctx, ctx)
     if checked is not None:
@@ -245,7 +245,7 @@ def _advanced(
         was = was.unionByName(change.external_before.join(ids, "message_id", "left_semi"))
     if change.external is not None:
         now = now.unionByName(change.external.join(ids, "message_id", "left_semi"))
-    if ext_added is not None and ext_removed is not None:
+    for ext_added, ext_removed in changed:
         now = now.unionByName(_unidentified(ext_added))
         was = was.unionByName(_unidentified(ext_removed))
     sides = (
