@@ -1,7 +1,7 @@
 """The fingerprint-wide Spark passes of an analysis: the context every partition needs (one
 small aggregate: claimed offsets, held history, dgm-src routes), one shuffle of fingerprints
 by message id whose partitions work out every id's copies, causes, losses and counts
-(per_id), and one shuffle of source records by producer session into runs (per_session).
+(per_id), and one narrow pass of source records into producer sessions' runs (per_session).
 
 The incremental engine (incremental.py) runs them over every fingerprint on a rebuild and
 over the fingerprints of the ids a cycle touches otherwise.
@@ -29,6 +29,7 @@ from spark_jobs.schemas import spark_schema
 OUTPUT = spark_schema(SCHEMA)
 RUNS_SPARK = spark_schema(RUNS)
 _MICROS = 1_000_000
+ROWS_PER_TASK = 1_000_000
 
 
 def _micros(at: datetime) -> int:
@@ -78,8 +79,11 @@ class Routes:
 
 
 def routes(fingerprints: DataFrame) -> Routes:
+    # min and min_by, not min of a struct: a struct buffer makes Spark sort-aggregate
+    # every row (6.6 s against 1.1 s at 10M fingerprints).
     per_route = fingerprints.groupBy("topic", "partition", "src_topic", "src_partition").agg(
-        F.min(F.struct("offset", "timestamp")).alias("first"),
+        F.min("offset").alias("first_offset"),
+        F.min_by("timestamp", "offset").alias("first_timestamp"),
         F.max(F.when(F.col("committed"), F.col("src_offset"))).alias("src_offset"),
     )
     first: dict[tuple[str, int], tuple[int, int | None]] = {}
@@ -87,8 +91,8 @@ def routes(fingerprints: DataFrame) -> Routes:
     src_topics: dict[str, set[str]] = defaultdict(set)
     for row in per_route.toArrow().to_pylist():
         where = (row["topic"], row["partition"])
-        stamp = row["first"]["timestamp"]
-        oldest = (row["first"]["offset"], None if stamp is None else _micros(stamp))
+        stamp = row["first_timestamp"]
+        oldest = (row["first_offset"], None if stamp is None else _micros(stamp))
         if where not in first or oldest[0] < first[where][0]:
             first[where] = oldest
         if row["src_topic"] is not None:
@@ -158,11 +162,13 @@ def _in_partitions(
     return run
 
 
-def by_id(fingerprints: DataFrame, ctx: Context) -> DataFrame:
-    """Every per_id row of the fingerprints (output.SCHEMA): one shuffle by message id."""
+def by_id(fingerprints: DataFrame, ctx: Context, rows: int = 0) -> DataFrame:
+    """Every per_id row of the fingerprints (output.SCHEMA): one shuffle by message id.
+    `rows`: how many fingerprints there are, when known (more of them, more partitions)."""
     # A fixed count: AQE would coalesce a shuffle by column into one or two partitions (the
     # rows are few bytes each), and the per-partition Python work then runs on one core.
-    parts = _partitions(fingerprints)
+    # pandas works faster on partitions of at most ~1M rows (bench/README.md, rebuild).
+    parts = max(_partitions(fingerprints), -(-rows // ROWS_PER_TASK))
     return (
         fingerprints.select(*ID_COLUMNS)
         .repartition(parts, "message_id")
@@ -178,11 +184,11 @@ def stamped_sources(fingerprints: DataFrame, ctx: Context) -> DataFrame:
 
 
 def session_runs(fingerprints: DataFrame, ctx: Context) -> DataFrame:
-    """The runs of every source producer session (per_session.RUNS): one shuffle by session."""
-    sessions = stamped_sources(fingerprints, ctx).repartition(
-        _partitions(fingerprints), "topic", "partition", "producer"
-    )
-    return sessions.mapInArrow(_in_partitions(runs_rows), RUNS_SPARK)
+    """Runs of the source producer sessions (per_session.RUNS) in each partition of the
+    fingerprints as they lie, without a shuffle: runs merge (per_session.runs), so the
+    driver merges the partitions' runs into every session's. Records lie in offset ranges
+    (audit batches, file splits), so a session is cut into few runs."""
+    return stamped_sources(fingerprints, ctx).mapInArrow(_in_partitions(runs_rows), RUNS_SPARK)
 
 
 def _partitions(frame: DataFrame) -> int:

@@ -186,9 +186,9 @@ def _rebuilt(
 ) -> State:
     whole = change.whole
     with _timed(timings, "per id"):
-        rows = by_id(whole, ctx).toArrow()
+        rows = by_id(whole, ctx, whole.count()).toArrow()
     with _timed(timings, "runs"):
-        found = runs_frame(session_runs(whole, ctx).toArrow())
+        found = runs(runs_frame(session_runs(whole, ctx).toArrow()))
     return State(
         ctx, kept_routes, known, _records(rows), tally.summed(tally.count_rows(rows)), found
     )

@@ -10,7 +10,7 @@ each with the earliest timestamp of a record holding the run's first seq. The ga
 lies between runs (and before the first, from 0), and the runs of old and new records
 together are the runs of old runs and new records together: a cycle merges its new records
 into the kept runs (a few per session) without reading the old records again. The rebuild
-works the runs out in one shuffle of source records by session (the engine).
+works out each partition's runs where the records lie and merges them (the engine).
 """
 
 from __future__ import annotations
