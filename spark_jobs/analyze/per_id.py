@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from spark_jobs.analyze.duplicates import (
     ABORTED_READ,
@@ -26,10 +26,9 @@ from spark_jobs.analyze.duplicates import (
     UNKNOWN,
     UPSTREAM,
 )
+from spark_jobs.analyze.id_frame import ABSENT, Names, frame_of
 from spark_jobs.analyze.loss import NOT_IN_SINK
 from spark_jobs.analyze.output import NO_TIME, rows_of
-
-_NONE = "\u0000"  # stands for "no pipeline" in keys (names hold no NUL)
 
 
 @dataclass(frozen=True)
@@ -59,47 +58,11 @@ COLUMNS = (
 )  # fmt: skip
 
 
-def frame_of(batch: pa.Table) -> pd.DataFrame:
-    """Fingerprint rows as pandas: `ts` in micros (NO_TIME when null, which sorts first as
-    Spark's ascending order does), `has_ts`, `_row`, and `message_id` as _codes (ids are only
-    compared here; output rows take them from `batch` by `_row`)."""
-    stamp = batch.column("timestamp").cast(pa.timestamp("us", tz="UTC")).cast(pa.int64())
-    ids = batch.column("message_id").combine_chunks()
-    frame = pd.DataFrame(
-        {
-            "topic": batch.column("topic").to_pandas(),
-            "partition": batch.column("partition").to_pandas(),
-            "offset": batch.column("offset").to_pandas(),
-            "has_ts": pc.is_valid(stamp).to_pandas(),
-            "ts": pc.fill_null(stamp, NO_TIME).to_pandas(),
-            "message_id": _codes(ids),
-            "producer": batch.column("producer").to_pandas(),
-            "seq": batch.column("seq").to_pandas(),
-            "lineage": batch.column("lineage").to_pandas(),
-            "committed": batch.column("committed").to_pandas(),
-        }
-    )
-    frame["_row"] = np.arange(len(frame))
-    frame["has_id"] = pc.is_valid(ids).to_pandas()
-    return frame
-
-
-def _codes(strings: pa.Array | pa.ChunkedArray) -> pd.Series:
-    """An integer per distinct string, -1 for null: grouping and merging on integers, not on
-    Arrow strings (a fifth of per_id's time went to factorizing message ids)."""
-    if isinstance(strings, pa.ChunkedArray):
-        strings = strings.combine_chunks()
-    codes = strings.dictionary_encode().indices.cast(pa.int64())
-    return pc.fill_null(codes, -1).to_pandas()
-
-
-def window_of(ts: pd.Series, has_ts: pd.Series, window_us: int) -> pd.Series:
-    """Start (micros) of the window holding each time; NO_TIME for rows without one."""
-    return ts.where(~has_ts, ts - ts % window_us).where(has_ts, NO_TIME)
-
-
-def per_pipeline(frame: pd.DataFrame, by_topic: Mapping[str, tuple[str, ...]]) -> pd.DataFrame:
-    """`frame`'s rows once per pipeline `by_topic` names for their topic, with `pipeline`."""
+def per_pipeline(
+    frame: pd.DataFrame, by_topic: Mapping[Any, tuple[Any, ...]], dtype: str = "object"
+) -> pd.DataFrame:
+    """`frame`'s rows once per pipeline `by_topic` names for their topic, with `pipeline`
+    (of `dtype`: names, or id_frame's codes)."""
     # A filter per (topic, pipeline), not a merge: the pairs are few, and a join on the
     # topic strings cost a quarter of per_id's time.
     parts = [
@@ -108,8 +71,13 @@ def per_pipeline(frame: pd.DataFrame, by_topic: Mapping[str, tuple[str, ...]]) -
         for name in names
     ]
     if not parts:
-        return frame.iloc[0:0].assign(pipeline=pd.Series(dtype=object))
+        return frame.iloc[0:0].assign(pipeline=pd.Series(dtype=dtype))
     return pd.concat(parts, ignore_index=True)
+
+
+def _pairs(rows: pd.DataFrame) -> pd.Index:
+    """(pipeline, message_id) codes (both >= 0) as one integer, to match pairs fast."""
+    return pd.Index(rows["pipeline"].to_numpy(dtype="int64") * 2**32 + rows["message_id"])
 
 
 def copies(frame: pd.DataFrame) -> pd.DataFrame:
@@ -129,34 +97,54 @@ def _repeats(values: pd.Series, keys: list[pd.Series]) -> pd.Series:
     return grouped.count() > grouped.nunique()
 
 
-def causes(frame: pd.DataFrame, copied: pd.DataFrame, context: Context) -> pd.DataFrame:
+def _routes(sink_topics: np.ndarray, context: Context, names: Names) -> pd.DataFrame:
+    """(topic, pipeline, source_topic) codes: where a duplicated id of each sink topic may
+    come from (pipeline ABSENT for a topic that is no pipeline's sink; source_topic ABSENT
+    when there is none or this partition holds none of it)."""
+    mapping: list[tuple[int, int, int]] = []
+    for topic, pipelines in context.sinks.items():
+        code = names.topic(topic)
+        if code != ABSENT:
+            for p in pipelines:
+                mapping += [
+                    (code, names.pipeline(p), names.topic(u))
+                    for u in context.source_topics[p] or (None,)
+                ]
+    for code in sink_topics:
+        topic = names.topics[code]
+        if topic not in context.sinks:
+            mapping += [
+                (code, ABSENT, names.topic(u)) for u in context.plain_sources.get(topic) or (None,)
+            ]
+    return pd.DataFrame(mapping, columns=["topic", "pipeline", "source_topic"], dtype="int64")
+
+
+def causes(
+    frame: pd.DataFrame, batch: pa.Table, copied: pd.DataFrame, context: Context, names: Names
+) -> pd.DataFrame:
     """(topic, message_id, pipeline, cause) per duplicated id of `copied` and each pipeline
-    whose sink the topic is (pipeline None for a topic that is no pipeline's sink)."""
+    whose sink the topic is (pipeline ABSENT for a topic that is no pipeline's sink)."""
     if copied.empty:
-        return pd.DataFrame(columns=["topic", "message_id", "pipeline", "cause"])
+        return pd.DataFrame(
+            {
+                "topic": pd.Series(dtype="int64"),
+                "message_id": pd.Series(dtype="int64"),
+                "pipeline": pd.Series(dtype="int64"),
+                "cause": pd.Series(dtype=object),
+            }
+        )
     keys = [copied["topic"], copied["message_id"]]
-    send = copied["producer"] + "\u0000" + copied["seq"].astype("Int64").astype(str)
-    send = send.where(copied["producer"].notna() & copied["seq"].notna())
+    # The sink-side evidence, for copies only: taken from the records, not carried by all.
+    evidence = batch.select(["producer", "seq", "lineage"]).take(pa.array(copied["_row"]))
+    producer, seq, lineage = (evidence.column(n).to_pandas() for n in evidence.column_names)
+    producer.index = seq.index = lineage.index = copied.index
+    send = producer + "\u0000" + seq.astype("Int64").astype(str)
+    send = send.where(producer.notna() & seq.notna())
     sink_side = pd.DataFrame(
-        {
-            "producer_retry": _repeats(send, keys),
-            "reprocessing": _repeats(copied["lineage"], keys),
-        }
+        {"producer_retry": _repeats(send, keys), "reprocessing": _repeats(lineage, keys)}
     ).reset_index()
     sink_side.columns = ["topic", "message_id", "producer_retry", "reprocessing"]
-    mapping: list[tuple[str, str, str | None]] = [
-        (t, p, u) for t, ps in context.sinks.items() for p in ps for u in context.source_topics[p]
-    ]
-    mapping += [
-        (t, p, None) for t, ps in context.sinks.items() for p in ps if not context.source_topics[p]
-    ]
-    mapping += [
-        (t, _NONE, u)
-        for t in sink_side["topic"].unique()
-        if t not in context.sinks
-        for u in (context.plain_sources.get(t) or (None,))
-    ]
-    routes = pd.DataFrame(mapping, columns=["topic", "pipeline", "source_topic"])
+    routes = _routes(sink_side["topic"].unique(), context, names)
     held = frame[frame["has_id"]]
     source = (
         held.groupby(["topic", "message_id"])["committed"]
@@ -185,39 +173,40 @@ def causes(frame: pd.DataFrame, copied: pd.DataFrame, context: Context) -> pd.Da
         [ABORTED_READ, PRODUCER_RETRY, REPROCESSING, UPSTREAM],
         UNKNOWN,
     )
-    pipeline = per_key["pipeline"].where(per_key["pipeline"] != _NONE, None)
-    return pd.DataFrame(
-        {
-            "topic": per_key["topic"],
-            "message_id": per_key["message_id"],
-            "pipeline": pipeline,
-            "cause": cause,
-        }
-    )
+    return per_key[["topic", "message_id", "pipeline"]].assign(cause=cause)
 
 
-def duplicates(frame: pd.DataFrame, context: Context) -> tuple[pd.DataFrame, pd.DataFrame]:
+def duplicates(
+    frame: pd.DataFrame, batch: pa.Table, context: Context, names: Names
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(copies, duplicates): every copy, and every copy once per cause row of its id."""
     copied = copies(frame)
-    return copied, copied.merge(causes(frame, copied, context), on=["topic", "message_id"])
+    found = causes(frame, batch, copied, context, names)
+    return copied, copied.merge(found, on=["topic", "message_id"])
 
 
-def loss(frame: pd.DataFrame, context: Context) -> tuple[pd.DataFrame, pd.DataFrame]:
+def loss(
+    sources: pd.DataFrame, sinks: pd.DataFrame, context: Context, names: Names
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(checked, lost): checked source rows per pipeline with `is_beyond` (missing from the
     sink, beyond retention) and `counted` (missing, not beyond retention); lost rows, one
-    per pipeline and id at its first checked source record."""
-    source = per_pipeline(frame[frame["committed"] & frame["has_id"]], context.sources)
+    per pipeline and id at its first checked source record. `sources`: identified source
+    rows per pipeline; `sinks`: committed sink rows per pipeline."""
+    source = sources[sources["committed"]]
     claims = pd.DataFrame(
-        [(p, t, part, offset) for (p, t, part), offset in context.claimed.items()],
+        [
+            (names.pipeline(p), names.topic(t), part, offset)
+            for (p, t, part), offset in context.claimed.items()
+        ],
         columns=["pipeline", "topic", "partition", "claimed_offset"],
+        dtype="int64",
     )
     timely = source[source["has_ts"] & (source["ts"] < context.cutoff_us)]
     checked = timely.merge(claims, on=["pipeline", "topic", "partition"])
     checked = checked[checked["offset"] < checked["claimed_offset"]]
-    sink_ids = _sink_ids(frame, context)
-    key = pd.MultiIndex.from_frame(checked[["pipeline", "message_id"]])
-    missing = ~key.isin(sink_ids)
-    horizon = checked["pipeline"].map(context.sink_held_from).astype("float64")
+    missing = ~_pairs(checked).isin(_pairs(sinks[sinks["has_id"]]))
+    held_from = {names.pipeline(p): at for p, at in context.sink_held_from.items()}
+    horizon = checked["pipeline"].map(held_from).astype("float64")
     beyond = missing & horizon.notna() & (checked["ts"] < horizon.fillna(NO_TIME))
     checked = checked.assign(is_beyond=beyond, counted=missing & ~beyond)
     first = (
@@ -228,19 +217,17 @@ def loss(frame: pd.DataFrame, context: Context) -> tuple[pd.DataFrame, pd.DataFr
     return checked, first
 
 
-def _sink_ids(frame: pd.DataFrame, context: Context) -> pd.MultiIndex:
-    sink = per_pipeline(frame[frame["committed"] & frame["has_id"]], context.sinks)
-    return pd.MultiIndex.from_frame(sink[["pipeline", "message_id"]].drop_duplicates())
-
-
-def aborted_reads(frame: pd.DataFrame, context: Context) -> pd.DataFrame:
+def aborted_reads(sources: pd.DataFrame, sinks: pd.DataFrame) -> pd.DataFrame:
     """Committed sink rows (per pipeline) of ids the pipeline's source holds only aborted."""
-    source = per_pipeline(frame[frame["has_id"]], context.sources)
-    any_committed = source.groupby(["pipeline", "message_id"])["committed"].any()
-    only_aborted = any_committed[~any_committed].index
-    sink = per_pipeline(frame[frame["committed"] & frame["has_id"]], context.sinks)
-    key = pd.MultiIndex.from_frame(sink[["pipeline", "message_id"]])
-    return sink[key.isin(only_aborted)]
+    any_committed = sources["committed"].groupby(_pairs(sources)).any()
+    only_aborted = any_committed.index[~any_committed.to_numpy()]
+    identified = sinks[sinks["has_id"]]
+    return identified[_pairs(identified).isin(only_aborted)]
+
+
+def window_of(ts: pd.Series, has_ts: pd.Series, window_us: int) -> pd.Series:
+    """Start (micros) of the window holding each time; NO_TIME for rows without one."""
+    return ts.where(~has_ts, ts - ts % window_us).where(has_ts, NO_TIME)
 
 
 def counted(rows: pd.DataFrame, window_us: int, **counts: pd.Series | int) -> pd.DataFrame:
@@ -260,19 +247,23 @@ def counted(rows: pd.DataFrame, window_us: int, **counts: pd.Series | int) -> pd
 
 def pipeline_counts(
     frame: pd.DataFrame,
+    sinks: pd.DataFrame,
     duplicate_rows: pd.DataFrame,
     checked: pd.DataFrame,
     first_lost: pd.DataFrame,
+    aborted: pd.DataFrame,
     context: Context,
+    names: Names,
 ) -> pd.DataFrame:
     """Per (pipeline, window_us): output.PIPELINE_COUNTS, distinct_ids (sink ids per topic) and the
     span of checked records (first/last_checked_us); window_us NO_TIME for rows without a
-    timestamp (they count in totals only)."""
+    timestamp (they count in totals only). `sinks`: committed sink rows per pipeline."""
     w = context.window_us
-    sink = per_pipeline(frame[frame["committed"]], context.sinks)
-    source = per_pipeline(frame[frame["committed"] & ~frame["has_id"]], context.sources)
+    sink = sinks
+    unidentified = frame[frame["committed"] & ~frame["has_id"]]
+    source = per_pipeline(unidentified, names.by_topic(context.sources), "int64")
     attributed = duplicate_rows[
-        duplicate_rows["pipeline"].notna() & duplicate_rows["is_extra_copy"]
+        (duplicate_rows["pipeline"] != ABSENT) & duplicate_rows["is_extra_copy"]
     ]
     upstream = attributed["cause"] == UPSTREAM
     beyond = checked[checked["is_beyond"]]
@@ -280,7 +271,7 @@ def pipeline_counts(
         counted(checked, w, records_checked=1),
         counted(beyond, w, records_checked=-1, beyond_retention=1),
         counted(first_lost, w, lost=1),
-        counted(aborted_reads(frame, context), w, aborted_reads=1),
+        counted(aborted, w, aborted_reads=1),
         counted(sink, w, sink_records=1, unidentified=~sink["has_id"]),
         counted(source, w, unidentified=1),
         counted(attributed, w, duplicate_copies=~upstream, upstream_duplicates=upstream),
@@ -372,16 +363,44 @@ def partition_counts(frame: pd.DataFrame, copied: pd.DataFrame, window_us: int) 
     return counts.reset_index()
 
 
+def _named(rows: pd.DataFrame, names: Names) -> pd.DataFrame:
+    """`rows` with topic and pipeline names in place of their codes."""
+    named = {}
+    if "topic" in rows:
+        named["topic"] = names.topic_names(rows["topic"])
+    if "pipeline" in rows:
+        named["pipeline"] = names.pipeline_names(rows["pipeline"])
+    return rows.assign(**named)
+
+
+def _pipelines(context: Context) -> set[str]:
+    named = [*context.sources.values(), *context.sinks.values()]
+    return {*context.source_topics, *(p for ps in named for p in ps)}
+
+
 def per_id_rows(batch: pa.Table, context: Context) -> pa.Table:
     """Every output row one partition of id-shuffled fingerprints gives (output.SCHEMA)."""
-    frame = frame_of(batch)
-    copied, duplicate_rows = duplicates(frame, context)
-    checked, first_lost = loss(frame, context)
+    frame, names = frame_of(batch, _pipelines(context))
+    # Each pipeline's identified source rows and committed sink rows, worked out once.
+    sources = per_pipeline(frame[frame["has_id"]], names.by_topic(context.sources), "int64")
+    sinks = per_pipeline(frame[frame["committed"]], names.by_topic(context.sinks), "int64")
+    copied, duplicate_rows = duplicates(frame, batch, context, names)
+    checked, first_lost = loss(sources, sinks, context, names)
+    counts = pipeline_counts(
+        frame,
+        sinks,
+        duplicate_rows,
+        checked,
+        first_lost,
+        aborted_reads(sources, sinks),
+        context,
+        names,
+    )
     return rows_of(
         batch,
-        duplicates=duplicate_rows,
-        lost=first_lost.assign(missing=1, cause=NOT_IN_SINK),
-        pipeline=pipeline_counts(frame, duplicate_rows, checked, first_lost, context),
-        topic=topic_counts(frame, copied, context.window_us),
-        partition=partition_counts(frame, copied, context.window_us),
+        duplicates=_named(duplicate_rows, names),
+        lost=_named(first_lost.assign(missing=1, cause=NOT_IN_SINK), names),
+        pipeline=_named(counts, names),
+        topic=_named(topic_counts(frame, copied, context.window_us), names),
+        partition=_named(partition_counts(frame, copied, context.window_us), names),
     )

@@ -1,0 +1,93 @@
+"""Fingerprint rows as per_id works on them: pandas with integer codes for the strings it
+groups, joins and filters by (topic, message id, pipeline), names put back on output rows.
+
+Grouping on Arrow-backed strings cost per_id most of its time (factorizing and taking them
+on every filter, bench/README.md "Rebuild"); codes are plain integers. Topic and pipeline
+codes sort as their names do, so orders that break ties by name are unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from spark_jobs.analyze.output import NO_TIME
+
+ABSENT = -1  # a null message id, no pipeline, or a topic this partition does not hold
+
+
+@dataclass(frozen=True)
+class Names:
+    """The names behind one partition's topic codes and one Context's pipeline codes."""
+
+    topics: np.ndarray  # code -> topic name (object array, sorted)
+    pipelines: np.ndarray  # code -> pipeline name (object array, sorted)
+
+    @staticmethod
+    def of(topics: Iterable[str], pipelines: Iterable[str]) -> Names:
+        return Names(_names(topics), _names(pipelines))
+
+    def topic(self, name: str | None) -> int:
+        return _code(self.topics, name)
+
+    def pipeline(self, name: str | None) -> int:
+        return _code(self.pipelines, name)
+
+    def by_topic(self, mapping: Mapping[str, tuple[str, ...]]) -> dict[int, tuple[int, ...]]:
+        """A Context map of topic -> pipelines in codes, for the topics held here."""
+        coded = {self.topic(t): tuple(self.pipeline(p) for p in ps) for t, ps in mapping.items()}
+        return {t: ps for t, ps in coded.items() if t != ABSENT}
+
+    def topic_names(self, codes: pd.Series) -> np.ndarray:
+        named: np.ndarray = self.topics[codes.to_numpy(dtype="int64")]
+        return named
+
+    def pipeline_names(self, codes: pd.Series) -> np.ndarray:
+        """Names for codes, None for ABSENT."""
+        names = np.array([*self.pipelines, None], dtype=object)  # ABSENT (-1): the last
+        named: np.ndarray = names[codes.to_numpy(dtype="int64")]
+        return named
+
+
+def _names(values: Iterable[str]) -> np.ndarray:
+    return np.array(sorted(set(values)), dtype=object)
+
+
+def _code(names: np.ndarray, name: str | None) -> int:
+    if name is None or len(names) == 0:
+        return ABSENT
+    at = int(np.searchsorted(names, name))
+    return at if at < len(names) and names[at] == name else ABSENT
+
+
+def frame_of(batch: pa.Table, pipelines: Iterable[str]) -> tuple[pd.DataFrame, Names]:
+    """Fingerprint rows (per_id.COLUMNS) as pandas, and the Names of their codes: `topic` and
+    `message_id` as codes (message_id ABSENT when null), `ts` in micros (NO_TIME when null,
+    which sorts first as Spark's ascending order does), `has_ts`, `has_id` and `_row` (output
+    rows take the record's own columns from `batch` by it)."""
+    topics = batch.column("topic").combine_chunks().dictionary_encode()
+    names = Names.of(topics.dictionary.to_pylist(), pipelines)
+    rank = np.searchsorted(names.topics, np.array(topics.dictionary.to_pylist(), dtype=object))
+    stamp = batch.column("timestamp").cast(pa.timestamp("us", tz="UTC")).cast(pa.int64())
+    ids = batch.column("message_id").combine_chunks()
+    frame = pd.DataFrame(
+        {
+            "topic": rank[topics.indices.to_numpy()],
+            "partition": batch.column("partition").to_numpy(),
+            "offset": batch.column("offset").to_numpy(),
+            "has_ts": pc.is_valid(stamp).to_numpy(),
+            "ts": pc.fill_null(stamp, NO_TIME).to_numpy(),
+            "message_id": pc.fill_null(
+                ids.dictionary_encode().indices.cast(pa.int64()), ABSENT
+            ).to_numpy(),
+            "committed": batch.column("committed").to_numpy(),
+        }
+    )
+    frame["_row"] = np.arange(len(frame))
+    frame["has_id"] = frame["message_id"] != ABSENT
+    return frame, names
