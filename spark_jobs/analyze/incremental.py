@@ -185,10 +185,11 @@ def _rebuilt(
     change: Change, ctx: Context, kept_routes: Routes, known: History, timings: Timings
 ) -> State:
     whole = change.whole
+    count = whole.count()
     with _timed(timings, "per id"):
-        rows = by_id(whole, ctx, whole.count()).toArrow()
+        rows = by_id(whole, ctx, count).toArrow()
     with _timed(timings, "runs"):
-        found = runs(runs_frame(session_runs(whole, ctx).toArrow()))
+        found = runs_frame(session_runs(whole, ctx, count).toArrow())
     return State(
         ctx, kept_routes, known, _records(rows), tally.summed(tally.count_rows(rows)), found
     )
