@@ -30,6 +30,7 @@ OUTPUT = spark_schema(SCHEMA)
 RUNS_SPARK = spark_schema(RUNS)
 _MICROS = 1_000_000
 ROWS_PER_TASK = 1_000_000
+FEW_ROWS = 100_000
 
 
 def _micros(at: datetime) -> int:
@@ -162,7 +163,7 @@ def _in_partitions(
     return run
 
 
-def by_id(fingerprints: DataFrame, ctx: Context, rows: int = 0) -> DataFrame:
+def by_id(fingerprints: DataFrame, ctx: Context, rows: int | None = None) -> DataFrame:
     """Every per_id row of the fingerprints (output.SCHEMA): one shuffle by message id.
     `rows`: how many fingerprints there are, when known (more of them, more partitions)."""
     # A fixed count: AQE would coalesce a shuffle by column into one or two partitions (the
@@ -182,7 +183,7 @@ def stamped_sources(fingerprints: DataFrame, ctx: Context) -> DataFrame:
     return fingerprints.where(F.col("topic").isin(*topics) & stamped).select(*SESSION_COLUMNS)
 
 
-def session_runs(fingerprints: DataFrame, ctx: Context, rows: int = 0) -> DataFrame:
+def session_runs(fingerprints: DataFrame, ctx: Context, rows: int | None = None) -> DataFrame:
     """The runs of every source producer session (per_session.RUNS): one shuffle by session
     (`rows` as in by_id). Not the partitions as they lie, though runs merge: the source
     records may all lie in a few of them, and their runs took 2.1 s for 5M rows in one
@@ -193,8 +194,14 @@ def session_runs(fingerprints: DataFrame, ctx: Context, rows: int = 0) -> DataFr
     return sessions.mapInArrow(_in_partitions(runs_rows), RUNS_SPARK)
 
 
-def _partitions(frame: DataFrame, rows: int = 0) -> int:
-    """The session's shuffle partitions, more for more than ~1M `rows` each: pandas works
-    faster on partitions of at most ~1M rows (bench/README.md, rebuild)."""
+def _partitions(frame: DataFrame, rows: int | None = None) -> int:
+    """Partitions for a shuffle of `rows` fingerprints (None: not known): the session's
+    shuffle partitions, more for more than ~1M rows each (pandas works faster on partitions
+    of at most ~1M rows), one for a few (a Python task's fixed cost outweighs their work;
+    bench/README.md, rebuild and cycle time)."""
     configured = int(frame.sparkSession.conf.get("spark.sql.shuffle.partitions") or 4)
+    if rows is None:
+        return configured
+    if rows < FEW_ROWS:
+        return 1
     return max(configured, -(-rows // ROWS_PER_TASK))

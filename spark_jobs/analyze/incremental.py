@@ -239,7 +239,8 @@ def _advanced(
     # The kept rows of touched ids, picked out once (a scan of every kept row) for both sides.
     with _timed(timings, "select"):
         common = change.kept_before.join(ids, "message_id", "left_semi").persist()
-        common.count()
+        held = common.count()
+        added = change.kept_added.count()  # cached since the touched ids were read
     # Every row of a touched id, before and now; rows without an id stand alone.
     was, now = common, common.unionByName(change.kept_added)
     if change.external_before is not None:
@@ -250,9 +251,9 @@ def _advanced(
         now = now.unionByName(_unidentified(ext_added))
         was = was.unionByName(_unidentified(ext_removed))
     sides = (
-        by_id(now, ctx)
+        by_id(now, ctx, held + added)
         .withColumn("sign", F.lit(1))
-        .unionByName(by_id(was, state.ctx).withColumn("sign", F.lit(-1)))
+        .unionByName(by_id(was, state.ctx, held).withColumn("sign", F.lit(-1)))
     )
     with _timed(timings, "recompute"):
         try:
