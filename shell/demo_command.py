@@ -45,7 +45,10 @@ from shell.stack import (
 
 DEFAULT_STATE_DIR = ".dgm-demo"
 MARKER = ".dgm-demo"  # a file in the state directory: it is the demo's and may be emptied
-COLLECT_EVERY_S = 5
+# The audit reads up to the newest sampled offsets, so their age adds to how late a
+# duplicate is seen: a cycle takes ~0.04 s on the demo, and every 2 s (not 5) took ~2 s
+# off the detection latency's p50 (bench/README.md, "The incremental engine").
+COLLECT_EVERY_S = 2
 # A run takes ~5 s on the demo: every 10 s leaves the 2-core machine half idle and detects a
 # duplicate in ~12 s (p50); back to back they slow the lab and detect no sooner
 # (bench/README.md, "The per-id engine" and "The samples on the driver").
