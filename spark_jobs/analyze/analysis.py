@@ -50,7 +50,7 @@ def analyze(
     committed = latest_committed(samples["group_offsets"], config, now)
     engine = engine or Engine()
     change = change or Change(kept=fingerprints)
-    record_tables, counts = engine.cycle(config, change, committed, now)
+    record_tables, counts = engine.cycle(config, change, committed, now, fingerprint_count)
     fault_rows = faults(config, samples["events"], samples["producers"])
     verdicts, pipeline_windows = pipeline_tables(config, counts, counted_faults(config, fault_rows))
     if fingerprint_count is None:

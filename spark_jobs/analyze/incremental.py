@@ -152,9 +152,11 @@ class Engine:
         change: Change,
         committed: dict[tuple[str, str, int], int],
         now: datetime,
+        rows: int | None = None,
     ) -> tuple[dict[str, pa.Table], pa.Table]:
         """(duplicates, lost, topic_windows, partition_windows as Arrow; pipeline counts for
-        pipeline_metrics) of `change`'s fingerprints now."""
+        pipeline_metrics) of `change`'s fingerprints now; `rows`: how many there are, when
+        the caller counted them."""
         timings: Timings = {}
         state = self.state
         with _timed(timings, "routes"):
@@ -169,7 +171,7 @@ class Engine:
         reason = rebuild_reason(state, change, known, ctx)
         if reason or state is None:
             self.state = None
-            state = _rebuilt(change, ctx, kept_routes, known, timings)
+            state = _rebuilt(change, ctx, kept_routes, known, timings, rows)
             self.last = f"rebuilt ({reason})"
         else:
             state, touched = _advanced(state, change, ctx, kept_routes, known, timings)
@@ -182,10 +184,15 @@ class Engine:
 
 
 def _rebuilt(
-    change: Change, ctx: Context, kept_routes: Routes, known: History, timings: Timings
+    change: Change,
+    ctx: Context,
+    kept_routes: Routes,
+    known: History,
+    timings: Timings,
+    rows: int | None,
 ) -> State:
     whole = change.whole
-    count = whole.count()
+    count = whole.count() if rows is None else rows  # sizes the shuffles
     with _timed(timings, "per id"):
         rows = by_id(whole, ctx, count).toArrow()
     with _timed(timings, "runs"):
