@@ -72,8 +72,9 @@ def frame_of(batch: pa.Table, pipelines: Iterable[str]) -> tuple[pd.DataFrame, N
     which sorts first as Spark's ascending order does), `has_ts`, `has_id` and `_row` (output
     rows take the record's own columns from `batch` by it)."""
     topics = batch.column("topic").combine_chunks().dictionary_encode()
-    names = Names.of(topics.dictionary.to_pylist(), pipelines)
-    rank = np.searchsorted(names.topics, np.array(topics.dictionary.to_pylist(), dtype=object))
+    held = topics.dictionary.to_pylist()
+    names = Names.of(held, pipelines)
+    rank = np.searchsorted(names.topics, np.array(held, dtype=object))  # code -> sorted code
     stamp = batch.column("timestamp").cast(pa.timestamp("us", tz="UTC")).cast(pa.int64())
     ids = batch.column("message_id").combine_chunks()
     frame = pd.DataFrame(

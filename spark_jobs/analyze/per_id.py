@@ -259,7 +259,6 @@ def pipeline_counts(
     span of checked records (first/last_checked_us); window_us NO_TIME for rows without a
     timestamp (they count in totals only). `sinks`: committed sink rows per pipeline."""
     w = context.window_us
-    sink = sinks
     unidentified = frame[frame["committed"] & ~frame["has_id"]]
     source = per_pipeline(unidentified, names.by_topic(context.sources), "int64")
     attributed = duplicate_rows[
@@ -272,13 +271,13 @@ def pipeline_counts(
         counted(beyond, w, records_checked=-1, beyond_retention=1),
         counted(first_lost, w, lost=1),
         counted(aborted, w, aborted_reads=1),
-        counted(sink, w, sink_records=1, unidentified=~sink["has_id"]),
+        counted(sinks, w, sink_records=1, unidentified=~sinks["has_id"]),
         counted(source, w, unidentified=1),
         counted(attributed, w, duplicate_copies=~upstream, upstream_duplicates=upstream),
     ]
     counts = pd.concat(parts, ignore_index=True).fillna(0)
     summed = counts.groupby(["pipeline", "window_us"]).sum().reset_index()
-    ids = sink[sink["has_id"]]
+    ids = sinks[sinks["has_id"]]
     ids = ids.assign(window_us=window_of(ids["ts"], ids["has_ts"], w))
     totals = ids.drop_duplicates(["pipeline", "topic", "message_id"]).groupby("pipeline").size()
     per_window = (
