@@ -1,0 +1,95 @@
+"""The words of docs/design.md that the analysis publishes and every reader shows.
+
+One `str` enum per kind of word, each member equal to the text in the published tables, so a
+reader compares a column with `Achieved.EXACTLY_ONCE` and never types the word again (the
+layout test fails on such a literal outside this module). Severities order the words for
+colours, sorting and alert metrics; the analysis' rules that choose a word live in
+spark_jobs/analyze (verdict, duplicates, loss, group_status).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Achieved(StrEnum):
+    """The semantic a pipeline achieved over a window: its verdict (docs/design.md, "verdict")."""
+
+    EXACTLY_ONCE = "exactly-once"
+    AT_LEAST_ONCE = "at-least-once"
+    AT_MOST_ONCE = "at-most-once"
+    NO_GUARANTEE = "no guarantee"
+    INSUFFICIENT_EVIDENCE = "insufficient evidence"
+
+    @property
+    def judged(self) -> bool:
+        """False for insufficient evidence: no semantic can be named yet."""
+        return self is not Achieved.INSUFFICIENT_EVIDENCE
+
+
+# The semantics a pipeline may declare in dgm.toml (`declared_semantic`).
+DECLARABLE: tuple[Achieved, ...] = (
+    Achieved.AT_MOST_ONCE,
+    Achieved.AT_LEAST_ONCE,
+    Achieved.EXACTLY_ONCE,
+)
+
+# achieved -> the declared semantics it meets. at-most-once and at-least-once are not ordered
+# against each other: each meets only itself; exactly-once meets all; no guarantee none.
+MEETS: dict[Achieved, frozenset[Achieved]] = {
+    Achieved.EXACTLY_ONCE: frozenset(DECLARABLE),
+    Achieved.AT_LEAST_ONCE: frozenset({Achieved.AT_LEAST_ONCE}),
+    Achieved.AT_MOST_ONCE: frozenset({Achieved.AT_MOST_ONCE}),
+    Achieved.NO_GUARANTEE: frozenset(),
+}
+
+
+class Evidence(StrEnum):
+    """How strong a verdict's evidence is (docs/design.md, "verdict")."""
+
+    TESTED = "tested"  # faults were seen while the checked records flowed
+    UNTESTED = "untested"  # nothing went wrong meanwhile: weaker evidence
+    NONE = "none"  # nothing was checked
+
+
+class DuplicateCause(StrEnum):
+    """Why a duplicate exists (docs/design.md, "cause"), in precedence order: when several
+    apply to one id, the first one listed names it."""
+
+    ABORTED_READ = "aborted read"
+    PRODUCER_RETRY = "producer retry"
+    REPROCESSING = "reprocessing"
+    UPSTREAM = "upstream"
+    UNKNOWN = "unknown"  # no header evidence for any cause (a pipeline stamping nothing)
+
+
+class LossCause(StrEnum):
+    """Why a record counts as lost (docs/design.md, "lost")."""
+
+    NOT_IN_SINK = "not in sink"
+    SEQUENCE_GAP = "sequence gap"
+
+
+class GroupStatus(StrEnum):
+    """A consumer group's (or partition's) status by Burrow's rules (docs/design.md,
+    "Consumer-group status"); a group takes its worst partition's."""
+
+    OK = "OK"
+    WARN = "WARN"
+    STALL = "STALL"
+    STOP = "STOP"
+    ERR = "ERR"
+    REWIND = "REWIND"
+
+    @property
+    def severity(self) -> int:
+        """0 OK … 5 REWIND: the group_status alert metric and the published `severity`."""
+        return _GROUP_SEVERITY[self]
+
+    @property
+    def stalled(self) -> bool:
+        """The consumer is not keeping up (anything worse than WARN)."""
+        return self.severity > GroupStatus.WARN.severity
+
+
+_GROUP_SEVERITY: dict[GroupStatus, int] = {status: n for n, status in enumerate(GroupStatus)}
