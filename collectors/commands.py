@@ -12,7 +12,7 @@ from typing import Any
 from collectors.clients import Clients, check_bootstrap
 from collectors.cycle import Collector
 from collectors.runner import Runner
-from dgm.arguments import seconds
+from dgm.command_line import seconds
 from dgm.config import load_config
 from dgm.connection import bootstrap_servers, client_config
 from dgm.errors import UserFacingError

@@ -54,6 +54,7 @@ __all__ = [
 ]
 
 CONFIG_FILE_NAME = "dgm.toml"
+ENV_CONFIG = "DGM_CONFIG"  # the config file, when no --config is given
 ENV_STATE_DIR = "DGM_STATE_DIR"
 ENV_BOOTSTRAP = "DGM_BOOTSTRAP"
 

@@ -6,14 +6,12 @@ import argparse
 import threading
 from typing import Any
 
+from dgm.command_line import EXPORTER_PORT, add_listen_arguments
 from dgm.config import load_config
 from dgm.errors import UserFacingError
-from dgm.ports import add_listen_arguments
 from dgm.published import stale_after_s
 from dgm.signals import stop_on_signals
 from exporter.server import ExporterServer
-
-DEFAULT_PORT = 9598
 
 
 def register(commands: Any) -> None:
@@ -26,7 +24,7 @@ def register(commands: Any) -> None:
         "/api/v1/pipelines/{name}, /api/v1/topics/{topic}/duplicates. Binds 127.0.0.1 unless "
         "--host says otherwise; Ctrl-C or SIGTERM stops it.",
     )
-    add_listen_arguments(serve, DEFAULT_PORT)
+    add_listen_arguments(serve, EXPORTER_PORT)
     serve.set_defaults(handler=_exporter)
 
 

@@ -4,20 +4,16 @@ runs it), until Ctrl-C or SIGTERM."""
 from __future__ import annotations
 
 import argparse
-import sys
 import threading
 from pathlib import Path
 from typing import Any
 
+from dgm.command_line import say
 from dgm.config import CONFIG_FILE_NAME, load_config
 from dgm.connection import bootstrap_servers, embedded_cluster
 from dgm.errors import UserFacingError
 from dgm.signals import please_wait, stop_on_signals
 from lab.continuous import DEMO_PIPELINES, ContinuousLab, ContinuousSettings
-
-
-def say(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
 
 
 def register_lab_demo(actions: Any) -> None:

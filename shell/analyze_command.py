@@ -9,7 +9,7 @@ import sys
 import threading
 from typing import Any
 
-from dgm.arguments import seconds
+from dgm.command_line import seconds
 from dgm.config import DgmConfig, load_config
 from dgm.connection import bootstrap_servers
 from dgm.signals import interrupt, stop_on_signals

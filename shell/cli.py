@@ -4,35 +4,12 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from dgm import __version__
+from dgm.command_line import CONFIG_HELP, CommandParser, Handler, config_path
 from dgm.errors import UserFacingError
-
-Handler = Callable[[argparse.Namespace], int]
-
-ENV_CONFIG = "DGM_CONFIG"
-CONFIG_HELP = f"path to dgm.toml (default: ${ENV_CONFIG}, else ./dgm.toml if present)"
-
-
-class CommandParser(argparse.ArgumentParser):
-    """The parser of every subcommand, at any depth (`dgm collect`, `dgm broker start`): it
-    accepts --config after the subcommand as well as before it. SUPPRESS leaves the value
-    given before the subcommand in place when there is none after it. Commands do not declare
-    --config themselves (argparse would refuse the second one)."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.add_argument("--config", default=argparse.SUPPRESS, help=CONFIG_HELP)
-
-
-def config_path(args: argparse.Namespace) -> str | None:
-    """--config (before or after the subcommand), else $DGM_CONFIG, else None (./dgm.toml)."""
-    given: str | None = getattr(args, "config", None)
-    return given or os.environ.get(ENV_CONFIG) or None
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -15,12 +15,15 @@ from pathlib import Path
 from typing import Any
 
 import dashboard
-from dgm.config import ENV_STATE_DIR, DgmConfig, load_config
+from dgm.command_line import (
+    CONFIG_HELP,
+    DASHBOARD_PORT,
+    CommandParser,
+    add_listen_arguments,
+    config_path,
+)
+from dgm.config import ENV_CONFIG, ENV_STATE_DIR, DgmConfig, load_config
 from dgm.errors import UserFacingError
-from dgm.ports import add_listen_arguments
-from shell.cli import CONFIG_HELP, ENV_CONFIG, CommandParser, config_path
-
-DEFAULT_PORT = 8501
 
 
 def app_path() -> Path:
@@ -36,7 +39,7 @@ def register(commands: Any) -> None:
         "`dgm analyze` publishes. It only reads them. Binds 127.0.0.1 unless --host says "
         "otherwise; stop it with Ctrl-C.",
     )
-    add_listen_arguments(serve, DEFAULT_PORT)
+    add_listen_arguments(serve, DASHBOARD_PORT)
     serve.set_defaults(handler=_dashboard)
 
 

@@ -19,7 +19,6 @@ import os
 import shlex
 import shutil
 import signal
-import sys
 import threading
 import time
 from pathlib import Path
@@ -28,13 +27,12 @@ from typing import Any
 from dgm.broker.cluster import EmbeddedCluster
 from dgm.broker.distribution import resolve_distribution
 from dgm.broker.java import find_java
+from dgm.command_line import DASHBOARD_PORT, EXPORTER_PORT, port_number, say
 from dgm.config import CONFIG_FILE_NAME, ENV_BOOTSTRAP, ENV_STATE_DIR
 from dgm.errors import UserFacingError
-from dgm.ports import check_port_free, port_number
+from dgm.ports import check_port_free
 from dgm.signals import interrupt_on_signals, please_wait, stop_on_signals
-from exporter.commands import DEFAULT_PORT as EXPORTER_PORT
 from lab.continuous import ContinuousLab, ContinuousSettings
-from shell.dashboard_command import DEFAULT_PORT
 from shell.services import ServiceGroup
 from shell.stack import (
     dashboard_url,
@@ -58,10 +56,6 @@ ANALYZE_EVERY_S = 10
 GRACE_S = 30
 
 
-def say(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
-
-
 def register(commands: Any) -> None:
     demo = commands.add_parser(
         "demo",
@@ -75,8 +69,8 @@ def register(commands: Any) -> None:
     demo.add_argument(
         "--port",
         type=port_number,
-        default=DEFAULT_PORT,
-        help=f"dashboard port (default {DEFAULT_PORT})",
+        default=DASHBOARD_PORT,
+        help=f"dashboard port (default {DASHBOARD_PORT})",
     )
     demo.add_argument("--host", default="127.0.0.1", help="dashboard address (default 127.0.0.1)")
     demo.add_argument(

@@ -6,17 +6,15 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import threading
 from pathlib import Path
 from typing import Any
 
+from dgm.command_line import DASHBOARD_PORT, EXPORTER_PORT, port_number, say
 from dgm.config import ENV_STATE_DIR, load_config
 from dgm.connection import bootstrap_servers
-from dgm.ports import check_port_free, port_number
+from dgm.ports import check_port_free
 from dgm.signals import please_wait, stop_on_signals
-from exporter.commands import DEFAULT_PORT as EXPORTER_PORT
-from shell.dashboard_command import DEFAULT_PORT
 from shell.services import ServiceGroup
 from shell.stack import (
     dashboard_url,
@@ -24,10 +22,6 @@ from shell.stack import (
     metrics_url,
     monitoring_services,
 )
-
-
-def say(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
 
 
 def register(commands: Any) -> None:
@@ -45,8 +39,8 @@ def register(commands: Any) -> None:
     run.add_argument(
         "--port",
         type=port_number,
-        default=DEFAULT_PORT,
-        help=f"dashboard port (default {DEFAULT_PORT})",
+        default=DASHBOARD_PORT,
+        help=f"dashboard port (default {DASHBOARD_PORT})",
     )
     run.add_argument(
         "--exporter-port",

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from shell.cli import build_parser, config_path, main
+from dgm.command_line import config_path
+from shell.cli import build_parser, main
 from shell.demo_command import other_shell_commands
 from tests.alerts.published_db import publish, verdict
 
