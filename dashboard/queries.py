@@ -18,10 +18,9 @@ import pyarrow as pa
 import streamlit as st
 
 from dashboard.timerange import TimeRange
-from dgm.config import DgmConfig, load_config
+from dgm.config import ENV_CONFIG, DgmConfig, load_config
 from dgm.published import PUBLISHED_FILE, TABLES, open_read_only
 
-ENV_CONFIG = "DGM_CONFIG"
 CACHE_TTL_S = 300  # the mtime key already catches new publications; this bounds memory
 _INTS = {
     pa.int8(): pd.Int64Dtype(),
