@@ -44,7 +44,7 @@ from collectors.clients import Clients
 from collectors.cycle import Collector
 from dgm import headers
 from dgm.broker.cluster import EmbeddedCluster
-from dgm.broker.commands import tool_command
+from dgm.broker.tools import tool_command
 from dgm.config_schema import CollectorSettings, DgmConfig, PipelineConfig
 from dgm.samples import SAMPLES_DIR, SampleStore
 

@@ -26,13 +26,13 @@ def build_parser() -> argparse.ArgumentParser:
         dest="command", metavar="COMMAND", required=True, parser_class=CommandParser
     )
 
-    from dgm.broker.commands import register as register_broker
+    from shell.broker_command import register as register_broker
 
     register_broker(commands)
-    from collectors.commands import register as register_collect
+    from shell.collect_command import register as register_collect
 
     register_collect(commands)
-    from lab.commands import register as register_lab
+    from shell.lab_command import register as register_lab
 
     register_lab(commands)
     from shell.analyze_command import register as register_analyze
@@ -41,13 +41,13 @@ def build_parser() -> argparse.ArgumentParser:
     from shell.verdicts_command import register as register_verdicts
 
     register_verdicts(commands)
-    from alerts.commands import register as register_alerts
+    from shell.alerts_command import register as register_alerts
 
     register_alerts(commands)
     from shell.dashboard_command import register as register_dashboard
 
     register_dashboard(commands)
-    from exporter.commands import register as register_exporter
+    from shell.exporter_command import register as register_exporter
 
     register_exporter(commands)
     from shell.run_command import register as register_run

@@ -20,7 +20,7 @@ from confluent_kafka import Consumer, Producer
 
 from dgm.samples import SampleStore
 from dgm.waiting import wait_until
-from tests.collectors.test_commands import collect_process, events, write_config
+from tests.shell.test_collect_command import collect_process, events, write_config
 
 RESTARTS = 10 if os.environ.get("DGM_LONG") == "1" else 3
 

@@ -11,18 +11,7 @@ from typing import Any
 
 from dgm.broker.cluster import EmbeddedCluster
 from dgm.broker.distribution import resolve_distribution
-from dgm.broker.java import find_java
-
-KAFKA_TOOLS = {
-    "consumer-perf-test": "org.apache.kafka.tools.ConsumerPerformance",
-    "producer-perf-test": "org.apache.kafka.tools.ProducerPerformance",
-    "verifiable-producer": "org.apache.kafka.tools.VerifiableProducer",
-    "verifiable-consumer": "org.apache.kafka.tools.VerifiableConsumer",
-    "transactions": "org.apache.kafka.tools.TransactionsCommand",
-    "consumer-groups": "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
-    "topics": "org.apache.kafka.tools.TopicCommand",
-    "get-offsets": "org.apache.kafka.tools.GetOffsetShell",
-}
+from dgm.broker.tools import KAFKA_TOOLS, tool_command
 
 
 def register(commands: Any) -> None:
@@ -125,20 +114,6 @@ def _fetch(args: argparse.Namespace) -> int:
     distribution = resolve_distribution(args.kafka_home)
     print(f"Kafka {distribution.version} ({distribution.origin}): {distribution.libs}")
     return 0
-
-
-def tool_command(name: str, args: list[str], kafka_home: str | None = None) -> list[str]:
-    """The java command that runs one of Kafka's tool classes from the broker's own jars."""
-    main_class = KAFKA_TOOLS.get(name, name)
-    return [
-        str(find_java()),
-        "-Xmx512m",
-        "-Dlog4j2.level=WARN",
-        "-cp",
-        resolve_distribution(kafka_home).classpath,
-        main_class,
-        *args,
-    ]
 
 
 def _tool(args: argparse.Namespace) -> int:

@@ -51,7 +51,7 @@ def register(commands: Any) -> None:
     run.add_argument("--report", help="report path (default: <state_dir>/lab/<run>/report.json)")
     run.add_argument("--seed", type=int, help="seed for random kill points")
     run.set_defaults(handler=_run)
-    from lab.demo_command import register_lab_demo
+    from shell.lab_demo_command import register_lab_demo
 
     register_lab_demo(actions)
 
