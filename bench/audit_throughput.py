@@ -43,10 +43,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from collectors.clients import Clients
 from collectors.cycle import Collector
 from dgm import headers
-from dgm.broker.cluster import EmbeddedCluster
-from dgm.broker.tools import tool_command
 from dgm.config_schema import CollectorSettings, DgmConfig, PipelineConfig
 from dgm.samples import SAMPLES_DIR, SampleStore
+from embedded_kafka.cluster import EmbeddedCluster
+from embedded_kafka.tools import tool_command
 
 PARTITIONS = 6
 

@@ -14,8 +14,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from dgm.broker.cluster import EmbeddedCluster
-from dgm.broker.distribution import resolve_distribution
+from embedded_kafka.cluster import EmbeddedCluster
+from embedded_kafka.distribution import resolve_distribution
 
 
 def time_start(brokers: int) -> float:

@@ -33,10 +33,10 @@ from collectors.groups import fetch_groups
 from collectors.offsets import fetch_offsets
 from collectors.partitions import PartitionInfo, describe_cluster
 from collectors.transactions import fetch_transactions
-from dgm.broker.cluster import EmbeddedCluster
 from dgm.config import CollectorSettings
 from dgm.samples import SampleStore
 from dgm.waiting import wait_until
+from embedded_kafka.cluster import EmbeddedCluster
 
 PARTITIONS_PER_TOPIC = 100
 GROUPS = 100

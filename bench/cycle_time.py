@@ -167,7 +167,7 @@ def main() -> int:
         if args.audit:
             from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
-            from dgm.broker.cluster import EmbeddedCluster
+            from embedded_kafka.cluster import EmbeddedCluster
 
             cluster = EmbeddedCluster(Path(tmp) / "kafka", brokers=1, die_with_parent=True)
             cluster.start(fresh=True)

@@ -29,9 +29,9 @@ from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-def
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from dgm.broker.cluster import EmbeddedCluster
 from dgm.sample_schemas import SCHEMAS
 from dgm.samples import SampleStore
+from embedded_kafka.cluster import EmbeddedCluster
 
 
 def load(bootstrap: str, topics: list[str], stop: threading.Event) -> None:

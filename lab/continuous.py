@@ -22,10 +22,10 @@ from pathlib import Path
 
 from confluent_kafka.admin import AdminClient  # type: ignore[attr-defined]
 
-from dgm.broker.cluster import EmbeddedCluster
 from dgm.config import PipelineConfig
 from dgm.errors import UserFacingError
 from dgm.waiting import next_delay, wait_until
+from embedded_kafka.cluster import EmbeddedCluster
 from lab.faults import FaultDone, do_fault, drop_acks
 from lab.pipeline import (
     PipelineNames,

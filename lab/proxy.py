@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable
 from types import TracebackType
 
-from dgm.broker.cluster import EmbeddedCluster
+from embedded_kafka.cluster import EmbeddedCluster
 
 PRODUCE = 0  # Kafka api key of a Produce request
 _SIZE = struct.Struct(">i")

@@ -23,10 +23,10 @@ from typing import Any
 
 from confluent_kafka.admin import AdminClient  # type: ignore[attr-defined]
 
-from dgm.broker.cluster import EmbeddedCluster
 from dgm.config import ExternalSink, PipelineConfig
 from dgm.errors import UserFacingError
 from dgm.waiting import wait_until
+from embedded_kafka.cluster import EmbeddedCluster
 from lab.faults import CRASH_WAIT, FAULT_KINDS, FaultDone, FaultKind, do_fault, drop_acks
 from lab.ledger import read_ledger
 from lab.offsets import group_offsets, source_lso

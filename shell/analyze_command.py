@@ -11,8 +11,8 @@ from typing import Any
 
 from dgm.command_line import seconds
 from dgm.config import DgmConfig, load_config
-from dgm.connection import bootstrap_servers
 from dgm.signals import interrupt, stop_on_signals
+from shell.connection import bootstrap_servers
 from spark_jobs.job import AfterPublish, AnalysisJob
 
 log = logging.getLogger("dgm.analyze")

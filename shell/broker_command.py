@@ -9,9 +9,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from dgm.broker.cluster import EmbeddedCluster
-from dgm.broker.distribution import resolve_distribution
-from dgm.broker.tools import KAFKA_TOOLS, tool_command
+from embedded_kafka.cluster import EmbeddedCluster
+from embedded_kafka.distribution import resolve_distribution
+from embedded_kafka.tools import KAFKA_TOOLS, tool_command
 
 
 def register(commands: Any) -> None:

@@ -14,11 +14,11 @@ from collectors.cycle import Collector
 from collectors.runner import Runner
 from dgm.command_line import seconds
 from dgm.config import load_config
-from dgm.connection import bootstrap_servers, client_config
 from dgm.errors import UserFacingError
 from dgm.sample_upkeep import keep_bounded
 from dgm.samples import SampleStore, samples_dir
 from dgm.signals import stop_on_signals
+from shell.connection import bootstrap_servers, client_config
 
 log = logging.getLogger("dgm.collect")
 

@@ -24,14 +24,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from dgm.broker.cluster import EmbeddedCluster
-from dgm.broker.distribution import resolve_distribution
-from dgm.broker.java import find_java
 from dgm.command_line import DASHBOARD_PORT, EXPORTER_PORT, port_number, say
 from dgm.config import CONFIG_FILE_NAME, ENV_BOOTSTRAP, ENV_STATE_DIR
 from dgm.errors import UserFacingError
 from dgm.ports import check_port_free
 from dgm.signals import interrupt_on_signals, please_wait, stop_on_signals
+from embedded_kafka.cluster import EmbeddedCluster
+from embedded_kafka.distribution import resolve_distribution
+from embedded_kafka.java import find_java
 from lab.continuous import ContinuousLab, ContinuousSettings
 from shell.services import ServiceGroup
 from shell.stack import (

@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from dgm.config import CONFIG_FILE_NAME, load_config
-from dgm.connection import bootstrap_servers, embedded_cluster
 from lab.processors.settings import MODES
 from lab.run import FAULT_KINDS, LabSettings, run_lab
 from lab.supervisor import KILL_AIMS
+from shell.connection import bootstrap_servers, embedded_cluster
 
 
 def register(commands: Any) -> None:

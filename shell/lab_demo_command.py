@@ -10,10 +10,10 @@ from typing import Any
 
 from dgm.command_line import say
 from dgm.config import CONFIG_FILE_NAME, load_config
-from dgm.connection import bootstrap_servers, embedded_cluster
 from dgm.errors import UserFacingError
 from dgm.signals import please_wait, stop_on_signals
 from lab.continuous import DEMO_PIPELINES, ContinuousLab, ContinuousSettings
+from shell.connection import bootstrap_servers, embedded_cluster
 
 
 def register_lab_demo(actions: Any) -> None:

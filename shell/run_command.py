@@ -12,9 +12,9 @@ from typing import Any
 
 from dgm.command_line import DASHBOARD_PORT, EXPORTER_PORT, port_number, say
 from dgm.config import ENV_STATE_DIR, load_config
-from dgm.connection import bootstrap_servers
 from dgm.ports import check_port_free
 from dgm.signals import please_wait, stop_on_signals
+from shell.connection import bootstrap_servers
 from shell.services import ServiceGroup
 from shell.stack import (
     dashboard_url,

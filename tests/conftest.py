@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from dgm.broker.cluster import EmbeddedCluster
+from embedded_kafka.cluster import EmbeddedCluster
 from lab.topics import create_topic
 
 

@@ -338,6 +338,8 @@ def ignored(path: str, patterns: list[str]) -> bool:
         "alerts/__init__.py",
         "dashboard/__init__.py",
         "lab/__init__.py",
+        "embedded_kafka/__init__.py",
+        "embedded_kafka/kafka-jars.lock",
     ],
 )
 def test_dockerignore_keeps_what_pip_install_needs(path: str) -> None:

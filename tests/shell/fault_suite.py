@@ -23,11 +23,11 @@ import duckdb
 from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]
 
-from dgm.broker.cluster import EmbeddedCluster
 from dgm.published import PUBLISHED_FILE
 from dgm.sample_schemas import SCHEMAS
 from dgm.samples import SampleStore
 from dgm.waiting import wait_until
+from embedded_kafka.cluster import EmbeddedCluster
 from lab.faults import leader
 from shell.services import ServiceGroup
 from shell.stack import dashboard_answers

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from dgm.broker import processes
-from dgm.broker.readiness import live_broker_ids
+from embedded_kafka import processes
+from embedded_kafka.readiness import live_broker_ids
 
 pytestmark = pytest.mark.integration
 

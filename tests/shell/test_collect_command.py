@@ -15,11 +15,11 @@ import pyarrow.parquet as pq
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from dgm.broker.cluster import EmbeddedCluster
 from dgm.ports import free_ports
 from dgm.sample_schemas import SCHEMAS
 from dgm.samples import SampleStore
 from dgm.waiting import wait_until
+from embedded_kafka.cluster import EmbeddedCluster
 from lab.topics import create_topic
 
 ROOT = Path(__file__).resolve().parents[2]

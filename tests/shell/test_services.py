@@ -6,8 +6,8 @@ import os
 import sys
 from pathlib import Path
 
-from dgm.broker.processes import is_alive
 from dgm.waiting import wait_until
+from embedded_kafka.processes import is_alive
 from shell.services import ServiceGroup, ServiceSpec, dgm_command
 
 SLEEPER = "import time, sys; print('up', flush=True); time.sleep(600)"

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from dgm.broker import java
-from dgm.broker.distribution import KAFKA_VERSION, SCALA_VERSION, SLF4J_VERSION
-from dgm.broker.maven_central import kafka_jars
-from dgm.broker.properties import NodePorts, server_properties
+from embedded_kafka import java
+from embedded_kafka.distribution import KAFKA_VERSION, SCALA_VERSION, SLF4J_VERSION
+from embedded_kafka.maven_central import kafka_jars
+from embedded_kafka.properties import NodePorts, server_properties
 
 
 def ports(node_id: int) -> NodePorts:

@@ -15,24 +15,24 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from dgm.broker import processes
-from dgm.broker.distribution import (
+from dgm.errors import UserFacingError
+from dgm.ports import free_ports
+from embedded_kafka import processes
+from embedded_kafka.distribution import (
     BROKER_MAIN,
     STORAGE_TOOL,
     KafkaDistribution,
     resolve_distribution,
 )
-from dgm.broker.java import find_java
-from dgm.broker.properties import (
+from embedded_kafka.java import find_java
+from embedded_kafka.properties import (
     LOOPBACK,
     NodePorts,
     log4j2_properties,
     render_properties,
     server_properties,
 )
-from dgm.broker.readiness import wait_for_brokers
-from dgm.errors import UserFacingError
-from dgm.ports import free_ports
+from embedded_kafka.readiness import wait_for_brokers
 
 DEFAULT_HEAP = os.environ.get("DGM_BROKER_HEAP", "512m")
 

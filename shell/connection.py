@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from dgm.broker.cluster import EmbeddedCluster
 from dgm.config import DgmConfig
 from dgm.errors import UserFacingError
+from embedded_kafka.cluster import EmbeddedCluster
 
 
 class NoCluster(UserFacingError):

@@ -11,7 +11,7 @@ from confluent_kafka.admin import AdminClient
 
 from dgm.errors import UserFacingError
 
-_quiet = logging.getLogger("dgm.broker.readiness.librdkafka")
+_quiet = logging.getLogger("embedded_kafka.readiness.librdkafka")
 _quiet.setLevel(logging.CRITICAL)  # "connection refused" is the expected answer while it boots
 
 

@@ -3,8 +3,8 @@ the embedded broker's jars."""
 
 from __future__ import annotations
 
-from dgm.broker.distribution import resolve_distribution
-from dgm.broker.java import find_java
+from embedded_kafka.distribution import resolve_distribution
+from embedded_kafka.java import find_java
 
 KAFKA_TOOLS = {
     "consumer-perf-test": "org.apache.kafka.tools.ConsumerPerformance",

@@ -16,16 +16,16 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from dgm.broker.java import NO_BROKER_HINT
-from dgm.broker.maven_central import (
+from dgm.errors import UserFacingError
+from dgm.paths import user_cache_dir
+from embedded_kafka.java import NO_BROKER_HINT
+from embedded_kafka.maven_central import (
     DownloadError,
     LockedJar,
     fetch_all,
     kafka_jars,
     repository_url,
 )
-from dgm.errors import UserFacingError
-from dgm.paths import user_cache_dir
 
 KAFKA_VERSION = "4.1.1"
 SCALA_VERSION = "2.13"

@@ -6,7 +6,7 @@ import json
 import subprocess
 from typing import Any
 
-from dgm.broker.tools import tool_command
+from embedded_kafka.tools import tool_command
 
 
 def run_tool(name: str, *args: str) -> subprocess.CompletedProcess[str]:

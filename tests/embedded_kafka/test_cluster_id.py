@@ -2,7 +2,7 @@ import uuid
 
 import pytest
 
-from dgm.broker import cluster
+from embedded_kafka import cluster
 
 
 def test_a_cluster_id_never_starts_with_a_dash(monkeypatch: pytest.MonkeyPatch) -> None:

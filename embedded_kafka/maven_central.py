@@ -67,7 +67,7 @@ def parse_lock(text: str) -> tuple[LockedJar, ...]:
 
 
 def kafka_jars() -> tuple[LockedJar, ...]:
-    return parse_lock(resources.files("dgm.broker").joinpath(LOCK_FILE).read_text())
+    return parse_lock(resources.files("embedded_kafka").joinpath(LOCK_FILE).read_text())
 
 
 def repository_url() -> str:
@@ -94,7 +94,7 @@ def fetch_jar(jar: LockedJar, folder: Path, repository: str) -> int:
         if digest.hexdigest() != jar.sha256:
             raise DownloadError(
                 f"Checksum mismatch for {url}: SHA-256 {digest.hexdigest()}, expected "
-                f"{jar.sha256} (pinned in dgm/broker/{LOCK_FILE}). The file was discarded; "
+                f"{jar.sha256} (pinned in embedded_kafka/{LOCK_FILE}). The file was discarded; "
                 "a proxy or mirror may have altered it."
             )
         os.replace(temporary, folder / jar.file_name)

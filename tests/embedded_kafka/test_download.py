@@ -11,16 +11,16 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from dgm.broker.cluster import EmbeddedCluster
-from dgm.broker.distribution import (
+from dgm.waiting import wait_until
+from embedded_kafka.cluster import EmbeddedCluster
+from embedded_kafka.distribution import (
     COMPLETE_MARKER,
     DistributionError,
     cache_dir,
     download,
     resolve_distribution,
 )
-from dgm.broker.maven_central import LockedJar, kafka_jars
-from dgm.waiting import wait_until
+from embedded_kafka.maven_central import LockedJar, kafka_jars
 from lab.topics import create_topic
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from dgm.broker.processes import spawn
 from dgm.waiting import wait_until
+from embedded_kafka.processes import spawn
 from lab.supervisor import child_env
 
 
@@ -38,7 +38,7 @@ def test_a_child_dies_with_its_process(tmp_path: Path) -> None:
     code = (
         "import threading, sys\n"
         "from pathlib import Path\n"
-        "from dgm.broker.processes import spawn\n"
+        "from embedded_kafka.processes import spawn\n"
         "out = []\n"
         f"t = threading.Thread(target=lambda: out.append(spawn(['sleep', '60'], "
         f"Path({str(tmp_path / 'child.log')!r}), die_with_parent=True)))\n"
