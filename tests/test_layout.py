@@ -1,4 +1,5 @@
-"""Imports run one way (docs/design.md, "Layout"): core <- stages <- shell; the lab beside.
+"""Imports run one way (docs/design.md, "Layout"): core <- stages <- shell; the lab and the
+embedded broker (a tool) beside; no import cycle; commands are registered in the shell only.
 
 Reads every module's imports from its AST (including imports inside functions, which are
 still dependencies) and checks each against the layer rules below.
@@ -16,7 +17,12 @@ CORE = "dgm"
 STAGES = ("collectors", "spark_jobs", "alerts", "dashboard", "exporter")
 SHELL = "shell"
 LAB = "lab"
-PACKAGES = (CORE, *STAGES, SHELL, LAB)
+# The embedded broker: a real Kafka for the demo, the lab and the tests. It stands on the core;
+# the shell (`dgm broker`, `dgm demo`, the embedded cluster as the default one) and the lab (its
+# faults restart brokers) use it. The core and the stages never do: they monitor whatever
+# cluster they are given, and the shell decides which.
+TOOL = "embedded_kafka"
+PACKAGES = (CORE, *STAGES, TOOL, SHELL, LAB)
 # The shell's commands that run the lab: `dgm lab run`, `dgm lab demo` and `dgm demo`. Nothing
 # else of the shell, and nothing of the core or the stages, may import it.
 LAB_RUNNERS = ("shell.lab_command", "shell.lab_demo_command", "shell.demo_command")
@@ -58,16 +64,79 @@ def violation(importer: str, imported: str) -> str | None:
             return None
         return "only the shell's lab and demo commands may import the lab"
     if src == CORE:
-        return "the core imports no stage, the shell or the lab"
+        return "the core imports no stage, tool, the shell or the lab"
     if src in STAGES:
         return None if dst == CORE else f"stage {src} imports {dst}"
+    if src == TOOL:
+        return None if dst == CORE else f"the embedded broker imports {dst}: it is a tool"
     if src == LAB:
-        return None if dst == CORE else f"the lab imports {dst}: it stands on the core only"
-    return None  # the shell may import the core and every stage
+        ok = dst in (CORE, TOOL)
+        return None if ok else f"the lab imports {dst}: it stands on the core and the tool"
+    return None  # the shell may import the core, every stage and the tool
 
 
 def product_modules() -> list[Path]:
     return sorted(p for package in PACKAGES for p in (ROOT / package).rglob("*.py"))
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Product module -> the product modules it imports (names that are not modules dropped)."""
+    paths = {module_name(path): path for path in product_modules()}
+    return {name: imported_modules(path) & paths.keys() for name, path in paths.items()}
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module, or a module importing
+    itself (Tarjan's algorithm): every import cycle is inside one of them."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for next_ in sorted(graph.get(node, ())):
+            if next_ not in index:
+                visit(next_)
+                low[node] = min(low[node], low[next_])
+            elif next_ in stack:
+                low[node] = min(low[node], index[next_])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1 or node in graph.get(node, ()):
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def command_wiring(path: Path) -> list[str]:
+    """Where `path` registers a command: a function named `register`, or a call of
+    `.add_parser(...)` / `.add_subparsers(...)`, as `line: what`."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == "register":
+            found.append(f"{node.lineno}: def register")
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("add_parser", "add_subparsers")
+        ):
+            found.append(f"{node.lineno}: .{node.func.attr}(...)")
+    return found
 
 
 def test_every_package_is_found() -> None:
@@ -86,6 +155,33 @@ def test_imports_run_one_way() -> None:
     assert problems == []
 
 
+def test_no_import_cycle() -> None:
+    assert cycles(import_graph()) == []
+
+
+def test_the_cycle_finder_finds_cycles() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a", "d"}, "e": set[str]()}
+    assert sorted(cycles(graph)) == [["a", "b", "c"], ["d"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_commands_are_registered_in_the_shell_only() -> None:
+    """docs/design.md, "Layout": every subcommand's parser is added by a `register` function
+    of a `shell/*_command.py` module (shell/cli.py holds the top-level subparsers)."""
+    problems = []
+    for path in product_modules():
+        name = module_name(path)
+        if top(name) == SHELL and (path.name.endswith("_command.py") or name == "shell.cli"):
+            continue
+        problems += [f"{name}:{where}" for where in command_wiring(path)]
+    assert problems == []
+
+
+def test_command_wiring_is_seen() -> None:
+    assert command_wiring(ROOT / "shell" / "collect_command.py") != []
+    assert any("add_subparsers" in where for where in command_wiring(ROOT / "shell" / "cli.py"))
+
+
 @pytest.mark.parametrize(
     ("importer", "imported", "allowed"),
     [
@@ -102,8 +198,18 @@ def test_imports_run_one_way() -> None:
         ("shell.cli", "lab.run", False),
         ("shell.run_command", "lab.continuous", False),
         ("shell.analyze_command", "alerts.run", True),
-        ("lab.run", "dgm.broker.cluster", True),
+        ("lab.run", "embedded_kafka.cluster", True),
         ("lab.run", "collectors.cycle", False),
+        ("shell.broker_command", "embedded_kafka.cluster", True),
+        ("shell.connection", "embedded_kafka.cluster", True),
+        ("embedded_kafka.cluster", "dgm.ports", True),
+        ("embedded_kafka.cluster", "collectors.cycle", False),
+        ("embedded_kafka.cluster", "shell.cli", False),
+        ("embedded_kafka.cluster", "lab.run", False),
+        ("dgm.config", "embedded_kafka.cluster", False),
+        ("collectors.cycle", "embedded_kafka.cluster", False),
+        ("exporter.server", "embedded_kafka.cluster", False),
+        ("dashboard.app", "dgm.command_line", True),
     ],
 )
 def test_rules(importer: str, imported: str, allowed: bool) -> None:
