@@ -2,5 +2,5 @@
 
 rules (what a rule says, validation) -> metrics (values read from dgm.duckdb) -> evaluate
 (the pure state machine) -> store (alerts.sqlite: page rules, states, history, outbox) ->
-notify (log line, webhook with retries); run and commands are the entry points.
+notify (log line, webhook with retries); run is the entry point (`dgm alerts` is the shell's).
 """

@@ -1,3 +1,4 @@
-"""Delivery Guarantee Monitor: shared core (config, schemas, CLI, embedded broker, lab)."""
+"""Delivery Guarantee Monitor: the shared core (config, the formats the stages exchange, what
+the commands share)."""
 
 __version__ = "0.1.0"
