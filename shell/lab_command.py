@@ -12,6 +12,7 @@ from lab.processors.settings import MODES
 from lab.run import FAULT_KINDS, LabSettings, run_lab
 from lab.supervisor import KILL_AIMS
 from shell.connection import bootstrap_servers, embedded_cluster
+from shell.lab_demo_command import register_lab_demo
 
 
 def register(commands: Any) -> None:
@@ -51,8 +52,6 @@ def register(commands: Any) -> None:
     run.add_argument("--report", help="report path (default: <state_dir>/lab/<run>/report.json)")
     run.add_argument("--seed", type=int, help="seed for random kill points")
     run.set_defaults(handler=_run)
-    from shell.lab_demo_command import register_lab_demo
-
     register_lab_demo(actions)
 
 
