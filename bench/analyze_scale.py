@@ -84,8 +84,8 @@ def head_package(rev: str, into: Path) -> ModuleType:
 
 
 def _head_modules() -> tuple[str, str]:
-    """The analyze and publish modules of the head revision, flat (spark_jobs/analyze.py)
-    before the audit/analyze split, in spark_jobs/analyze/ after it."""
+    """The analyze and publish modules of the head revision: modules of spark_jobs itself
+    before the audit/analyze split, of its analyze package after it."""
     root = Path(importlib.import_module(HEAD_PACKAGE).__path__[0])
     if (root / "analyze" / "analysis.py").exists():
         return f"{HEAD_PACKAGE}.analyze.analysis", f"{HEAD_PACKAGE}.analyze.publish"
