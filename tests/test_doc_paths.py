@@ -317,7 +317,7 @@ def test_a_missing_path_is_caught_and_non_paths_are_not(tmp_path: Path) -> None:
     comment = (
         "# reads the contract (pkg/contract.py) and views/page.py, not views/gone.py,\n"
         "# and Alertmanager's api/v2/openapi.yaml;\n"
-        '# helper in `queries.py`; see docs/guide.md, "Scale:\n# 3x faster".\nx = 1\n'
+        '# the queries in `queries.py`; see docs/guide.md, "Scale:\n# 3x faster".\nx = 1\n'
     )
     passages = [
         *markdown_passages("README.md", markdown),
