@@ -1,4 +1,4 @@
-"""A rule's current value per subject, read from the published DuckDB file (spark_jobs/tables).
+"""A rule's current value per subject, read from the published DuckDB file (dgm/published.py).
 
 One short-lived read-only connection per evaluation; the analysis renames a new file over the
 published one, so an open connection keeps reading the run it opened. Each metric is one SQL

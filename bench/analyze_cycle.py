@@ -17,7 +17,8 @@ one shuffle by (topic, message_id) with the copies counted inside each partition
 
     python bench/analyze_cycle.py --state-dir /tmp/demo1 [--reps 4] [--variants base,aqe_off]
 
-Figures are recorded in bench/README.md, "A demo cycle's analysis: where the time goes".
+Current figures: bench/README.md; their history: bench/HISTORY.md, "A demo cycle's analysis:
+where the time goes".
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ then, per size and repetition, side by side in one process:
   then `analyze` + `fill_run` + `publish` (the job's "analyze+publish" stage: publish forces
   every table). Variant `head` runs spark_jobs as committed at --baseline-rev (a copy of the
   package under another name) with that revision's settings; `tuned` the working tree's.
-- DuckDB reference (spark_jobs/reference.py) on the same Parquet files: duplicate_copies and
+- DuckDB reference (tests/reference.py) on the same Parquet files: duplicate_copies and
   duplicate_summary of all topics, duplicate_causes and lost of every pipeline.
 - DuckDB building every published table (bench/published_scale.py's `build_tables`) from the
   same fingerprint and sample files: the yardstick of a rebuild (loading on both sides).
@@ -21,8 +21,8 @@ then, per size and repetition, side by side in one process:
 bench/analyze_cycle.py (the floor of a per-id engine's cycle).
 
 --keep DIR leaves the last published dgm.duckdb of the largest size in DIR (the dashboard
-benchmark's input). Figures are recorded in bench/README.md, "Analyze: time against the
-DuckDB reference".
+benchmark's input). Current figures: bench/README.md; their history: bench/HISTORY.md,
+"Analyze: time against the DuckDB reference" and the sections after it.
 """
 
 from __future__ import annotations
@@ -84,8 +84,8 @@ def head_package(rev: str, into: Path) -> ModuleType:
 
 
 def _head_modules() -> tuple[str, str]:
-    """The analyze and publish modules of the head revision, flat (spark_jobs/analyze.py)
-    before the audit/analyze split, in spark_jobs/analyze/ after it."""
+    """The analyze and publish modules of the head revision: modules of spark_jobs itself
+    before the audit/analyze split, of its analyze package after it."""
     root = Path(importlib.import_module(HEAD_PACKAGE).__path__[0])
     if (root / "analyze" / "analysis.py").exists():
         return f"{HEAD_PACKAGE}.analyze.analysis", f"{HEAD_PACKAGE}.analyze.publish"

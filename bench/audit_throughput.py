@@ -2,7 +2,7 @@
 
 Starts its own single-broker embedded Kafka in a temporary directory (die_with_parent, stopped
 at the end), creates a topic of 6 partitions and fills it with small records stamped with
-dgm's headers (dgm-id, dgm-producer, dgm-seq, as dgm/lab/producer.py stamps them) from a fast
+dgm's headers (dgm-id, dgm-producer, dgm-seq, as lab/producer.py stamps them) from a fast
 confluent-kafka loop (the lab producer paces and tracks every send, too slow for millions).
 One real collector cycle (collectors.cycle.Collector + SampleStore) writes the offsets
 sample the audit plans its ranges from. Then, alternating, --reps times each:
@@ -18,7 +18,8 @@ read_committed to mark aborted records), against a plain topic of the same size.
 
     python bench/audit_throughput.py [--records 3000000] [--reps 3] [--transactional 1000000]
 
-Figures are recorded in bench/README.md, "Audit: throughput against Kafka's consumer".
+Current figures: bench/README.md; their history: bench/HISTORY.md, "Audit: throughput against
+Kafka's consumer".
 """
 
 from __future__ import annotations

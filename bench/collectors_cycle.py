@@ -7,7 +7,8 @@ Parquet writes) and each stage on its own.
 
     python bench/collectors_cycle.py [--sizes 1000,10000] [--cycles 5] [--heap 2g]
 
-Figures are recorded in bench/README.md, "Collectors: one sampling cycle".
+Current figures: bench/README.md; their history: bench/HISTORY.md, "Collectors: one sampling
+cycle".
 """
 
 from __future__ import annotations

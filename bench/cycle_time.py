@@ -9,7 +9,8 @@ fingerprints are held as audit.kept_fingerprints holds them (one persisted piece
 their union coalesced), and a cycle is what `dgm analyze` does after its audit: count the
 kept rows, analyze (the engine and the samples' tables) and publish to DuckDB. The first
 cycle has no state, so it is the rebuild; the audit of the new records from Kafka is not
-included (it does not depend on what is retained: bench/README.md's demo cycles).
+included (it does not depend on what is retained: bench/HISTORY.md, "The incremental
+engine").
 
 With `--audit`, each cycle's new records are instead produced to a topic of the project's
 embedded broker and audited from it by the real audit (the live topic a pipeline's source),

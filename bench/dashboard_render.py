@@ -15,7 +15,8 @@ dashboard/queries.py once on its own, uncached, to name the slow one of a slow p
 
     python bench/dashboard_render.py DIR [--reps 5] [--topic k-p00]
 
-Figures are recorded in bench/README.md, "Dashboard: render time per page".
+Current figures: bench/README.md; their history: bench/HISTORY.md, "Dashboard: render time
+per page".
 """
 
 from __future__ import annotations

@@ -1,13 +1,14 @@
 """A published dgm.duckdb of the size 10M fingerprints and 1,000 partitions produce, built
-directly from the contract (spark_jobs/tables.py) with DuckDB, for the dashboard benchmark.
+directly from the contract (dgm/published.py) with DuckDB, for the dashboard benchmark.
 
 Spark's analyze + publish of 10M fingerprints takes longer than a benchmark session on the
-shared 2-core machine allows (bench/README.md, "Analyze"), so the tables are computed here
-with DuckDB from the same generated fingerprints (bench/generated.py: 10 pipelines, source
-and sink topics of 50 partitions) and samples (360 collector cycles, an hour at 10 s):
-duplicates and lost ids by spark_jobs/reference.py's queries, windows and verdicts by plain
-SQL of the contract's definitions. Row counts match what analyze publishes for such data;
-verdict columns are simplified (achieved from the counts alone).
+shared 2-core machine allows (bench/HISTORY.md, "Analyze: time against the DuckDB
+reference"), so the tables are computed here with DuckDB from the same generated
+fingerprints (bench/generated.py: 10 pipelines, source and sink topics of 50 partitions) and
+samples (360 collector cycles, an hour at 10 s): duplicates and lost ids by
+tests/reference.py's queries, windows and verdicts by plain SQL of the contract's
+definitions. Row counts match what analyze publishes for such data; verdict columns are
+simplified (achieved from the counts alone).
 
     python bench/published_scale.py DIR [--rows 10000000] [--pipelines 10] [--partitions 50]
 """

@@ -8,7 +8,7 @@ runs the real `dgm collect` process at `--interval` seconds with `analysis.reten
 
     python bench/sample_store_size.py --minutes 60 --interval 1 --retention-min 15
 
-Figures are recorded in bench/README.md, "Samples: a bounded store".
+Current figures: bench/README.md; their history: bench/HISTORY.md, "Samples: a bounded store".
 """
 
 from __future__ import annotations

@@ -21,7 +21,8 @@ from collectors.partitions import PartitionInfo
 from dgm.samples import Key, PartitionOffsets
 
 # Partitions per ListOffsets call: measured 6,000 in one call at 0.7-1.2 s, in calls of 500
-# to 1,000 at 0.3-0.5 s (bench/README.md), and a failed call then costs less.
+# to 1,000 at 0.3-0.5 s (bench/HISTORY.md,
+# "Collectors: one sampling cycle"), and a failed call then costs less.
 CHUNK = 1000
 
 

@@ -1,6 +1,6 @@
 """What the Alerts page shows, apart from Streamlit: value formats, links, tables, form values.
 
-The page reads `<state_dir>/alerts.sqlite` (alerts/store.py) and adds or deletes page rules
+The page reads `<state_dir>/alerts.sqlite` (dgm/alert_store.py) and adds or deletes page rules
 there; evaluation happens after every analysis run (alerts/run.py), never in the browser.
 """
 

@@ -1,4 +1,4 @@
-"""Read-only, cached queries over the published `<state_dir>/dgm.duckdb` (spark_jobs/tables.py).
+"""Read-only, cached queries over the published `<state_dir>/dgm.duckdb` (dgm/published.py).
 
 `dgm analyze` replaces the file by rename after each run, so every query batch opens it
 read-only, reads, and closes it; nothing here holds it open or writes to it. Results are

@@ -257,7 +257,7 @@ class AnalysisSettings:
     # the retention, not one batch. Collector samples are kept as long (dgm.sample_upkeep).
     # > 0.
     retention_h: float = 168.0
-    # Spark master URL; local[*] runs Spark inside dgm. DGM_SPARK_MASTER overrides it.
+    # Spark master URL; local[*] runs Spark inside dgm. `dgm analyze --master` overrides it.
     spark_master: str = "local[*]"
     # Fewer checked records than this gives the verdict "insufficient evidence". >= 1.
     min_records: int = 100

@@ -45,11 +45,12 @@ DEFAULT_STATE_DIR = ".dgm-demo"
 MARKER = ".dgm-demo"  # a file in the state directory: it is the demo's and may be emptied
 # The audit reads up to the newest sampled offsets, so their age adds to how late a
 # duplicate is seen: a cycle takes ~0.04 s on the demo, and every 2 s (not 5) took ~2 s
-# off the detection latency's p50 (bench/README.md, "The incremental engine").
+# off the detection latency's p50 (bench/HISTORY.md, "The rebuild within 3x DuckDB at
+# 10M").
 COLLECT_EVERY_S = 2
 # A run takes ~5 s on the demo: every 10 s leaves the 2-core machine half idle and detects a
 # duplicate in ~12 s (p50); back to back they slow the lab and detect no sooner
-# (bench/README.md, "The per-id engine" and "The samples on the driver").
+# (bench/HISTORY.md, "The per-id engine" and "The samples on the driver").
 ANALYZE_EVERY_S = 10
 # Long enough for one analysis run: a sink copy written after the audit's bound, while the
 # group's newer commit is already sampled, must not count as lost.

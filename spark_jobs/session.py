@@ -62,7 +62,8 @@ def build_session(
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         # The kept fingerprints are cached columns, scanned every cycle: uncompressed they
         # take twice the memory (~75 bytes a fingerprint) and half the time to load
-        # (10M: 3.7 s against 6.7 s) and scan (bench/README.md, rebuild).
+        # (10M: 3.7 s against 6.7 s) and scan (bench/HISTORY.md,
+        # "The rebuild within 3x DuckDB at 10M").
         .config("spark.sql.inMemoryColumnarStorage.compressed", "false")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.ui.showConsoleProgress", "false")

@@ -1,6 +1,6 @@
 """Alerts: what fires now, what fired, webhook deliveries that failed, the rules, a rule form.
 
-Everything here comes from `<state_dir>/alerts.sqlite` (alerts/store.py): the analysis
+Everything here comes from `<state_dir>/alerts.sqlite` (dgm/alert_store.py): the analysis
 evaluates the rules after every run and writes states, history and the webhook outbox there.
 The page never evaluates; it only adds and deletes page rules (SQLite in WAL mode, apart from
 dgm.duckdb, so a rule can be added while an analysis runs). dgm.duckdb is read only for the

@@ -198,7 +198,7 @@ def _partitions(frame: DataFrame, rows: int | None = None) -> int:
     """Partitions for a shuffle of `rows` fingerprints (None: not known): the session's
     shuffle partitions, more for more than ~1M rows each (pandas works faster on partitions
     of at most ~1M rows), one for a few (a Python task's fixed cost outweighs their work;
-    bench/README.md, rebuild and cycle time)."""
+    bench/HISTORY.md, "The rebuild within 3x DuckDB at 10M")."""
     configured = int(frame.sparkSession.conf.get("spark.sql.shuffle.partitions") or 4)
     if rows is None:
         return configured

@@ -2,7 +2,7 @@
 groups, joins and filters by (topic, message id, pipeline), names put back on output rows.
 
 Grouping on Arrow-backed strings cost per_id most of its time (factorizing and taking them
-on every filter: bench/README.md, "The rebuild within 3x DuckDB ..."); codes are plain
+on every filter: bench/HISTORY.md, "The rebuild within 3x DuckDB at 10M"); codes are plain
 integers. Topic and pipeline codes sort as their names do, so orders that break ties by name
 are unchanged.
 """

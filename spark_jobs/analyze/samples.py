@@ -3,10 +3,10 @@ published tables that are samples as they are.
 
 Samples are a few rows per partition and collector cycle, far fewer than records: the driver
 reads them with pyarrow and no Spark query touches them (each cost ~0.5-2 s per cycle,
-bench/README.md). Files live in `<state_dir>/samples/<kind>/` (dgm.samples), listed by the
-store: temp files and files a compacted file covers are never read. `SampleReader` keeps the
-files it read, so a long-running analysis reads only files new since its last cycle; what
-it keeps is a copy of the files, which stay the state.
+bench/HISTORY.md, "The samples on the driver"). Files live in `<state_dir>/samples/<kind>/`
+(dgm.samples), listed by the store: temp files and files a compacted file covers are never
+read. `SampleReader` keeps the files it read, so a long-running analysis reads only files
+new since its last cycle; what it keeps is a copy of the files, which stay the state.
 """
 
 from __future__ import annotations

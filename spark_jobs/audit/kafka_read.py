@@ -61,7 +61,7 @@ from spark_jobs.audit.tracker import EVERY_S, AuditTracker
 
 Progress = Callable[[str], None]
 # Offsets read per Spark job: the audit's progress is exact at each chunk's end (about 5 s
-# at the ~38,000 records/s bench/README.md measured on this 2-core machine).
+# at the ~38,000 records/s bench/README.md gives for a 2-core machine).
 CHUNK_OFFSETS = 200_000
 
 
@@ -106,7 +106,7 @@ def topic_rules(config: DgmConfig) -> dict[str, MessageIdRule]:
 
 # Every audit task's consumer waited about the broker's default fetch.max.wait.ms (500 ms)
 # for its range, whether or not the range ended at the log end: 36 partitions of ~17 records
-# took 10.1 s, with 10 ms 1.4 s (bench/README.md, "Audit: the broker's fetch wait"). The
+# took 10.1 s, with 10 ms 1.4 s (bench/HISTORY.md, "Audit: the broker's fetch wait"). The
 # range's records are already on the broker, so a short wait costs nothing in throughput.
 # A cluster setting `java_client.fetch.max.wait.ms` still wins.
 AUDIT_CLIENT_DEFAULTS = {"kafka.fetch.max.wait.ms": "10"}

@@ -3,7 +3,8 @@ reads from disk only the batches committed since the last one.
 
 Each run's audit commits one batch (fingerprint_store); re-reading every batch each run cost
 a run time in proportion to everything retained (8.8 s of a run at 10M fingerprints,
-bench/README.md). Kept here: one persisted frame per batch read, their union the state.
+bench/HISTORY.md, "The incremental engine"). Kept here: one persisted frame per batch read,
+their union the state.
 
 What the store does besides adding batches is followed from the manifests: a merge writes
 one batch replacing others with exactly their rows (its `records` is their sum), so the

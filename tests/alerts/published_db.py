@@ -1,4 +1,4 @@
-"""A published dgm.duckdb built from the contract's DDL (spark_jobs/tables.py), with given rows."""
+"""A published dgm.duckdb built from the contract's DDL (dgm/published.py), with given rows."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A published `dgm.duckdb` with realistic rows, built from `spark_jobs/tables.py`'s DDL.
+"""A published `dgm.duckdb` with realistic rows, built from `dgm/published.py`'s DDL.
 
 It stands in for a real `dgm analyze` run until the lab can publish one: swap `build` for a
 lab run and the dashboard tests keep their meaning. Three pipelines:

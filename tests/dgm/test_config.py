@@ -536,10 +536,14 @@ def test_example_config_loads(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_readme_toml_examples_load(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every ```toml block of README.md is a dgm.toml that loads (with its ${VAR}s set)."""
-    readme = (EXAMPLE.parents[1] / "README.md").read_text(encoding="utf-8")
-    blocks = re.findall(r"```toml\n(.*?)```", readme, flags=re.DOTALL)
-    assert len(blocks) >= 2
+    """Every ```toml block of README.md and docs/configuration.md is a dgm.toml that loads
+    (with its ${VAR}s set)."""
+    blocks = []
+    for page in ("README.md", "docs/configuration.md"):
+        text = (EXAMPLE.parents[1] / page).read_text(encoding="utf-8")
+        found = re.findall(r"```toml\n(.*?)```", text, flags=re.DOTALL)
+        assert found, f"{page} shows no dgm.toml"
+        blocks.extend(found)
     for index, block in enumerate(blocks):
         for name in re.findall(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", block):
             monkeypatch.setenv(name, "set-by-the-test")

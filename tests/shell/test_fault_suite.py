@@ -9,7 +9,8 @@ no loss ever shown for pipelines that lose nothing; every service back without a
 CI runs a short version (1.5 min, 4 kills, 1 broker restart, 15 s outage). The full run:
 `DGM_LONG=1 python -m pytest -s tests/shell/test_fault_suite.py` (10 min, 24 kills, 2 broker
 restarts, 2-minute outage); DGM_FAULT_MINUTES / _KILLS / _OUTAGE_S / _SEED override. The
-report is printed and written to `$DGM_FAULT_REPORT` if set (bench/README.md has one).
+report is printed and written to `$DGM_FAULT_REPORT` if set (bench/HISTORY.md,
+"The monitor under faults", has one).
 """
 
 from __future__ import annotations

@@ -104,7 +104,7 @@ def earliest_with_progress(
     gaps = assert_periodic(lines, began, every_s)
     ticks = [line for _, line in lines if "offsets (" in line]
     for at, line in lines:
-        print(f"  +{at - began:6.1f}s {line}")  # the figures bench/README.md-style reports cite
+        print(f"  +{at - began:6.1f}s {line}")  # the lines a benchmark report cites
     assert ticks[0].startswith("audit: reading: 0 records audited, 0 of ")
     assert all("records/s, ETA " in line for line in ticks)
     done = read_progress(tmp_path)
