@@ -95,6 +95,8 @@ class ProcessorProcess:
     settings: ProcessorSettings
     log_dir: Path
     on_line: Callable[[ProcessorProcess, str], None]
+    # The program, told its settings as JSON on stdin; () = `python -m lab.processors --mode`.
+    command: tuple[str, ...] = ()
     popen: subprocess.Popen[str] = field(init=False)
     batches: int = 0
     partitions: tuple[int, ...] = ()
@@ -108,7 +110,11 @@ class ProcessorProcess:
         name = self.settings.instance
         with (self.log_dir / f"{name}.log").open("a") as stderr:
             self.popen = subprocess.Popen(
-                [*PROCESSOR_COMMAND, "--mode", self.mode, "--settings-json", "-"],
+                [
+                    *(self.command or (*PROCESSOR_COMMAND, "--mode", self.mode)),
+                    "--settings-json",
+                    "-",
+                ],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=stderr,
@@ -166,8 +172,10 @@ class Supervisor:
         aim: KillAim = "between-produce-and-commit",
         seed: int | None = None,
         progress: Progress | None = None,
+        command: tuple[str, ...] = (),  # another processor program (see ProcessorProcess)
     ) -> None:
         self.mode, self.settings, self.log_dir, self.aim = mode, settings, log_dir, aim
+        self.command = command
         self.progress = progress or (lambda _: None)
         self.crashes: list[Crash] = []
         self.exits: list[Exit] = []
@@ -257,7 +265,7 @@ class Supervisor:
     # -- internals ---------------------------------------------------------------------------
 
     def _spawn(self, settings: ProcessorSettings) -> ProcessorProcess:
-        process = ProcessorProcess(self.mode, settings, self.log_dir, self._on_line)
+        process = ProcessorProcess(self.mode, settings, self.log_dir, self._on_line, self.command)
         self._processes.append(process)
         return process
 
