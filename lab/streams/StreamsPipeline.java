@@ -13,6 +13,7 @@
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import java.math.BigInteger;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.HashMap;
@@ -47,13 +48,13 @@ public final class StreamsPipeline {
         }
     }
 
-    /** The business rule: every record whose integer "n" is a multiple of ten is dropped. */
+    /** The business rule: a record whose "n" is an integer multiple of ten is dropped. */
     static boolean keep(byte[] value) {
         JsonNode node = parse(value);
-        if (node == null || !node.path("n").canConvertToLong()) {
+        if (node == null || !node.path("n").isIntegralNumber()) {
             return true;
         }
-        return node.path("n").asLong() % 10 != 0;
+        return node.path("n").bigIntegerValue().remainder(BigInteger.TEN).signum() != 0;
     }
 
     /** The sink key: the value's "id" when it has one, else the source key. */
