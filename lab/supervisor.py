@@ -18,6 +18,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Literal, get_args
@@ -75,6 +76,12 @@ class Visit:
     returncode: int
 
 
+# PR_SET_PDEATHSIG fires when the *thread* that forked the child ends: an instance restarted by
+# the monitor thread was SIGKILLed when Supervisor.stop ended that thread, instead of stopping
+# cleanly. Every instance is forked from this one thread, which lives as long as the process.
+_SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lab-processor-spawner")
+
+
 def _die_with_parent() -> None:
     # A processor must not outlive its supervisor, even one that is SIGKILLed itself.
     ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
@@ -95,6 +102,8 @@ class ProcessorProcess:
     settings: ProcessorSettings
     log_dir: Path
     on_line: Callable[[ProcessorProcess, str], None]
+    # The program, told its settings as JSON on stdin; () = `python -m lab.processors --mode`.
+    command: tuple[str, ...] = ()
     popen: subprocess.Popen[str] = field(init=False)
     batches: int = 0
     partitions: tuple[int, ...] = ()
@@ -106,9 +115,23 @@ class ProcessorProcess:
     def __post_init__(self) -> None:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         name = self.settings.instance
+        self.popen = _SPAWNER.submit(self._spawn, name).result()
+        assert self.popen.stdin is not None and self.popen.stdout is not None
+        self.popen.stdin.write(self.settings.to_json())
+        self.popen.stdin.close()
+        transcript = (self.log_dir / f"{name}.out").open("a")
+        threading.Thread(
+            target=self._read, args=(self.popen.stdout, transcript), daemon=True
+        ).start()
+
+    def _spawn(self, name: str) -> subprocess.Popen[str]:
         with (self.log_dir / f"{name}.log").open("a") as stderr:
-            self.popen = subprocess.Popen(
-                [*PROCESSOR_COMMAND, "--mode", self.mode, "--settings-json", "-"],
+            return subprocess.Popen(
+                [
+                    *(self.command or (*PROCESSOR_COMMAND, "--mode", self.mode)),
+                    "--settings-json",
+                    "-",
+                ],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=stderr,
@@ -118,13 +141,6 @@ class ProcessorProcess:
                 start_new_session=True,  # Ctrl-C of the lab must not reach it: we stop it
                 preexec_fn=_die_with_parent,
             )
-        assert self.popen.stdin is not None and self.popen.stdout is not None
-        self.popen.stdin.write(self.settings.to_json())
-        self.popen.stdin.close()
-        transcript = (self.log_dir / f"{name}.out").open("a")
-        threading.Thread(
-            target=self._read, args=(self.popen.stdout, transcript), daemon=True
-        ).start()
 
     @property
     def pid(self) -> int:
@@ -166,8 +182,10 @@ class Supervisor:
         aim: KillAim = "between-produce-and-commit",
         seed: int | None = None,
         progress: Progress | None = None,
+        command: tuple[str, ...] = (),  # another processor program (see ProcessorProcess)
     ) -> None:
         self.mode, self.settings, self.log_dir, self.aim = mode, settings, log_dir, aim
+        self.command = command
         self.progress = progress or (lambda _: None)
         self.crashes: list[Crash] = []
         self.exits: list[Exit] = []
@@ -257,7 +275,7 @@ class Supervisor:
     # -- internals ---------------------------------------------------------------------------
 
     def _spawn(self, settings: ProcessorSettings) -> ProcessorProcess:
-        process = ProcessorProcess(self.mode, settings, self.log_dir, self._on_line)
+        process = ProcessorProcess(self.mode, settings, self.log_dir, self._on_line, self.command)
         self._processes.append(process)
         return process
 

@@ -28,6 +28,8 @@ class ProcessorSettings:
     sink_topic: str = ""
     sink_path: str = ""  # SQLite file (idempotent-sink)
     sink_table: str = "lab_sink"
+    # Where a processor that commits no offsets keeps its position (lab.processors.position_file).
+    position_path: str = ""
     # Names this instance: the transactional.id suffix and the static group member id. A
     # restarted instance reuses it, which is what fences its zombie.
     instance: str = "main"
@@ -101,6 +103,7 @@ _TYPES: dict[str, type] = {
     "sink_topic": str,
     "sink_path": str,
     "sink_table": str,
+    "position_path": str,
     "instance": str,
     "static_member": bool,
     "batch_size": int,

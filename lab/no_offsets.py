@@ -1,0 +1,242 @@
+"""`run_no_offsets`: the processor that commits no offsets anywhere Kafka can see
+(lab.processors.position_file), SIGKILLed between keeping its position and producing.
+
+Creates the topics, starts the processor under a Supervisor and the stamped producer, kills
+the processor `crashes` times at evenly spaced points of the production, each right after it
+has kept a batch's position in its file (so that batch is lost for good: at-most-once), waits
+until the position file has reached the source's LSO, stops the processor cleanly and writes a
+JSON report. Kafka holds no committed offsets for its group: only a deadline can claim its
+records. The report names the batches each kill left claimed but unproduced; what really
+reached the sink is for an independent read of the topics to say.
+
+    python -m lab.no_offsets --bootstrap HOST:PORT [--messages N] [--crashes K]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka.admin import AdminClient  # type: ignore[attr-defined]
+
+from dgm.waiting import TimedOut, wait_until
+from lab.ledger import read_ledger
+from lab.offsets import source_lso
+from lab.pipeline import PipelineNames, say_on_stderr
+from lab.processors.position_file import parse_claim, read_positions
+from lab.processors.settings import ProcessorSettings
+from lab.producer import ProducerResult, ProducerSettings, run_producer
+from lab.supervisor import Crash, Supervisor
+from lab.topics import create_topic
+
+COMMAND = (sys.executable, "-m", "lab.processors.position_file")
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class NoOffsetsSettings:
+    bootstrap_servers: str
+    lab_dir: Path
+    name: str = "no-offsets"
+    messages: int = 2000
+    rate: float | None = 200.0
+    crashes: int = 3
+    partitions: int = 3
+    batch_size: int = 100
+    step_delay: float = 0.3  # after each phase line: the window a kill lands in
+    catch_up_timeout: float = 120.0
+    seed: int | None = None
+    progress: Progress | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class LostClaim:
+    """A batch whose position was kept and whose process was killed before producing it."""
+
+    pid: int
+    batch: int
+    spans: dict[int, tuple[int, int]]  # source partition -> [first, end) offsets
+
+
+@dataclass(frozen=True)
+class NoOffsetsReport:
+    bootstrap_servers: str
+    source_topic: str
+    sink_topic: str
+    group: str  # named by the processor's client, never joined, never committed to
+    position_path: str
+    messages: dict[str, int]
+    producer_session: str
+    ledger_path: str
+    crashes: list[dict[str, Any]]
+    lost_claims: list[LostClaim]
+    caught_up: bool
+    started_at: float
+    finished_at: float
+    run_dir: str
+
+    @property
+    def claimed_lost(self) -> int:
+        """Source offsets the kills left claimed and unproduced (each holds one record: the
+        source is written without transactions, so no control markers)."""
+        return sum(end - first for c in self.lost_claims for first, end in c.spans.values())
+
+    def to_json(self) -> str:
+        return json.dumps({**dataclasses.asdict(self), "claimed_lost": self.claimed_lost}, indent=2)
+
+
+def run_no_offsets(settings: NoOffsetsSettings) -> NoOffsetsReport:
+    say = settings.progress or say_on_stderr
+    names = PipelineNames.derive(settings.name)
+    run_dir = (settings.lab_dir / names.group).absolute()
+    run_dir.mkdir(parents=True, exist_ok=True)
+    started_at = time.time()
+    admin = AdminClient({"bootstrap.servers": settings.bootstrap_servers})
+    for topic in (names.source, names.sink):
+        create_topic(admin, topic, settings.partitions)
+    position_path = run_dir / "position.json"
+    processor = ProcessorSettings(
+        bootstrap_servers=settings.bootstrap_servers,
+        source_topic=names.source,
+        group_id=names.group,
+        sink_topic=names.sink,
+        position_path=str(position_path),
+        batch_size=settings.batch_size,
+        step_delay=settings.step_delay,
+        static_member=False,
+    )
+    producer = ProducerSettings(
+        bootstrap_servers=settings.bootstrap_servers,
+        topic=names.source,
+        messages=settings.messages,
+        ledger_path=run_dir / "ledger.jsonl",
+        rate=settings.rate,
+    )
+    say(f"no-offsets lab: source {names.source}, position file {position_path}")
+    supervisor = Supervisor(
+        "at-most-once", processor, run_dir / "logs", "between-commit-and-produce",
+        settings.seed, say, command=COMMAND,
+    )  # fmt: skip
+    stop = threading.Event()
+    supervisor.start()
+    try:
+        wait_until(supervisor.main.ready.is_set, 120, "the processor to start")
+        with ThreadPoolExecutor(1) as pool:
+            try:
+                produced = pool.submit(run_producer, producer, stop)
+                _crash(supervisor, producer, produced.done, settings.crashes, say)
+                result: ProducerResult = produced.result()
+            finally:
+                stop.set()
+        say(f"producer done: {result.sent} sent, {result.acked} acked")
+        caught_up = _catch_up(admin, names.source, position_path, settings, say)
+    finally:
+        supervisor.stop()
+    report = NoOffsetsReport(
+        bootstrap_servers=settings.bootstrap_servers,
+        source_topic=names.source,
+        sink_topic=names.sink,
+        group=names.group,
+        position_path=str(position_path),
+        messages={"requested": settings.messages, **_counts(result)},
+        producer_session=result.session,
+        ledger_path=str(producer.ledger_path),
+        crashes=[dataclasses.asdict(c) for c in supervisor.crashes],
+        lost_claims=lost_claims(supervisor.crashes, run_dir / "logs"),
+        caught_up=caught_up,
+        started_at=started_at,
+        finished_at=time.time(),
+        run_dir=str(run_dir),
+    )
+    (run_dir / "report.json").write_text(report.to_json() + "\n")
+    return report
+
+
+def _crash(
+    supervisor: Supervisor,
+    producer: ProducerSettings,
+    producer_done: Callable[[], bool],
+    crashes: int,
+    say: Progress,
+) -> None:
+    """A kill at each of `crashes` evenly spaced points of the production, aimed right after
+    the processor has kept a batch's position."""
+    for number in range(1, crashes + 1):
+        fraction = number / (crashes + 1)
+
+        def reached(share: float = fraction) -> bool:
+            return producer_done() or _sent(producer) >= share * producer.messages
+
+        wait_until(reached, 600, f"{fraction:.0%} of the messages to be sent", interval=0.2)
+        if supervisor.crash() is None:
+            say(f"crash {number}: no batch to kill within the timeout")
+
+
+def lost_claims(crashes: list[Crash], log_dir: Path) -> list[LostClaim]:
+    """The claims of the batches killed after their position was kept, from the processors'
+    transcripts (`<time> <pid> <line>`)."""
+    killed = {(c.pid, c.batch) for c in crashes if c.phase == "committed"}
+    found = []
+    for transcript in sorted(log_dir.glob("*.out")):
+        for line in transcript.read_text().splitlines():
+            _, pid, said = line.split(" ", 2)
+            claim = parse_claim(said)
+            if claim is not None and (int(pid), claim[0]) in killed:
+                found.append(LostClaim(int(pid), claim[0], claim[1]))
+    return found
+
+
+def _sent(producer: ProducerSettings) -> int:
+    if not producer.ledger_path.exists():
+        return 0
+    return len(read_ledger(producer.ledger_path).sent_ids)
+
+
+def _catch_up(
+    admin: AdminClient, source: str, position_path: Path, settings: NoOffsetsSettings, say: Progress
+) -> bool:
+    def kept_to_end() -> bool:
+        kept = read_positions(position_path)
+        lso = source_lso(admin, source, settings.partitions)
+        return all(kept.get(p, 0) >= end for p, end in lso.items())
+
+    try:
+        wait_until(kept_to_end, settings.catch_up_timeout, "the position file to reach the LSO")
+    except TimedOut as error:
+        say(f"not caught up: {error}")
+        return False
+    say("the processor's position file reached the source's LSO")
+    return True
+
+
+def _counts(result: ProducerResult) -> dict[str, int]:
+    return {k: v for k, v in dataclasses.asdict(result).items() if k != "session"}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m lab.no_offsets")
+    parser.add_argument("--bootstrap", required=True, help="Kafka bootstrap servers")
+    parser.add_argument("--messages", type=int, default=2000)
+    parser.add_argument("--crashes", type=int, default=3, help="SIGKILLs of the processor")
+    parser.add_argument("--lab-dir", default="lab-runs", help="where each run gets a folder")
+    args = parser.parse_args(argv)
+    report = run_no_offsets(
+        NoOffsetsSettings(
+            args.bootstrap, Path(args.lab_dir), messages=args.messages, crashes=args.crashes
+        )
+    )
+    print(report.to_json())
+    return 0 if report.caught_up else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

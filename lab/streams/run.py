@@ -1,0 +1,230 @@
+"""`run_streams_lab`: the Kafka Streams application on a real cluster, SIGKILLed while records
+flow, with a report.
+
+Creates a source and a sink topic, starts the application, produces a known set of stamped
+JSON records (lab.producer: `{"id": ..., "n": ...}` with the dgm-id header), SIGKILLs the
+application `kills` times at random moments while it is processing (restarting it each time),
+waits until its consumer group (the application.id) has committed the whole source and the
+sink holds no open transaction, stops it and writes a JSON report. What reached the sink is
+left to an independent read of the topics: the report says only what was done.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import random
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import IsolationLevel, TopicPartition
+from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]
+
+from dgm.waiting import TimedOut, wait_until
+from lab.offsets import group_offsets, source_lso
+from lab.pipeline import PipelineNames, say_on_stderr
+from lab.producer import ProducerResult, ProducerSettings, run_producer
+from lab.streams.app import GUARANTEES, AppSettings, Guarantee, StreamsSupervisor, app_command
+from lab.streams.jars import resolve_classpath
+from lab.topics import create_topic
+
+Progress = Callable[[str], None]
+# A kill lands this many seconds (uniformly drawn) after the instance started processing.
+KILL_AFTER = (1.0, 4.0)
+
+
+@dataclass(frozen=True)
+class StreamsLabSettings:
+    bootstrap_servers: str
+    lab_dir: Path  # each run gets its own folder inside: ledger, logs, state, report
+    guarantee: Guarantee
+    drop_every_tenth: bool = False
+    name: str = "streams"
+    messages: int = 3000
+    rate: float | None = 100.0  # source messages/s; None = as fast as possible
+    kills: int = 3
+    partitions: int = 3
+    commit_interval_ms: int | None = None
+    catch_up_timeout: float = 120.0
+    seed: int | None = None
+    progress: Progress | None = field(default=None, compare=False)
+
+    def problems(self) -> list[str]:
+        return [
+            message
+            for broken, message in (
+                (self.guarantee not in GUARANTEES, f"guarantee: one of {', '.join(GUARANTEES)}"),
+                (self.messages < 1, f"messages: expected >= 1, got {self.messages}"),
+                (self.kills < 0, f"kills: expected >= 0, got {self.kills}"),
+                (self.rate is not None and self.rate <= 0, "rate: expected > 0"),
+                (self.partitions < 1, "partitions: expected >= 1"),
+            )
+            if broken
+        ]
+
+
+@dataclass(frozen=True)
+class StreamsLabReport:
+    guarantee: str
+    drop_every_tenth: bool
+    bootstrap_servers: str
+    source_topic: str
+    sink_topic: str
+    application_id: str  # = the consumer group Kafka Streams commits to
+    messages: dict[str, int]  # requested, sent, acked, failed, aborted
+    producer_session: str
+    ledger_path: str
+    kills: list[dict[str, Any]]
+    kills_while_producing: int  # of the kills, those before the producer had finished
+    exits: list[dict[str, Any]]  # instances that died without being killed
+    caught_up: bool
+    started_at: float
+    finished_at: float
+    run_dir: str
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self), indent=2)
+
+
+def run_streams_lab(settings: StreamsLabSettings) -> StreamsLabReport:
+    problems = settings.problems()
+    if problems:
+        raise ValueError("; ".join(problems))
+    say = settings.progress or say_on_stderr
+    names = PipelineNames.derive(settings.name)
+    run_dir = (settings.lab_dir / names.group).absolute()
+    run_dir.mkdir(parents=True, exist_ok=True)
+    started_at = time.time()
+    classpath = resolve_classpath(say)
+    admin = AdminClient({"bootstrap.servers": settings.bootstrap_servers})
+    for topic in (names.source, names.sink):
+        create_topic(admin, topic, settings.partitions)
+    app = AppSettings(
+        bootstrap_servers=settings.bootstrap_servers,
+        application_id=names.group,
+        source=names.source,
+        sink=names.sink,
+        state_dir=run_dir / "state",
+        guarantee=settings.guarantee,
+        drop_every_tenth=settings.drop_every_tenth,
+        commit_interval_ms=settings.commit_interval_ms,
+    )
+    say(f"streams lab: {settings.guarantee}, source {names.source}, app {names.group}")
+    supervisor = StreamsSupervisor(app_command(classpath, app), run_dir / "logs", say)
+    producer = ProducerSettings(
+        bootstrap_servers=settings.bootstrap_servers,
+        topic=names.source,
+        messages=settings.messages,
+        ledger_path=run_dir / "ledger.jsonl",
+        rate=settings.rate,
+    )
+    stop = threading.Event()
+    supervisor.start()
+    try:
+        wait_until(supervisor.current.running.is_set, 120, "the Streams application to run")
+        with ThreadPoolExecutor(1) as pool:
+            try:
+                produced = pool.submit(run_producer, producer, stop)
+                sink_end = functools.partial(_sink_end, admin, names.sink, settings.partitions)
+                while_producing = _kill(supervisor, settings, produced.done, sink_end)
+                result: ProducerResult = produced.result()
+            finally:
+                stop.set()
+        say(f"producer done: {result.sent} sent, {result.acked} acked")
+        caught_up = _catch_up(admin, names, settings, say)
+    finally:
+        supervisor.stop()
+    report = StreamsLabReport(
+        guarantee=settings.guarantee,
+        drop_every_tenth=settings.drop_every_tenth,
+        bootstrap_servers=settings.bootstrap_servers,
+        source_topic=names.source,
+        sink_topic=names.sink,
+        application_id=names.group,
+        messages={"requested": settings.messages, **_counts(result)},
+        producer_session=result.session,
+        ledger_path=str(producer.ledger_path),
+        kills=[dataclasses.asdict(k) for k in supervisor.kills],
+        kills_while_producing=while_producing,
+        exits=[dataclasses.asdict(e) for e in supervisor.exits],
+        caught_up=caught_up,
+        started_at=started_at,
+        finished_at=time.time(),
+        run_dir=str(run_dir),
+    )
+    (run_dir / "report.json").write_text(report.to_json() + "\n")
+    return report
+
+
+def _kill(
+    supervisor: StreamsSupervisor,
+    settings: StreamsLabSettings,
+    producer_done: Callable[[], bool],
+    sink_end: Callable[[], int],
+) -> int:
+    """SIGKILL the instance `kills` times, each a random while after it has started writing to
+    the sink (restarting it each time); how many kills came before the producer had finished."""
+    chosen = random.Random(settings.seed)
+    while_producing = 0
+    for number in range(1, settings.kills + 1):
+        process = supervisor.current
+        wait_until(process.running.is_set, 120, f"instance {number} to run", interval=0.05)
+        wait_until(_grows(sink_end), 120, f"instance {number} to write", interval=0.2)
+        # A random moment of its processing: a drawn delay, not a wait for something to happen.
+        time.sleep(chosen.uniform(*KILL_AFTER))
+        while_producing += not producer_done()
+        supervisor.kill_and_restart()
+    return while_producing
+
+
+def _grows(measure: Callable[[], int]) -> Callable[[], bool]:
+    """A condition: `measure` is above what it was when the condition was made."""
+    before = measure()
+    return lambda: measure() > before
+
+
+def _catch_up(
+    admin: AdminClient, names: PipelineNames, settings: StreamsLabSettings, say: Progress
+) -> bool:
+    """Until the application's group has committed the source's LSO on every partition and no
+    transaction is open on the sink (its LSO is its high watermark)."""
+
+    def done() -> bool:
+        lso = source_lso(admin, names.source, settings.partitions)
+        committed = group_offsets(admin, names.group, names.source, settings.partitions)
+        behind = sum(max(0, end - committed.get(p, 0)) for p, end in lso.items())
+        return behind == 0 and _sink_settled(admin, names.sink, settings.partitions)
+
+    try:
+        wait_until(done, settings.catch_up_timeout, "the Streams application to catch up", 0.5)
+    except TimedOut as error:
+        say(f"not caught up: {error}")
+        return False
+    say("the Streams application caught up with the source")
+    return True
+
+
+def _sink_settled(admin: AdminClient, topic: str, partitions: int) -> bool:
+    return source_lso(admin, topic, partitions) == _ends(admin, topic, partitions)
+
+
+def _sink_end(admin: AdminClient, topic: str, partitions: int) -> int:
+    return sum(_ends(admin, topic, partitions).values())
+
+
+def _ends(admin: AdminClient, topic: str, partitions: int) -> dict[int, int]:
+    """High watermark per partition (read_uncommitted latest): what the log holds."""
+    latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]
+    request = {TopicPartition(topic, p): latest for p in range(partitions)}
+    futures = admin.list_offsets(request, isolation_level=IsolationLevel.READ_UNCOMMITTED)
+    return {tp.partition: int(f.result(timeout=30).offset) for tp, f in futures.items()}
+
+
+def _counts(result: ProducerResult) -> dict[str, int]:
+    return {k: v for k, v in dataclasses.asdict(result).items() if k != "session"}
