@@ -18,6 +18,7 @@ from confluent_kafka.admin import AdminClient
 
 from dgm.broker.cluster import EmbeddedCluster
 from lab.topics import create_topic
+from tests.postgres import PostgresUnavailable, PostgresUnderTest, external, local_server
 
 
 @dataclass
@@ -91,6 +92,22 @@ def spark() -> Iterator[Any]:
 
 
 @pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresUnderTest]:
+    """A real PostgreSQL server (DGM_POSTGRES_DSN, or one started here): tests/postgres.py."""
+    named = external()
+    if named is not None:
+        yield named
+        return
+    try:
+        with local_server() as server:
+            yield server
+    except PostgresUnavailable as why:
+        if os.environ.get("CI"):
+            raise  # CI installs it (.ci/run): a missing server there is a broken setup
+        pytest.skip(str(why))
+
+
+@pytest.fixture(scope="session")
 def published_lab(
     kafka: KafkaUnderTest, spark: Any, tmp_path_factory: pytest.TempPathFactory
 ) -> Any:
@@ -108,3 +125,5 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.integration)
         if "spark" in fixtures:
             item.add_marker(pytest.mark.spark)
+        if "postgres" in fixtures:
+            item.add_marker(pytest.mark.postgres)
