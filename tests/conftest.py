@@ -82,9 +82,15 @@ def kafka3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaUnderTest]
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
+    from dgm.config_schema import POSTGRESQL_DRIVER_PACKAGE
     from spark_jobs.session import build_session
 
-    session = build_session(master="local[2]", app_name="dgm-tests", shuffle_partitions=4)
+    session = build_session(
+        master="local[2]",
+        app_name="dgm-tests",
+        shuffle_partitions=4,
+        packages=[POSTGRESQL_DRIVER_PACKAGE],  # the JDBC sink tests read a real PostgreSQL
+    )
     try:
         yield session
     finally:
