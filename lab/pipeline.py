@@ -3,6 +3,7 @@ stamped producer settings. Shared by `run_lab` (bounded) and the continuous demo
 
 from __future__ import annotations
 
+import re
 import sys
 import uuid
 from collections.abc import Callable
@@ -10,9 +11,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from confluent_kafka.admin import AdminClient  # type: ignore[attr-defined]
+from psycopg.conninfo import conninfo_to_dict
 
 from dgm.config import ConfigError, ExternalSink, PipelineConfig, Semantic, append_pipeline
-from lab.processors.settings import Mode, ProcessorSettings
+from lab.processors.postgres_sink import INCREMENTAL_COLUMN
+from lab.processors.settings import POSTGRES_MODES, Mode, ProcessorSettings
 from lab.processors.sqlite_sink import ID_COLUMN, SOURCE_COLUMNS
 from lab.producer import ProducerSettings
 from lab.supervisor import KillAim
@@ -27,6 +30,8 @@ DECLARED: dict[str, Semantic] = {
     "exactly-once": "exactly-once",
     "exactly-once-broken": "exactly-once",
     "idempotent-sink": "exactly-once",
+    "postgres-exactly-once": "exactly-once",
+    "postgres-at-least-once": "at-least-once",
 }
 # Where a kill shows what the mode is made of.
 DEFAULT_AIM: dict[str, KillAim] = {"at-most-once": "between-commit-and-produce"}
@@ -57,7 +62,22 @@ class PipelineNames:
 
 
 def has_sink_topic(mode: Mode) -> bool:
-    return mode != "idempotent-sink"
+    return mode != "idempotent-sink" and mode not in POSTGRES_MODES
+
+
+def sink_table(mode: Mode, names: PipelineNames) -> str:
+    """The table a run writes: its own in a shared PostgreSQL database, else SINK_TABLE."""
+    if mode not in POSTGRES_MODES:
+        return SINK_TABLE
+    return re.sub(r"[^a-z0-9_]", "_", f"{SINK_TABLE}_{names.group}".lower())[:63]
+
+
+def jdbc_url(dsn: str) -> tuple[str, str]:
+    """(JDBC URL, user) of a libpq connection string; the password stays out of both."""
+    info = conninfo_to_dict(dsn)
+    host, port = info.get("host") or "127.0.0.1", info.get("port") or 5432
+    database = info.get("dbname") or "postgres"
+    return f"jdbc:postgresql://{host}:{port}/{database}", str(info.get("user") or "")
 
 
 def kill_aim(mode: Mode, kill_at: KillAim | None = None) -> KillAim:
@@ -77,10 +97,21 @@ def create_topics(
 
 
 def pipeline_config(
-    pipeline: str, mode: Mode, names: PipelineNames, run_dir: Path
+    pipeline: str, mode: Mode, names: PipelineNames, run_dir: Path, dsn: str = ""
 ) -> PipelineConfig:
     external = None
-    if not has_sink_topic(mode):
+    if mode in POSTGRES_MODES:
+        url, user = jdbc_url(dsn)
+        external = ExternalSink(
+            table=sink_table(mode, names),
+            id_column=ID_COLUMN,
+            kind="postgresql",
+            source_columns=SOURCE_COLUMNS,
+            url=url,
+            incremental_column=INCREMENTAL_COLUMN,
+            user=user,
+        )
+    elif not has_sink_topic(mode):
         external = ExternalSink(
             path=sink_path(run_dir),
             table=SINK_TABLE,
@@ -107,6 +138,7 @@ def processor_settings(
     batch_size: int,
     step_delay: float,
     client: dict[str, str],
+    sink_dsn: str = "",
 ) -> ProcessorSettings:
     return ProcessorSettings(
         bootstrap_servers=bootstrap_servers,
@@ -114,7 +146,8 @@ def processor_settings(
         group_id=names.group,
         sink_topic=names.sink if has_sink_topic(mode) else "",
         sink_path=str(sink_path(run_dir)),
-        sink_table=SINK_TABLE,
+        sink_table=sink_table(mode, names),
+        sink_dsn=sink_dsn,
         batch_size=batch_size,
         step_delay=step_delay,
         client=dict(client),

@@ -45,7 +45,8 @@ from lab.pipeline import (
     producer_settings,
     say_on_stderr,
 )
-from lab.processors.settings import MODES, Mode, ProcessorSettings
+from lab.processors.postgres_sink import stored_offsets as postgres_offsets
+from lab.processors.settings import MODES, POSTGRES_MODES, Mode, ProcessorSettings
 from lab.processors.sqlite_sink import stored_offsets
 from lab.producer import ProducerResult, ProducerSettings, run_producer
 from lab.proxy import FaultProxy
@@ -102,6 +103,8 @@ class LabSettings:
     config_path: Path | None = None  # the pipeline is appended to this dgm.toml
     report_path: Path | None = None  # default: <run folder>/report.json
     client: dict[str, str] = field(default_factory=dict, repr=False)  # may hold secrets
+    # libpq connection string of the database the postgres-* modes write to.
+    sink_dsn: str = field(default="", repr=False)  # may hold a password
     progress: Progress | None = field(default=None, compare=False)
 
     @property
@@ -119,6 +122,10 @@ class LabSettings:
                 (self.kill_at is not None and self.kill_at not in KILL_AIMS, "--kill-at"),
                 (not 0 <= self.drop_probability <= 1, "drop probability: expected 0..1"),
                 (self.partitions < 1, "partitions: expected >= 1"),
+                (
+                    self.mode in POSTGRES_MODES and not self.sink_dsn,
+                    f"{self.mode} needs a PostgreSQL connection string (sink_dsn)",
+                ),
             )
             if broken
         ]
@@ -179,7 +186,7 @@ def run_lab(settings: LabSettings) -> LabReport:
     say = settings.progress or say_on_stderr
     names = PipelineNames.derive(settings.pipeline)
     run_dir = settings.lab_dir / names.group
-    pipeline = pipeline_config(settings.pipeline, settings.mode, names, run_dir)
+    pipeline = pipeline_config(settings.pipeline, settings.mode, names, run_dir, settings.sink_dsn)
     bad = list(pipeline.problems())
     if bad:
         raise LabError("; ".join(f"pipeline {key or 'name'}: {why}" for key, why in bad))
@@ -262,6 +269,7 @@ def _processor_settings(
         batch_size=settings.batch_size,
         step_delay=settings.step_delay,
         client=settings.client,
+        sink_dsn=settings.sink_dsn,
     )
 
 
@@ -317,8 +325,10 @@ def _catch_up(
     say: Progress,
 ) -> bool:
     def done() -> dict[int, int]:
-        if pipeline.external_sink is not None:
-            sink = pipeline.external_sink
+        sink = pipeline.external_sink
+        if sink is not None and settings.mode == "postgres-exactly-once":
+            return postgres_offsets(settings.sink_dsn, sink.table, names.source)
+        if sink is not None and sink.path is not None:
             return stored_offsets(sink.path, sink.table, names.source)
         return group_offsets(admin, names.group, names.source, settings.partitions)
 
@@ -359,7 +369,8 @@ def _counts(result: ProducerResult) -> dict[str, int]:
 def _external_sink_json(sink: ExternalSink | None) -> dict[str, Any] | None:
     if sink is None:
         return None
-    return {**dataclasses.asdict(sink), "path": str(sink.path)}
+    shown = {**dataclasses.asdict(sink), "path": None if sink.path is None else str(sink.path)}
+    return {**shown, "password": "***"} if sink.password else shown
 
 
 def _write_atomically(path: Path, text: str) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import zipfile
+from collections.abc import Sequence
 from pathlib import Path
 
 import pyspark
@@ -47,13 +48,16 @@ def build_session(
     master: str | None = None,
     app_name: str = "dgm",
     shuffle_partitions: int | None = None,
+    packages: Sequence[str] = (),
 ) -> SparkSession:
+    """`packages`: more Maven coordinates to resolve beside the Kafka source, e.g. the JDBC
+    drivers of the external sinks (spark_jobs.audit.external_jdbc.driver_packages)."""
     master = master or os.environ.get("DGM_SPARK_MASTER", "local[*]")
     cores = os.cpu_count() or 2
     builder = (
         SparkSession.builder.master(master)
         .appName(app_name)
-        .config("spark.jars.packages", kafka_source_package())
+        .config("spark.jars.packages", ",".join([kafka_source_package(), *packages]))
         # The Ivy cache lives beside dgm's other downloads so a warm start never re-fetches.
         .config("spark.jars.ivy", str(user_cache_dir() / "ivy"))
         .config("spark.jars.ivySettings", ivy_settings())

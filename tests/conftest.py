@@ -18,6 +18,7 @@ from confluent_kafka.admin import AdminClient
 
 from embedded_kafka.cluster import EmbeddedCluster
 from lab.topics import create_topic
+from tests.postgres import PostgresUnavailable, PostgresUnderTest, external, local_server
 
 
 @dataclass
@@ -81,13 +82,35 @@ def kafka3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaUnderTest]
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
+    from dgm.config_schema import POSTGRESQL_DRIVER_PACKAGE
     from spark_jobs.session import build_session
 
-    session = build_session(master="local[2]", app_name="dgm-tests", shuffle_partitions=4)
+    session = build_session(
+        master="local[2]",
+        app_name="dgm-tests",
+        shuffle_partitions=4,
+        packages=[POSTGRESQL_DRIVER_PACKAGE],  # the JDBC sink tests read a real PostgreSQL
+    )
     try:
         yield session
     finally:
         session.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresUnderTest]:
+    """A real PostgreSQL server (DGM_POSTGRES_DSN, or one started here): tests/postgres.py."""
+    named = external()
+    if named is not None:
+        yield named
+        return
+    try:
+        with local_server() as server:
+            yield server
+    except PostgresUnavailable as why:
+        if os.environ.get("CI"):
+            raise  # CI installs it (.ci/run): a missing server there is a broken setup
+        pytest.skip(str(why))
 
 
 @pytest.fixture(scope="session")
@@ -108,3 +131,5 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.integration)
         if "spark" in fixtures:
             item.add_marker(pytest.mark.spark)
+        if "postgres" in fixtures:
+            item.add_marker(pytest.mark.postgres)

@@ -19,6 +19,7 @@ from lab.processors import (
     exactly_once,
     exactly_once_broken,
     idempotent_sink,
+    postgres_modes,
 )
 from lab.processors.settings import MODES, ProcessorSettings, SettingsError
 
@@ -28,6 +29,8 @@ RUNNERS: dict[str, Callable[[ProcessorSettings, threading.Event], int]] = {
     "exactly-once": exactly_once.run,
     "exactly-once-broken": exactly_once_broken.run,
     "idempotent-sink": idempotent_sink.run,
+    "postgres-exactly-once": postgres_modes.run_exactly_once,
+    "postgres-at-least-once": postgres_modes.run_at_least_once,
 }
 
 

@@ -10,8 +10,16 @@ from typing import Any, Literal, get_args
 from dgm.errors import UserFacingError
 
 Mode = Literal[
-    "at-most-once", "at-least-once", "exactly-once", "exactly-once-broken", "idempotent-sink"
+    "at-most-once",
+    "at-least-once",
+    "exactly-once",
+    "exactly-once-broken",
+    "idempotent-sink",
+    "postgres-exactly-once",
+    "postgres-at-least-once",
 ]
+# The modes whose results go to a PostgreSQL table (sink_dsn, sink_table), not a topic.
+POSTGRES_MODES = ("postgres-exactly-once", "postgres-at-least-once")
 MODES: tuple[str, ...] = get_args(Mode)
 
 
@@ -30,6 +38,8 @@ class ProcessorSettings:
     sink_table: str = "lab_sink"
     # Where a processor that commits no offsets keeps its position (lab.processors.position_file).
     position_path: str = ""
+    # libpq connection string of the PostgreSQL database (the postgres-* modes).
+    sink_dsn: str = field(default="", repr=False)  # may hold a password
     # Names this instance: the transactional.id suffix and the static group member id. A
     # restarted instance reuses it, which is what fences its zombie.
     instance: str = "main"
@@ -91,6 +101,10 @@ class ProcessorSettings:
             raise SettingsError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}")
         if mode == "idempotent-sink" and not self.sink_path:
             raise SettingsError("idempotent-sink needs sink_path (the SQLite file)")
+        if mode in POSTGRES_MODES:
+            if not self.sink_dsn:
+                raise SettingsError(f"{mode} needs sink_dsn (the PostgreSQL database)")
+            return self
         if mode != "idempotent-sink" and not self.sink_topic:
             raise SettingsError(f"{mode} needs sink_topic")
         return self
@@ -104,6 +118,7 @@ _TYPES: dict[str, type] = {
     "sink_path": str,
     "sink_table": str,
     "position_path": str,
+    "sink_dsn": str,
     "instance": str,
     "static_member": bool,
     "batch_size": int,

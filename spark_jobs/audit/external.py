@@ -116,6 +116,8 @@ def external_fingerprints(pipeline: PipelineConfig) -> pa.Table:
     sink = pipeline.external_sink
     if sink is None:
         raise ValueError(f"pipeline {pipeline.name!r} has no external sink")
+    if sink.path is None:  # postgresql/jdbc: read incrementally (external_jdbc)
+        raise ValueError(f"pipeline {pipeline.name!r}: external sink {sink.kind} is no file")
     where = f"pipeline {pipeline.name!r}: external sink {sink.kind} file {sink.path}"
     if not sink.path.is_file():
         raise ExternalSinkError(f"{where} does not exist (check [pipelines] external_sink.path)")

@@ -1,0 +1,97 @@
+"""postgres-exactly-once and postgres-at-least-once: results into a PostgreSQL table.
+
+postgres-exactly-once stores each batch's rows and the next source offset per partition in
+one PostgreSQL transaction, and a (re)started instance seeks to the stored offsets: the
+store's own offsets say what it holds, so a SIGKILL anywhere neither loses nor repeats a
+record. (The table has no unique id key: it is the transaction, not deduplication.) The
+group's offsets are committed afterwards only so that monitoring sees the lag.
+
+postgres-at-least-once inserts and commits the rows, then commits the consumer group's
+offsets. A crash between the two makes the next owner read the batch again: its rows are
+stored twice (reprocessing). Nothing is lost.
+
+Phases: `produced` = the rows are committed in PostgreSQL; `committed` = the group's offsets.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from confluent_kafka import Consumer, Message, TopicPartition
+
+from lab.processors.announce import say
+from lab.processors.idempotent_sink import as_rows, sink_row
+from lab.processors.loop import (
+    Offsets,
+    advanced,
+    announce,
+    as_offsets,
+    commit_offsets,
+    open_consumer,
+    positions,
+    run_loop,
+)
+from lab.processors.postgres_sink import PostgresSink
+from lab.processors.settings import ProcessorSettings
+
+
+class PostgresStep:
+    def __init__(
+        self, settings: ProcessorSettings, store: PostgresSink, offsets_in_store: bool
+    ) -> None:
+        self.settings, self.store, self.offsets_in_store = settings, store, offsets_in_store
+        self.done: Offsets = {}  # what was last stored (and committed to the group)
+
+    def seek_to_stored(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        """On assignment: start where the store says, not where the group says."""
+        stored = self.store.next_offsets(self.settings.source_topic)
+        for tp in partitions:
+            if tp.partition in stored:
+                tp.offset = stored[tp.partition]
+        consumer.assign(partitions)
+
+    def attach(self, consumer: Consumer) -> None:
+        self.consumer = consumer
+
+    def batch(self, records: list[Message], number: int) -> None:
+        offsets = positions(self.consumer)
+        stored_offsets = as_rows(offsets) if self.offsets_in_store else []
+        self.store.store([sink_row(m) for m in records], stored_offsets)
+        announce("produced", number, self.settings)
+        if commit_offsets(self.consumer, offsets):
+            self.done.update(as_offsets(offsets))
+        announce("committed", number, self.settings)
+
+    def idle(self) -> None:
+        # Positions move past control markers without a record: record them too, so the
+        # store's offsets and the group catch up to the source's end.
+        moved = advanced(positions(self.consumer), self.done)
+        if not moved:
+            return
+        if self.offsets_in_store:
+            self.store.store([], as_rows(moved))
+        if commit_offsets(self.consumer, moved):
+            self.done.update(as_offsets(moved))
+
+
+def run(settings: ProcessorSettings, stop: threading.Event, offsets_in_store: bool) -> int:
+    store = PostgresSink(settings.sink_dsn, settings.sink_table)
+    step = PostgresStep(settings, store, offsets_in_store)
+    hook = step.seek_to_stored if offsets_in_store else None
+    consumer = open_consumer(settings, "read_committed", on_assign=hook)
+    step.attach(consumer)
+    say("ready")
+    try:
+        run_loop(consumer, step, settings, stop)
+    finally:
+        consumer.close()
+        store.close()
+    return 0
+
+
+def run_exactly_once(settings: ProcessorSettings, stop: threading.Event) -> int:
+    return run(settings, stop, offsets_in_store=True)
+
+
+def run_at_least_once(settings: ProcessorSettings, stop: threading.Event) -> int:
+    return run(settings, stop, offsets_in_store=False)
