@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from embedded_kafka.java import find_java
-from embedded_kafka.maven_central import DownloadError, LockedJar, fetch_all, parse_lock
 from dgm.errors import UserFacingError
 from dgm.paths import user_cache_dir
+from embedded_kafka.java import find_java
+from embedded_kafka.maven_central import DownloadError, LockedJar, fetch_all, parse_lock
 
 STREAMS_VERSION = "4.1.1"
 LOCK_FILE = "streams-jars.lock"
