@@ -1,4 +1,5 @@
-"""The analysis engine that keeps its state and recomputes only what a cycle's new records touch.
+"""The analysis engine (class `Engine`): it keeps its state and recomputes only what a cycle's
+new records touch, with the Spark passes of passes.py.
 
 Kept between cycles: the fingerprints in the executors (audit.kept_fingerprints, which says
 what is new), and on the driver what is bounded by keys and windows, not by records — the
@@ -35,7 +36,7 @@ from pyspark.sql import functions as F
 from dgm import published as tables
 from dgm.config_schema import DgmConfig
 from spark_jobs.analyze import counts as tally
-from spark_jobs.analyze.engine import (
+from spark_jobs.analyze.passes import (
     History,
     Routes,
     by_id,
@@ -46,6 +47,7 @@ from spark_jobs.analyze.engine import (
 )
 from spark_jobs.analyze.per_id import Context
 from spark_jobs.analyze.per_session import gap_rows, intervals_of, runs, runs_frame
+from spark_jobs.fingerprints import Fingerprints
 
 log = logging.getLogger("dgm.analyze")
 Timings = dict[str, float]  # seconds per step of a cycle, for the progress line
@@ -58,22 +60,6 @@ def _timed(timings: Timings, step: str) -> Iterator[None]:
         yield
     finally:
         timings[step] = time.perf_counter() - began
-
-
-@dataclass(frozen=True)
-class Change:
-    """The fingerprints now and, when known, how they differ from the last cycle's."""
-
-    kept: DataFrame  # every fingerprint of the store's batches
-    external: DataFrame | None = None  # the external sinks' snapshots, read whole
-    # None when the last cycle's rows are not known (first load, read everything again)
-    kept_before: DataFrame | None = None
-    kept_added: DataFrame | None = None  # kept - kept_before
-    external_before: DataFrame | None = None
-
-    @property
-    def whole(self) -> DataFrame:
-        return _union(self.kept, self.external)
 
 
 @dataclass(frozen=True)
@@ -90,11 +76,13 @@ def _union(first: DataFrame, second: DataFrame | None) -> DataFrame:
     return first if second is None else first.unionByName(second)
 
 
-def rebuild_reason(state: State | None, change: Change, known: History, ctx: Context) -> str:
+def rebuild_reason(
+    state: State | None, fingerprints: Fingerprints, known: History, ctx: Context
+) -> str:
     """Why the kept state cannot be brought up to date by difference ('' when it can)."""
     if state is None:
         return "no state"
-    if change.kept_before is None or change.kept_added is None:
+    if not fingerprints.changed:
         return "fingerprints read again"
     old = state.ctx
     shape = ("sources", "sinks", "source_topics", "plain_sources", "window_us")
@@ -149,32 +137,32 @@ class Engine:
     def cycle(
         self,
         config: DgmConfig,
-        change: Change,
+        fingerprints: Fingerprints,
         committed: dict[tuple[str, str, int], int],
         now: datetime,
-        rows: int | None = None,
     ) -> tuple[dict[str, pa.Table], pa.Table]:
         """(duplicates, lost, topic_windows, partition_windows as Arrow; pipeline counts for
-        pipeline_metrics) of `change`'s fingerprints now; `rows`: how many there are, when
-        the caller counted them."""
+        pipeline_metrics) of the `fingerprints` now."""
         timings: Timings = {}
         state = self.state
         with _timed(timings, "routes"):
-            external = routes(change.external) if change.external is not None else Routes()
+            external = (
+                routes(fingerprints.external) if fingerprints.external is not None else Routes()
+            )
             kept_routes = (
-                state.kept_routes.merged(routes(change.kept_added))
-                if state is not None and change.kept_added is not None
-                else routes(change.kept)
+                state.kept_routes.merged(routes(fingerprints.added))
+                if state is not None and fingerprints.added is not None
+                else routes(fingerprints.kept)
             )
         known = kept_routes.merged(external).history()
         ctx = context(config, known, committed, now)
-        reason = rebuild_reason(state, change, known, ctx)
+        reason = rebuild_reason(state, fingerprints, known, ctx)
         if reason or state is None:
             self.state = None
-            state = _rebuilt(change, ctx, kept_routes, known, timings, rows)
+            state = _rebuilt(fingerprints, ctx, kept_routes, known, timings)
             self.last = f"rebuilt ({reason})"
         else:
-            state, touched = _advanced(state, change, ctx, kept_routes, known, timings)
+            state, touched = _advanced(state, fingerprints, ctx, kept_routes, known, timings)
             self.last = f"{touched} message ids touched"
         self.state = state
         with _timed(timings, "tables"):
@@ -184,15 +172,14 @@ class Engine:
 
 
 def _rebuilt(
-    change: Change,
+    fingerprints: Fingerprints,
     ctx: Context,
     kept_routes: Routes,
     known: History,
     timings: Timings,
-    rows: int | None,
 ) -> State:
-    whole = change.whole
-    count = whole.count() if rows is None else rows  # sizes the shuffles
+    whole = fingerprints.whole
+    count = fingerprints.counted()  # sizes the shuffles
     with _timed(timings, "per id"):
         rows = by_id(whole, ctx, count).toArrow()
     with _timed(timings, "runs"):
@@ -216,24 +203,26 @@ def _unidentified(frame: DataFrame) -> DataFrame:
 
 def _advanced(
     state: State,
-    change: Change,
+    fingerprints: Fingerprints,
     ctx: Context,
     kept_routes: Routes,
     known: History,
     timings: Timings,
 ) -> tuple[State, int]:
-    assert change.kept_before is not None and change.kept_added is not None
-    spark = change.kept.sparkSession
-    before = _union(change.kept_before, change.external_before)
+    assert fingerprints.before is not None and fingerprints.added is not None
+    spark = fingerprints.kept.sparkSession
+    before = _union(fingerprints.before, fingerprints.external_before)
     # External snapshots are rewritten whole each cycle: their changed rows count as added
     # (now, not before) and removed (before, not now).
     changed: list[tuple[DataFrame, DataFrame]] = []  # (added, removed) external rows
-    if change.external is not None or change.external_before is not None:
-        empty = change.kept_added.limit(0)
-        now_ext = change.external if change.external is not None else empty
-        was_ext = change.external_before if change.external_before is not None else empty
+    if fingerprints.external is not None or fingerprints.external_before is not None:
+        empty = fingerprints.added.limit(0)
+        now_ext = fingerprints.external if fingerprints.external is not None else empty
+        was_ext = (
+            fingerprints.external_before if fingerprints.external_before is not None else empty
+        )
         changed.append((now_ext.exceptAll(was_ext), was_ext.exceptAll(now_ext)))
-    candidates = [_ids(change.kept_added)]
+    candidates = [_ids(fingerprints.added)]
     for ext_added, ext_removed in changed:
         candidates += [_ids(ext_added), _ids(ext_removed)]
     checked = newly_checked(before, state.ctx, ctx)
@@ -245,15 +234,15 @@ def _advanced(
     ids = F.broadcast(spark.createDataFrame(pa.table({"message_id": touched}), "message_id string"))
     # The kept rows of touched ids, picked out once (a scan of every kept row) for both sides.
     with _timed(timings, "select"):
-        common = change.kept_before.join(ids, "message_id", "left_semi").persist()
+        common = fingerprints.before.join(ids, "message_id", "left_semi").persist()
         held = common.count()
-        added = change.kept_added.count()  # cached since the touched ids were read
+        added = fingerprints.added.count()  # cached since the touched ids were read
     # Every row of a touched id, before and now; rows without an id stand alone.
-    was, now = common, common.unionByName(change.kept_added)
-    if change.external_before is not None:
-        was = was.unionByName(change.external_before.join(ids, "message_id", "left_semi"))
-    if change.external is not None:
-        now = now.unionByName(change.external.join(ids, "message_id", "left_semi"))
+    was, now = common, common.unionByName(fingerprints.added)
+    if fingerprints.external_before is not None:
+        was = was.unionByName(fingerprints.external_before.join(ids, "message_id", "left_semi"))
+    if fingerprints.external is not None:
+        now = now.unionByName(fingerprints.external.join(ids, "message_id", "left_semi"))
     for ext_added, ext_removed in changed:
         now = now.unionByName(_unidentified(ext_added))
         was = was.unionByName(_unidentified(ext_removed))
@@ -276,7 +265,7 @@ def _advanced(
             state.counts, tally.count_rows(now_rows), tally.count_rows(was_rows, sign=-1)
         )
     with _timed(timings, "runs"):
-        new_records = stamped_sources(change.kept_added, ctx).toArrow()
+        new_records = stamped_sources(fingerprints.added, ctx).toArrow()
         found = runs(pd.concat([state.runs, intervals_of(new_records)], ignore_index=True))
     return State(ctx, kept_routes, known, records, counts, found), len(touched)
 

@@ -3,8 +3,8 @@ small aggregate: claimed offsets, held history, dgm-src routes), one shuffle of 
 by message id whose partitions work out every id's copies, causes, losses and counts
 (per_id), and one shuffle of source records by producer session into runs (per_session).
 
-The incremental engine (incremental.py) runs them over every fingerprint on a rebuild and
-over the fingerprints of the ids a cycle touches otherwise.
+The engine (engine.py) runs them over every fingerprint on a rebuild and over the
+fingerprints of the ids a cycle touches otherwise.
 """
 
 from __future__ import annotations

@@ -38,6 +38,7 @@ from spark_jobs.analyze.analysis import analyze
 from spark_jobs.analyze.group_status import ERR, OK, REWIND, SEVERITY, STALL, STOP, WARN
 from spark_jobs.analyze.publish import publish
 from spark_jobs.analyze.samples import read_samples
+from spark_jobs.fingerprints import Fingerprints
 from spark_jobs.schemas import FINGERPRINT
 from tests.collectors.transactional import in_transaction, send, transactional_producer
 from tests.dashboard.conftest import APP, markdown, no_exception, page
@@ -156,7 +157,7 @@ def world(kafka: Any, spark: Any, tmp_path_factory: pytest.TempPathFactory) -> I
             assert collector.cycle() is not None
         config = DgmConfig(analysis=AnalysisSettings(group_status_window=WINDOW))
         fingerprints = spark.createDataFrame([], FINGERPRINT)
-        frames = analyze(spark, config, fingerprints, read_samples(state_dir), now())
+        frames = analyze(spark, config, Fingerprints(fingerprints), read_samples(state_dir), now())
         publish({t: frames[t] for t in ("group_status", "group_lag")}, state_dir)
         with open_read_only(published_path(state_dir)) as db:
             cursor = db.execute("SELECT * FROM group_status")

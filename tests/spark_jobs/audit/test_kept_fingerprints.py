@@ -34,14 +34,14 @@ def offsets(frame: Any) -> list[int]:
 
 
 def same_as_the_store(kept: KeptFingerprints, spark: Any, state_dir: Path) -> list[int]:
-    found = offsets(kept.load())
+    found = offsets(kept.load().whole)
     assert found == offsets(load_fingerprints(spark, state_dir))
     return found
 
 
 def test_only_new_batches_are_read_and_a_merge_keeps_the_rows(spark: Any, tmp_path: Path) -> None:
     kept = KeptFingerprints(spark, tmp_path)
-    assert offsets(kept.load()) == []
+    assert offsets(kept.load().whole) == []
     add(spark, tmp_path, 0, 3)
     assert same_as_the_store(kept, spark, tmp_path) == [0, 1, 2]
     assert kept.batches_read == 1
