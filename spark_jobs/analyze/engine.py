@@ -36,6 +36,7 @@ from pyspark.sql import functions as F
 from dgm import published as tables
 from dgm.config_schema import DgmConfig
 from spark_jobs.analyze import counts as tally
+from spark_jobs.analyze import loss
 from spark_jobs.analyze.passes import (
     History,
     Routes,
@@ -99,15 +100,9 @@ def rebuild_reason(
 
 def newly_checked(frame: DataFrame, old: Context, new: Context) -> DataFrame | None:
     """message_id of the source records in `frame` a pipeline checks under `new` but did not
-    under `old` (loss.py: committed, identified, timestamped before the cutoff, below the
-    claimed offset); None when none can be."""
-    moved = []
-    for (pipeline, topic, partition), offset in new.claimed.items():
-        if pipeline not in new.sources.get(topic, ()):
-            continue
-        before = old.claimed.get((pipeline, topic, partition), 0)
-        if before != offset or old.cutoff_us != new.cutoff_us:
-            moved.append((topic, partition, before, offset))
+    under `old` (the loss module's rule: committed, identified, timestamped before the
+    cutoff, below the claimed offset); None when none can be."""
+    moved = loss.moved_claims(old.claimed, new.claimed, new.sources, old.cutoff_us, new.cutoff_us)
     if not moved:
         return None
     claims = frame.sparkSession.createDataFrame(

@@ -1,5 +1,6 @@
 """The fingerprint-wide Spark passes of an analysis: the context every partition needs (one
-small aggregate: claimed offsets, held history, dgm-src routes), one shuffle of fingerprints
+small aggregate: held history and dgm-src routes, from which the loss module's rules work out
+the claims), one shuffle of fingerprints
 by message id whose partitions work out every id's copies, causes, losses and counts
 (per_id), and one shuffle of source records by producer session into runs (per_session).
 
@@ -12,13 +13,14 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 
 import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from dgm.config_schema import DgmConfig
+from spark_jobs.analyze import loss
 from spark_jobs.analyze.output import SCHEMA
 from spark_jobs.analyze.per_id import COLUMNS as ID_COLUMNS
 from spark_jobs.analyze.per_id import Context, per_id_rows
@@ -74,7 +76,7 @@ class Routes:
         return Routes(first, src_offsets, src_topics)
 
     def history(self) -> History:
-        held = {where: stamp for where, (offset, stamp) in self.first.items() if offset > 0}
+        held = loss.held_from(self.first)
         topics = {topic: set(named) for topic, named in self.src_topics.items()}
         return History(held, dict(self.src_offsets), topics)
 
@@ -112,29 +114,16 @@ def history(fingerprints: DataFrame) -> History:
 def context(
     config: DgmConfig, known: History, committed: dict[tuple[str, str, int], int], now: datetime
 ) -> Context:
-    """The Context of a cycle: roles from `config`, claims from the group's `committed`
-    offsets (pipeline, topic, partition) and the external sinks' own rows (loss.claimed_offsets)."""
+    """The Context of a cycle: roles from `config`; claims (loss.claimed_offsets) from the
+    group's `committed` offsets (pipeline, topic, partition) and the external sinks' own
+    rows; each pipeline's loss.sink_held_from and the grace cutoff (loss.cutoff_us)."""
     sources: dict[str, list[str]] = defaultdict(list)
     sinks: dict[str, list[str]] = defaultdict(list)
-    claimed = dict(committed)
-    sink_held_from: dict[str, int] = {}
     for p in config.pipelines:
         for topic in p.source_topics:
             sources[topic].append(p.name)
-        external = p.sink_names()[-1] if p.external_sink is not None else None
         for topic in p.sink_names():
             sinks[topic].append(p.name)
-            if topic == external:
-                for (sink, src, part), offset in known.src_offsets.items():
-                    if sink == topic:
-                        key = (p.name, src, part)
-                        claimed[key] = max(claimed.get(key, offset + 1), offset + 1)
-                continue
-            stamps = [s for (t, _), s in known.held_from.items() if t == topic and s is not None]
-            if p.name in sink_held_from:
-                stamps.append(sink_held_from[p.name])
-            if stamps:
-                sink_held_from[p.name] = max(stamps)
     sink_names = set(sinks)
     return Context(
         sources={t: tuple(ps) for t, ps in sources.items()},
@@ -143,9 +132,9 @@ def context(
         plain_sources={
             t: tuple(sorted(us)) for t, us in known.src_topics.items() if t not in sink_names
         },
-        claimed=claimed,
-        sink_held_from=sink_held_from,
-        cutoff_us=_micros(now - timedelta(seconds=config.analysis.grace_s)),
+        claimed=loss.claimed_offsets(config, committed, known.src_offsets),
+        sink_held_from=loss.sink_held_from(config, known.held_from),
+        cutoff_us=loss.cutoff_us(now, config.analysis.grace_s),
         window_us=config.analysis.window_s * _MICROS,
     )
 
