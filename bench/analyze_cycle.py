@@ -102,7 +102,7 @@ def child(variant: str, state_dir: Path, reps: int) -> None:
     from spark_jobs.analyze.analysis import analyze
     from spark_jobs.analyze.publish import publish
     from spark_jobs.analyze.samples import read_samples
-    from spark_jobs.audit.fingerprint_store import load_fingerprints
+    from spark_jobs.audit.fingerprint_store import FingerprintStore
     from spark_jobs.fingerprints import Fingerprints
     from spark_jobs.session import build_session
 
@@ -111,7 +111,7 @@ def child(variant: str, state_dir: Path, reps: int) -> None:
     spark.sparkContext.setLogLevel("ERROR")
     gateway: Any = spark._jvm
     jvm = int(gateway.java.lang.ProcessHandle.current().pid())  # this session's JVM, no other
-    fingerprints = load_fingerprints(spark, state_dir).cache()
+    fingerprints = FingerprintStore(state_dir).load(spark).cache()
     count = fingerprints.count()
     loaded = Fingerprints(fingerprints)
     now = datetime.now(UTC)

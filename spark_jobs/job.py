@@ -4,7 +4,7 @@ that repeats it.
 The SparkSession is built once and kept across runs (starting Spark costs seconds; a run on
 a quiet cluster costs less). A run that fails because the cluster went away is retried with
 backoff; a run interrupted half-way publishes nothing, and the next one redoes its work from
-the fingerprint batches that were committed (see fingerprint_store).
+the fingerprint batches that were committed (see audit/fingerprint_store.py).
 """
 
 from __future__ import annotations
@@ -125,7 +125,7 @@ class AnalysisJob:
         from spark_jobs.analyze.analysis import analyze
         from spark_jobs.analyze.publish import publish
         from spark_jobs.analyze.runs import fill_run
-        from spark_jobs.audit.fingerprint_store import compact
+        from spark_jobs.audit.fingerprint_store import FingerprintStore
         from spark_jobs.audit.kafka_read import audit
         from spark_jobs.audit.merge import merge_small_batches
 
@@ -149,7 +149,7 @@ class AnalysisJob:
             "audit", lambda: audit(spark, config, self.bootstrap_servers, self.progress)
         )
         retention = timedelta(hours=config.analysis.retention_h)
-        stage("compact", lambda: compact(spark, state_dir, retention))
+        stage("compact", lambda: FingerprintStore(state_dir).compact(spark, retention))
         # The fingerprints stay in the executors from run to run; only new batches are read.
         fingerprints = stage("load", kept.load)
         counted = fingerprints.counted()

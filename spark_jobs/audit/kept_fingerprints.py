@@ -1,7 +1,7 @@
 """The retained fingerprints kept in the executors from one analysis run to the next, so a run
 reads from disk only the batches committed since the last one.
 
-Each run's audit commits one batch (fingerprint_store); re-reading every batch each run cost
+Each run's audit commits one batch (FingerprintStore); re-reading every batch each run cost
 a run time in proportion to everything retained (8.8 s of a run at 10M fingerprints,
 bench/README.md). Kept here: one persisted frame per batch read, their union the state.
 
@@ -32,12 +32,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 
 from dgm.fingerprints import FINGERPRINT as ARROW_FINGERPRINT
-from spark_jobs.audit.fingerprint_store import (
-    Batch,
-    complete_batches,
-    empty_fingerprints,
-    external_snapshots,
-)
+from spark_jobs.audit.fingerprint_store import Batch, FingerprintStore, empty_fingerprints
 from spark_jobs.fingerprints import Fingerprints
 from spark_jobs.schemas import FINGERPRINT
 
@@ -49,6 +44,7 @@ class KeptFingerprints:
     def __init__(self, spark: SparkSession, state_dir: Path) -> None:
         self.spark = spark
         self.state_dir = Path(state_dir)
+        self.store = FingerprintStore(self.state_dir)
         self.pieces: list[DataFrame] = []
         self.records: dict[str, int] = {}  # batch name -> rows, of the batches kept
         self.batches_read = 0  # batches read from disk by the last `load`
@@ -67,7 +63,7 @@ class KeptFingerprints:
         """Every complete batch's fingerprints and every external snapshot (what
         FingerprintStore.load reads), counted, and how they changed since the last call;
         only batches new since then are read when the store allows it."""
-        batches = complete_batches(self.state_dir)
+        batches = self.store.complete_batches()
         new = self._new_batches(batches)
         external_before = self.external
         if new is None:
@@ -138,7 +134,7 @@ class KeptFingerprints:
     def _read_external(self) -> DataFrame | None:
         """Read the external snapshots on the driver (the audit writes them from there, whole),
         so the last load's stay exactly what they were when the audit rewrites the files."""
-        paths = external_snapshots(self.state_dir)
+        paths = self.store.external_snapshots()
         if not paths:
             return None
         snapshot = pq.read_table(paths, schema=ARROW_FINGERPRINT)
