@@ -46,7 +46,7 @@ class Context:
     window_us: int = 60_000_000
 
 
-# The fingerprint columns the per-id work reads (the engine ships no others; src_* are
+# The fingerprint columns the per-id work reads (passes.by_id ships no others; src_* are
 # dgm-src parsed, which the causes compare raw as `lineage`).
 COLUMNS = (
     "topic", "partition", "offset", "timestamp", "message_id", "key", "producer", "seq",

@@ -60,7 +60,7 @@ class Tables:
     lost: list[dict[str, Any]]
     topic_windows: list[dict[str, Any]]
     partition_windows: list[dict[str, Any]]
-    counts: list[dict[str, Any]]  # engine.pipeline_counts
+    counts: list[dict[str, Any]]  # counts.pipeline_counts
 
     def summary(self) -> list[dict[str, Any]]:
         """The cumulative topic_windows rows (duplicate_summary's columns)."""
