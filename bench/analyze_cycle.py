@@ -103,7 +103,8 @@ def child(variant: str, state_dir: Path, reps: int) -> None:
     from spark_jobs.analyze.analysis import analyze
     from spark_jobs.analyze.publish import publish
     from spark_jobs.analyze.samples import read_samples
-    from spark_jobs.audit.fingerprint_store import load_fingerprints
+    from spark_jobs.audit.fingerprint_store import FingerprintStore
+    from spark_jobs.fingerprints import Fingerprints
     from spark_jobs.session import build_session
 
     config = load_config(state_dir / "dgm.toml")
@@ -111,13 +112,14 @@ def child(variant: str, state_dir: Path, reps: int) -> None:
     spark.sparkContext.setLogLevel("ERROR")
     gateway: Any = spark._jvm
     jvm = int(gateway.java.lang.ProcessHandle.current().pid())  # this session's JVM, no other
-    fingerprints = load_fingerprints(spark, state_dir).cache()
+    fingerprints = FingerprintStore(state_dir).load(spark).cache()
     count = fingerprints.count()
+    loaded = Fingerprints(fingerprints)
     now = datetime.now(UTC)
     with tempfile.TemporaryDirectory() as out:
         for rep in range(reps + 1):
             began = time.perf_counter()
-            tables = analyze(spark, config, fingerprints, read_samples(state_dir), now)
+            tables = analyze(spark, config, loaded, read_samples(state_dir), now)
             planned = time.perf_counter()
             jvm_before, executors_before = _jvm_cpu_s(jvm), _executor_cpu_s(spark)
             publish(tables, Path(out))

@@ -139,7 +139,12 @@ def run_spark(
     began = time.perf_counter()
     config = generated.config(world.names)
     samples = read_samples(spark, world.state) if takes_spark else read_samples(world.state)
-    tables = analyze_module.analyze(spark, config, fingerprints, samples, world.now)
+    # Since the seam was straightened, analyze takes one Fingerprints value.
+    given: Any = fingerprints
+    if "Fingerprints" in str(inspect.signature(analyze_module.analyze).parameters["fingerprints"]):
+        root = package.rsplit(".", 1)[0]
+        given = importlib.import_module(root + ".fingerprints").Fingerprints(fingerprints)
+    tables = analyze_module.analyze(spark, config, given, samples, world.now)
     stamp = datetime.now(UTC)  # a fresh run for the dashboard benchmark, not a STALE one
     # fill_run moved from the analysis module to analyze/runs with the layout change.
     runs_name = analyze_module.__name__.rsplit(".", 1)[0] + ".runs"

@@ -65,10 +65,11 @@ def one_size(
     from pyspark import StorageLevel
 
     from spark_jobs.analyze.analysis import analyze
-    from spark_jobs.analyze.incremental import Change, Engine
+    from spark_jobs.analyze.engine import Engine
     from spark_jobs.analyze.publish import publish
     from spark_jobs.analyze.samples import SampleReader
     from spark_jobs.audit.kept_fingerprints import KeptFingerprints
+    from spark_jobs.fingerprints import Fingerprints
     from spark_jobs.schemas import FINGERPRINT
 
     world = generated.build(root, int((size + new * cycles) * 1.05), 10, 50)
@@ -114,19 +115,17 @@ def one_size(
         if live is not None:
             audit(spark, audited_config, live[0])
             audited = time.perf_counter()
-            current = kept.load()  # the batch the audit committed, read from disk
-            change = Change(kept.current, None, kept.before, kept.added)
+            fingerprints = kept.load()  # the batch the audit committed, read from disk
         else:
             audited = began
             before = kept._kept()
             added = piece(f"new-{cycle}.parquet")
             kept.pieces.append(added)
             current = kept._kept()
-            change = Change(current, None, before, added)
-        counted = current.count()
+            fingerprints = Fingerprints(current, None, before, added, count=current.count())
         samples = reader.read_all()
         loaded = time.perf_counter()
-        tables = analyze(spark, config, current, samples, now, counted, engine, change)
+        tables = analyze(spark, config, fingerprints, samples, now, engine)
         analyzed = time.perf_counter()
         publish(tables, world.state)
         done = time.perf_counter()

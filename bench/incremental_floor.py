@@ -44,8 +44,8 @@ def main() -> int:
     args = parser.parse_args()
     from pyspark.sql import functions as F
 
-    from spark_jobs.analyze.engine import OUTPUT, _in_partitions, context, history
     from spark_jobs.analyze.loss import latest_committed
+    from spark_jobs.analyze.passes import OUTPUT, _in_partitions, context, history
     from spark_jobs.analyze.per_id import COLUMNS, per_id_rows
     from spark_jobs.analyze.samples import read_samples
     from spark_jobs.schemas import FINGERPRINT

@@ -33,7 +33,6 @@ import generated  # noqa: E402
 
 from dgm.published import TABLES  # noqa: E402
 from spark_jobs.analyze.group_status import (  # noqa: E402
-    SEVERITY,
     Sample,
     evaluate,
     summarize,
@@ -220,12 +219,12 @@ def insert_group_status(con: duckdb.DuckDBPyConnection, folder: Path, size: int 
         status, reason = evaluate(lso)
         window = sorted(p[0].at for p in pairs)[-size:]
         statuses[group].append(status)
-        rows.append((group, topic, partition, status, SEVERITY[status], reason, evaluate(hw)[0],
+        rows.append((group, topic, partition, status, status.severity, reason, evaluate(hw)[0],
                      lso.samples, window[0], window[-1], lso.committed_start, lso.committed_end,
                      lso.lag_start, lso.lag_end, hw.lag_end))  # fmt: skip
     for group, found_statuses in statuses.items():
         status = worst(found_statuses)
-        rows.append((group, None, None, status, SEVERITY[status], "worst of its partitions",
+        rows.append((group, None, None, status, status.severity, "worst of its partitions",
                      None, None, None, None, None, None, None, None, None))  # fmt: skip
     columns = (
         "group_id, topic, partition, status, severity, reason, status_from_hw, samples, "

@@ -4,7 +4,7 @@ that repeats it.
 The SparkSession is built once and kept across runs (starting Spark costs seconds; a run on
 a quiet cluster costs less). A run that fails because the cluster went away is retried with
 backoff; a run interrupted half-way publishes nothing, and the next one redoes its work from
-the fingerprint batches that were committed (see fingerprint_store).
+the fingerprint batches that were committed (see audit/fingerprint_store.py).
 """
 
 from __future__ import annotations
@@ -16,17 +16,25 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, TypeVar
 
 from dgm.config import DgmConfig
 from dgm.errors import UserFacingError
 from dgm.samples import SampleStore
 from dgm.waiting import next_delay
 
+if TYPE_CHECKING:  # imported where used: Spark's modules load only once a run starts
+    from pyspark.sql import SparkSession
+
+    from spark_jobs.analyze.engine import Engine
+    from spark_jobs.analyze.samples import SampleReader
+    from spark_jobs.audit.kept_fingerprints import KeptFingerprints
+
 log = logging.getLogger("dgm.analyze")
 Progress = Callable[[str], None]
 # What runs after each publication (reads what readers read); returns lines to report.
 AfterPublish = Callable[[], Sequence[str]]
+T = TypeVar("T")
 
 FIRST_RETRY_S = 2.0
 MAX_RETRY_S = 60.0
@@ -56,7 +64,7 @@ class AnalysisJob:
         bootstrap_servers: str,
         master: str | None = None,
         progress: Progress = print,
-        spark: Any = None,
+        spark: SparkSession | None = None,
         after_publish: AfterPublish | None = None,
     ) -> None:
         self.config = config
@@ -64,17 +72,18 @@ class AnalysisJob:
         self.master = master or config.analysis.spark_master
         self.progress = progress
         # A session handed in (tests, a notebook) belongs to the caller: close() leaves it be.
-        self._spark: Any = spark
+        self._spark = spark
         self._owns_spark = spark is None
         # Runs after each publication, outside Spark (the shell wires the alert evaluation
         # in); it reports its own failures as lines and must not raise.
         self.after_publish = after_publish
-        self._samples: Any = None  # a SampleReader: each cycle reads only new sample files
-        self._kept: Any = None  # KeptFingerprints: each cycle reads only new batches
-        self._engine: Any = None  # incremental.Engine: each cycle recomputes what is touched
+        # Built by the first run, kept across runs:
+        self._samples: SampleReader | None = None  # each cycle reads only new sample files
+        self._kept: KeptFingerprints | None = None  # each cycle reads only new batches
+        self._engine: Engine | None = None  # each cycle recomputes what new records touch
 
     @property
-    def spark(self) -> Any:
+    def spark(self) -> SparkSession:
         if self._spark is None:
             from spark_jobs.session import build_session
 
@@ -85,15 +94,19 @@ class AnalysisJob:
         return self._spark
 
     def run_once(self, now: datetime | None = None) -> RunSummary:
-        from spark_jobs.analyze.incremental import Engine
+        from spark_jobs.analyze.engine import Engine
+        from spark_jobs.analyze.samples import SampleReader
         from spark_jobs.audit.kept_fingerprints import KeptFingerprints
 
         spark = self.spark
         if self._kept is None:
             self._kept = KeptFingerprints(spark, self.config.state_dir)
+        if self._engine is None:
             self._engine = Engine()
+        if self._samples is None:
+            self._samples = SampleReader(self.config.state_dir)
         try:
-            return self._run(spark, now)
+            return self._run(spark, now, self._kept, self._engine, self._samples)
         except BaseException:
             # A kept frame may be what failed (its executor gone, its files merged away);
             # the next run rebuilds from the store.
@@ -101,13 +114,18 @@ class AnalysisJob:
             self._engine.reset()
             raise
 
-    def _run(self, spark: Any, now: datetime | None) -> RunSummary:
+    def _run(
+        self,
+        spark: SparkSession,
+        now: datetime | None,
+        kept: KeptFingerprints,
+        engine: Engine,
+        sample_reader: SampleReader,
+    ) -> RunSummary:
         from spark_jobs.analyze.analysis import analyze
-        from spark_jobs.analyze.incremental import Change
         from spark_jobs.analyze.publish import publish
         from spark_jobs.analyze.runs import fill_run
-        from spark_jobs.analyze.samples import SampleReader
-        from spark_jobs.audit.fingerprint_store import compact
+        from spark_jobs.audit.fingerprint_store import FingerprintStore
         from spark_jobs.audit.kafka_read import audit
         from spark_jobs.audit.merge import merge_small_batches
 
@@ -117,7 +135,7 @@ class AnalysisJob:
         began = time.monotonic()
         stages: dict[str, float] = {}
 
-        def stage(name: str, work: Callable[[], Any]) -> Any:
+        def stage(name: str, work: Callable[[], T]) -> T:
             self.progress(f"analyze: {name}…")
             mark = time.monotonic()
             result = work()
@@ -131,29 +149,22 @@ class AnalysisJob:
             "audit", lambda: audit(spark, config, self.bootstrap_servers, self.progress)
         )
         retention = timedelta(hours=config.analysis.retention_h)
-        stage("compact", lambda: compact(spark, state_dir, retention))
+        stage("compact", lambda: FingerprintStore(state_dir).compact(spark, retention))
         # The fingerprints stay in the executors from run to run; only new batches are read.
-        fingerprints = self._kept.load()
-        counted = int(stage("load", fingerprints.count))
+        fingerprints = stage("load", kept.load)
+        counted = fingerprints.counted()
         self.progress(
-            f"analyze: {counted} fingerprints, {self._kept.batches_read} batches read from disk"
+            f"analyze: {counted} fingerprints, {kept.batches_read} batches read from disk"
         )
-        if self._samples is None:
-            self._samples = SampleReader(state_dir)
-        samples = stage("samples", self._samples.read_all)
+        samples = stage("samples", sample_reader.read_all)
         analyzed_at = now or datetime.now(UTC)
         if audit_horizon is not None:
             analyzed_at = min(analyzed_at, audit_horizon)
-        kept = self._kept
-        change = Change(kept.current, kept.external, kept.before, kept.added, kept.external_before)
-        # Only what the new fingerprints touch is recomputed (incremental.py).
+        # Only what the new fingerprints touch is recomputed (the Engine of analyze/engine.py).
         tables = stage(
-            "analyze",
-            lambda: analyze(
-                spark, config, fingerprints, samples, analyzed_at, counted, self._engine, change
-            ),
+            "analyze", lambda: analyze(spark, config, fingerprints, samples, analyzed_at, engine)
         )
-        self.progress(f"analyze: {self._engine.last}")
+        self.progress(f"analyze: {engine.last}")
         audited_records = sum(audited.records.values())
         tables["runs"] = fill_run(
             tables["runs"], run_id, started_at, datetime.now(UTC), audited_records

@@ -1,9 +1,9 @@
 """Every published table of dgm.published from fingerprints and collector samples.
 
-`analyze` takes the fingerprints as a DataFrame and the samples as Arrow, and gives each
-contract table's rows (columns and types exactly as dgm.published declares them). The
-fingerprint-wide work runs in Spark (engine.py's passes, over every fingerprint on a rebuild
-and over a cycle's touched ids otherwise: incremental.py); the sample-side tables are
+`analyze` takes the fingerprints (one Fingerprints value) and the samples as Arrow, and gives
+each contract table's rows (columns and types exactly as dgm.published declares them). The
+fingerprint-wide work runs in Spark (passes.py, over every fingerprint on a rebuild and over
+a cycle's touched ids otherwise: the Engine of engine.py); the sample-side tables are
 worked out on the driver from the sample files (samples.py). The words are docs/design.md's;
 the rules live in the duplicates, loss and verdict modules beside this one.
 """
@@ -11,53 +11,51 @@ the rules live in the duplicates, loss and verdict modules beside this one.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import datetime
 
 import pyarrow as pa
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
 
 from dgm import published as tables
 from dgm.config_schema import DgmConfig
+from spark_jobs.analyze.engine import Engine
 from spark_jobs.analyze.faults import faults
 from spark_jobs.analyze.group_status import group_status
-from spark_jobs.analyze.incremental import Change, Engine
 from spark_jobs.analyze.loss import latest_committed
 from spark_jobs.analyze.pipeline_metrics import counted_faults, pipeline_tables
 from spark_jobs.analyze.publish import Published
 from spark_jobs.analyze.runs import runs
 from spark_jobs.analyze.samples import sample_tables, with_every_kind
+from spark_jobs.fingerprints import Fingerprints
 
 
 def analyze(
     spark: SparkSession,
     config: DgmConfig,
-    fingerprints: DataFrame,
+    fingerprints: Fingerprints,
     samples: Mapping[str, pa.Table],
     now: datetime,
-    fingerprint_count: int | None = None,
     engine: Engine | None = None,
-    change: Change | None = None,
 ) -> dict[str, Published]:
     """Every table of dgm.published (name -> its rows: a DataFrame of its columns for the
     fingerprint-wide tables, Arrow or row dicts for the rest) from FINGERPRINT rows of all
     topics (an external sink's under its sink_names() name) and the sample kinds (a missing
     kind counts as empty). `now` is aware UTC, the time the fingerprints are complete up to
     (the audit's horizon): losses need `now - grace_s` and group commits sampled by `now`.
-    `fingerprint_count` is how many rows `fingerprints` has, when the caller counted them.
-    A long-running caller passes its `engine` and the `change` of the fingerprints since its
-    last call (incremental.py); without them every table is rebuilt."""
+    A long-running caller passes its `engine`, and fingerprints that say how they changed
+    since its last call (audit.kept_fingerprints); without them every table is rebuilt."""
     samples = with_every_kind(samples)
     committed = latest_committed(samples["group_offsets"], config, now)
+    if fingerprints.count is None:  # counted once: the runs table and the shuffles' sizes
+        fingerprints = replace(fingerprints, count=fingerprints.whole.count())
     engine = engine or Engine()
-    change = change or Change(kept=fingerprints)
-    record_tables, counts = engine.cycle(config, change, committed, now, fingerprint_count)
+    record_tables, counts = engine.cycle(config, fingerprints, committed, now)
     fault_rows = faults(config, samples["events"], samples["producers"])
     verdicts, pipeline_windows = pipeline_tables(config, counts, counted_faults(config, fault_rows))
-    if fingerprint_count is None:
-        fingerprint_count = fingerprints.count()
     master = str(spark.sparkContext.master)
     return {
-        tables.RUNS.name: runs(config, fingerprint_count, samples, master),
+        tables.RUNS.name: runs(config, fingerprints.counted(), samples, master),
         tables.VERDICTS.name: verdicts,
         tables.PIPELINE_WINDOWS.name: pipeline_windows,
         **record_tables,

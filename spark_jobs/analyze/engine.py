@@ -1,207 +1,283 @@
-"""The fingerprint-wide Spark passes of an analysis: the context every partition needs (one
-small aggregate: claimed offsets, held history, dgm-src routes), one shuffle of fingerprints
-by message id whose partitions work out every id's copies, causes, losses and counts
-(per_id), and one shuffle of source records by producer session into runs (per_session).
+"""The analysis engine (class `Engine`): it keeps its state and recomputes only what a cycle's
+new records touch, with the Spark passes of passes.py.
 
-The incremental engine (incremental.py) runs them over every fingerprint on a rebuild and
-over the fingerprints of the ids a cycle touches otherwise.
+Kept between cycles: the fingerprints in the executors (audit.kept_fingerprints, which says
+what is new), and on the driver what is bounded by keys and windows, not by records — the
+per-key counts (counts.py), the duplicate and lost rows, the producer sessions' runs
+(per_session.py), the routes History is made of and the Context the counts were made under.
+All of it is derived: a new process, a failed cycle or anything this module cannot follow
+(`rebuild_reason`) makes the next cycle rebuild it from the fingerprints, every table in one
+pass. Nothing lives only in the driver that executors need: they get the Context with each
+task, as in a rebuild.
+
+A cycle's touched ids are those of its new (or changed external) fingerprints and those of
+source records a pipeline now checks that it did not (its claimed offset or the grace cutoff
+moved past them). Each id's rows depend on that id's fingerprints alone (per_id.py), so the
+touched ids' rows are worked out as they were (old fingerprints, old Context) and as they are;
+the counts change by the difference, their duplicate and lost rows are replaced.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+import logging
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from functools import reduce
 
+import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from dgm import published as tables
 from dgm.config_schema import DgmConfig
-from spark_jobs.analyze.output import SCHEMA
-from spark_jobs.analyze.per_id import COLUMNS as ID_COLUMNS
-from spark_jobs.analyze.per_id import Context, per_id_rows
-from spark_jobs.analyze.per_session import COLUMNS as SESSION_COLUMNS
-from spark_jobs.analyze.per_session import RUNS, runs_rows
-from spark_jobs.schemas import spark_schema
+from spark_jobs.analyze import counts as tally
+from spark_jobs.analyze import loss
+from spark_jobs.analyze.passes import (
+    History,
+    Routes,
+    by_id,
+    context,
+    routes,
+    session_runs,
+    stamped_sources,
+)
+from spark_jobs.analyze.per_id import Context
+from spark_jobs.analyze.per_session import gap_rows, intervals_of, runs, runs_frame
+from spark_jobs.fingerprints import Fingerprints
 
-OUTPUT = spark_schema(SCHEMA)
-RUNS_SPARK = spark_schema(RUNS)
-_MICROS = 1_000_000
-ROWS_PER_TASK = 1_000_000
-FEW_ROWS = 100_000
+log = logging.getLogger("dgm.analyze")
+Timings = dict[str, float]  # seconds per step of a cycle, for the progress line
 
 
-def _micros(at: datetime) -> int:
-    return round(at.timestamp() * _MICROS)
-
-
-@dataclass(frozen=True)
-class History:
-    """What the fingerprints say beyond any one id, from one aggregate query."""
-
-    # (topic, partition) -> timestamp (micros, None when unknown) of the oldest held record,
-    # for partitions not held from offset 0 (loss.held_from)
-    held_from: dict[tuple[str, int], int | None]
-    # (sink topic, src topic, src partition) -> highest committed src_offset
-    src_offsets: dict[tuple[str, str, int], int]
-    # topic -> topics its records name in dgm-src
-    src_topics: dict[str, set[str]]
+@contextmanager
+def _timed(timings: Timings, step: str) -> Iterator[None]:
+    began = time.perf_counter()
+    try:
+        yield
+    finally:
+        timings[step] = time.perf_counter() - began
 
 
 @dataclass(frozen=True)
-class Routes:
-    """What History is made of, for some of the fingerprints: the union of two sets of
-    fingerprints has the `merged` Routes of theirs (so a cycle reads only its new rows)."""
-
-    # (topic, partition) -> (offset, timestamp micros or None) of the oldest held record
-    first: dict[tuple[str, int], tuple[int, int | None]] = field(default_factory=dict)
-    src_offsets: dict[tuple[str, str, int], int] = field(default_factory=dict)
-    src_topics: dict[str, frozenset[str]] = field(default_factory=dict)
-
-    def merged(self, other: Routes) -> Routes:
-        first = dict(self.first)
-        for where, oldest in other.first.items():
-            if where not in first or oldest[0] < first[where][0]:
-                first[where] = oldest
-        src_offsets = dict(self.src_offsets)
-        for key, offset in other.src_offsets.items():
-            src_offsets[key] = max(offset, src_offsets.get(key, offset))
-        src_topics = dict(self.src_topics)
-        for topic, named in other.src_topics.items():
-            src_topics[topic] = src_topics.get(topic, frozenset()) | named
-        return Routes(first, src_offsets, src_topics)
-
-    def history(self) -> History:
-        held = {where: stamp for where, (offset, stamp) in self.first.items() if offset > 0}
-        topics = {topic: set(named) for topic, named in self.src_topics.items()}
-        return History(held, dict(self.src_offsets), topics)
+class State:
+    ctx: Context
+    kept_routes: Routes
+    known: History
+    records: pa.Table  # output.SCHEMA rows of RECORD_KINDS
+    counts: pd.DataFrame  # counts.summed
+    runs: pd.DataFrame  # per_session.RUNS
 
 
-def routes(fingerprints: DataFrame) -> Routes:
-    # min and min_by, not min of a struct: a struct buffer makes Spark sort-aggregate
-    # every row (6.6 s against 1.1 s at 10M fingerprints).
-    per_route = fingerprints.groupBy("topic", "partition", "src_topic", "src_partition").agg(
-        F.min("offset").alias("first_offset"),
-        F.min_by("timestamp", "offset").alias("first_timestamp"),
-        F.max(F.when(F.col("committed"), F.col("src_offset"))).alias("src_offset"),
+def _union(first: DataFrame, second: DataFrame | None) -> DataFrame:
+    return first if second is None else first.unionByName(second)
+
+
+def rebuild_reason(
+    state: State | None, fingerprints: Fingerprints, known: History, ctx: Context
+) -> str:
+    """Why the kept state cannot be brought up to date by difference ('' when it can)."""
+    if state is None:
+        return "no state"
+    if not fingerprints.changed:
+        return "fingerprints read again"
+    old = state.ctx
+    shape = ("sources", "sinks", "source_topics", "plain_sources", "window_us")
+    if any(getattr(old, name) != getattr(ctx, name) for name in shape):
+        return "pipelines or windows changed"
+    if old.sink_held_from != ctx.sink_held_from or state.known.held_from != known.held_from:
+        return "oldest held records changed"
+    if ctx.cutoff_us < old.cutoff_us:
+        return "grace cutoff moved back"
+    if any(ctx.claimed.get(key, -1) < offset for key, offset in old.claimed.items()):
+        return "claimed offsets moved back"
+    return ""
+
+
+def newly_checked(frame: DataFrame, old: Context, new: Context) -> DataFrame | None:
+    """message_id of the source records in `frame` a pipeline checks under `new` but did not
+    under `old` (the loss module's rule: committed, identified, timestamped before the
+    cutoff, below the claimed offset); None when none can be."""
+    moved = loss.moved_claims(old.claimed, new.claimed, new.sources, old.cutoff_us, new.cutoff_us)
+    if not moved:
+        return None
+    claims = frame.sparkSession.createDataFrame(
+        moved, "topic string, partition int, claimed_before long, claimed long"
     )
-    first: dict[tuple[str, int], tuple[int, int | None]] = {}
-    src_offsets: dict[tuple[str, str, int], int] = {}
-    src_topics: dict[str, set[str]] = defaultdict(set)
-    for row in per_route.toArrow().to_pylist():
-        where = (row["topic"], row["partition"])
-        stamp = row["first_timestamp"]
-        oldest = (row["first_offset"], None if stamp is None else _micros(stamp))
-        if where not in first or oldest[0] < first[where][0]:
-            first[where] = oldest
-        if row["src_topic"] is not None:
-            src_topics[row["topic"]].add(row["src_topic"])
-            if row["src_partition"] is not None and row["src_offset"] is not None:
-                src_offsets[(row["topic"], row["src_topic"], row["src_partition"])] = row[
-                    "src_offset"
-                ]
-    return Routes(first, src_offsets, {t: frozenset(us) for t, us in src_topics.items()})
-
-
-def history(fingerprints: DataFrame) -> History:
-    return routes(fingerprints).history()
-
-
-def context(
-    config: DgmConfig, known: History, committed: dict[tuple[str, str, int], int], now: datetime
-) -> Context:
-    """The Context of a cycle: roles from `config`, claims from the group's `committed`
-    offsets (pipeline, topic, partition) and the external sinks' own rows (loss.claimed_offsets)."""
-    sources: dict[str, list[str]] = defaultdict(list)
-    sinks: dict[str, list[str]] = defaultdict(list)
-    claimed = dict(committed)
-    sink_held_from: dict[str, int] = {}
-    for p in config.pipelines:
-        for topic in p.source_topics:
-            sources[topic].append(p.name)
-        external = p.sink_names()[-1] if p.external_sink is not None else None
-        for topic in p.sink_names():
-            sinks[topic].append(p.name)
-            if topic == external:
-                for (sink, src, part), offset in known.src_offsets.items():
-                    if sink == topic:
-                        key = (p.name, src, part)
-                        claimed[key] = max(claimed.get(key, offset + 1), offset + 1)
-                continue
-            stamps = [s for (t, _), s in known.held_from.items() if t == topic and s is not None]
-            if p.name in sink_held_from:
-                stamps.append(sink_held_from[p.name])
-            if stamps:
-                sink_held_from[p.name] = max(stamps)
-    sink_names = set(sinks)
-    return Context(
-        sources={t: tuple(ps) for t, ps in sources.items()},
-        sinks={t: tuple(ps) for t, ps in sinks.items()},
-        source_topics={p.name: tuple(p.source_topics) for p in config.pipelines},
-        plain_sources={
-            t: tuple(sorted(us)) for t, us in known.src_topics.items() if t not in sink_names
-        },
-        claimed=claimed,
-        sink_held_from=sink_held_from,
-        cutoff_us=_micros(now - timedelta(seconds=config.analysis.grace_s)),
-        window_us=config.analysis.window_s * _MICROS,
-    )
-
-
-def _in_partitions(
-    work: Callable[[pa.Table], pa.Table],
-) -> Callable[[Iterable[pa.RecordBatch]], Iterable[pa.RecordBatch]]:
-    """`work` on all the rows of a partition at once (an id's rows may span batches)."""
-
-    def run(batches: Iterable[pa.RecordBatch]) -> Iterable[pa.RecordBatch]:
-        received = list(batches)
-        if received:
-            yield from work(pa.Table.from_batches(received)).to_batches()
-
-    return run
-
-
-def by_id(fingerprints: DataFrame, ctx: Context, rows: int | None = None) -> DataFrame:
-    """Every per_id row of the fingerprints (output.SCHEMA): one shuffle by message id.
-    `rows`: how many fingerprints there are, when known (more of them, more partitions)."""
-    # A fixed count: AQE would coalesce a shuffle by column into one or two partitions (the
-    # rows are few bytes each), and the per-partition Python work then runs on one core.
-    parts = _partitions(fingerprints, rows)
+    ts = F.unix_micros(F.col("timestamp"))
+    checked_now = (ts < new.cutoff_us) & (F.col("offset") < F.col("claimed"))
+    not_before = (ts >= old.cutoff_us) | (F.col("offset") >= F.col("claimed_before"))
     return (
-        fingerprints.select(*ID_COLUMNS)
-        .repartition(parts, "message_id")
-        .mapInArrow(_in_partitions(lambda batch: per_id_rows(batch, ctx)), OUTPUT)
+        frame.where(F.col("committed") & F.col("message_id").isNotNull() & ts.isNotNull())
+        .join(F.broadcast(claims), ["topic", "partition"])
+        .where(checked_now & not_before)
+        .select("message_id")
     )
 
 
-def stamped_sources(fingerprints: DataFrame, ctx: Context) -> DataFrame:
-    """The source records of producer sessions (per_session.COLUMNS)."""
-    stamped = F.col("producer").isNotNull() & F.col("seq").isNotNull()
-    topics = list(ctx.sources)
-    return fingerprints.where(F.col("topic").isin(*topics) & stamped).select(*SESSION_COLUMNS)
+class Engine:
+    """Call `cycle` once per analysis run; `reset` after a failed one."""
+
+    def __init__(self) -> None:
+        self.state: State | None = None
+        self.last = ""  # what the last cycle did, for the progress line
+
+    def reset(self) -> None:
+        self.state = None
+
+    def cycle(
+        self,
+        config: DgmConfig,
+        fingerprints: Fingerprints,
+        committed: dict[tuple[str, str, int], int],
+        now: datetime,
+    ) -> tuple[dict[str, pa.Table], pa.Table]:
+        """(duplicates, lost, topic_windows, partition_windows as Arrow; pipeline counts for
+        pipeline_metrics) of the `fingerprints` now."""
+        timings: Timings = {}
+        state = self.state
+        with _timed(timings, "routes"):
+            external = (
+                routes(fingerprints.external) if fingerprints.external is not None else Routes()
+            )
+            kept_routes = (
+                state.kept_routes.merged(routes(fingerprints.added))
+                if state is not None and fingerprints.added is not None
+                else routes(fingerprints.kept)
+            )
+        known = kept_routes.merged(external).history()
+        ctx = context(config, known, committed, now)
+        reason = rebuild_reason(state, fingerprints, known, ctx)
+        if reason or state is None:
+            self.state = None
+            state = _rebuilt(fingerprints, ctx, kept_routes, known, timings)
+            self.last = f"rebuilt ({reason})"
+        else:
+            state, touched = _advanced(state, fingerprints, ctx, kept_routes, known, timings)
+            self.last = f"{touched} message ids touched"
+        self.state = state
+        with _timed(timings, "tables"):
+            result = published(state)
+        self.last += " (" + ", ".join(f"{k} {v:.1f}s" for k, v in timings.items()) + ")"
+        return result
 
 
-def session_runs(fingerprints: DataFrame, ctx: Context, rows: int | None = None) -> DataFrame:
-    """The runs of every source producer session (per_session.RUNS): one shuffle by session
-    (`rows` as in by_id). Not the partitions as they lie, though runs merge: the source
-    records may all lie in a few of them, and their runs took 2.1 s for 5M rows in one
-    partition, 0.2 s for 1.2M."""
-    sessions = stamped_sources(fingerprints, ctx).repartition(
-        _partitions(fingerprints, rows), "topic", "partition", "producer"
+def _rebuilt(
+    fingerprints: Fingerprints,
+    ctx: Context,
+    kept_routes: Routes,
+    known: History,
+    timings: Timings,
+) -> State:
+    whole = fingerprints.whole
+    count = fingerprints.counted()  # sizes the shuffles
+    with _timed(timings, "per id"):
+        rows = by_id(whole, ctx, count).toArrow()
+    with _timed(timings, "runs"):
+        found = runs_frame(session_runs(whole, ctx, count).toArrow())
+    return State(
+        ctx, kept_routes, known, _records(rows), tally.summed(tally.count_rows(rows)), found
     )
-    return sessions.mapInArrow(_in_partitions(runs_rows), RUNS_SPARK)
 
 
-def _partitions(frame: DataFrame, rows: int | None = None) -> int:
-    """Partitions for a shuffle of `rows` fingerprints (None: not known): the session's
-    shuffle partitions, more for more than ~1M rows each (pandas works faster on partitions
-    of at most ~1M rows), one for a few (a Python task's fixed cost outweighs their work;
-    bench/HISTORY.md, "The rebuild within 3x DuckDB at 10M")."""
-    configured = int(frame.sparkSession.conf.get("spark.sql.shuffle.partitions") or 4)
-    if rows is None:
-        return configured
-    if rows < FEW_ROWS:
-        return 1
-    return max(configured, -(-rows // ROWS_PER_TASK))
+def _records(rows: pa.Table) -> pa.Table:
+    return rows.filter(pc.is_in(rows["kind"], pa.array(tally.RECORD_KINDS)))
+
+
+def _ids(frame: DataFrame) -> DataFrame:
+    return frame.where(F.col("message_id").isNotNull()).select("message_id")
+
+
+def _unidentified(frame: DataFrame) -> DataFrame:
+    return frame.where(F.col("message_id").isNull())
+
+
+def _advanced(
+    state: State,
+    fingerprints: Fingerprints,
+    ctx: Context,
+    kept_routes: Routes,
+    known: History,
+    timings: Timings,
+) -> tuple[State, int]:
+    assert fingerprints.before is not None and fingerprints.added is not None
+    spark = fingerprints.kept.sparkSession
+    before = _union(fingerprints.before, fingerprints.external_before)
+    # External snapshots are rewritten whole each cycle: their changed rows count as added
+    # (now, not before) and removed (before, not now).
+    changed: list[tuple[DataFrame, DataFrame]] = []  # (added, removed) external rows
+    if fingerprints.external is not None or fingerprints.external_before is not None:
+        empty = fingerprints.added.limit(0)
+        now_ext = fingerprints.external if fingerprints.external is not None else empty
+        was_ext = (
+            fingerprints.external_before if fingerprints.external_before is not None else empty
+        )
+        changed.append((now_ext.exceptAll(was_ext), was_ext.exceptAll(now_ext)))
+    candidates = [_ids(fingerprints.added)]
+    for ext_added, ext_removed in changed:
+        candidates += [_ids(ext_added), _ids(ext_removed)]
+    checked = newly_checked(before, state.ctx, ctx)
+    if checked is not None:
+        candidates.append(checked)
+    with _timed(timings, "touched ids"):
+        found = reduce(DataFrame.unionByName, candidates).distinct().toArrow()
+    touched = found["message_id"].combine_chunks().cast(pa.string())
+    ids = F.broadcast(spark.createDataFrame(pa.table({"message_id": touched}), "message_id string"))
+    # The kept rows of touched ids, picked out once (a scan of every kept row) for both sides.
+    with _timed(timings, "select"):
+        common = fingerprints.before.join(ids, "message_id", "left_semi").persist()
+        held = common.count()
+        added = fingerprints.added.count()  # cached since the touched ids were read
+    # Every row of a touched id, before and now; rows without an id stand alone.
+    was, now = common, common.unionByName(fingerprints.added)
+    if fingerprints.external_before is not None:
+        was = was.unionByName(fingerprints.external_before.join(ids, "message_id", "left_semi"))
+    if fingerprints.external is not None:
+        now = now.unionByName(fingerprints.external.join(ids, "message_id", "left_semi"))
+    for ext_added, ext_removed in changed:
+        now = now.unionByName(_unidentified(ext_added))
+        was = was.unionByName(_unidentified(ext_removed))
+    sides = (
+        by_id(now, ctx, held + added)
+        .withColumn("sign", F.lit(1))
+        .unionByName(by_id(was, state.ctx, held).withColumn("sign", F.lit(-1)))
+    )
+    with _timed(timings, "recompute"):
+        try:
+            rows = sides.toArrow()
+        finally:
+            common.unpersist()
+    with _timed(timings, "merge"):
+        now_rows = rows.filter(pc.equal(rows["sign"], 1)).drop_columns(["sign"])
+        was_rows = rows.filter(pc.equal(rows["sign"], -1)).drop_columns(["sign"])
+        kept = state.records.filter(pc.invert(pc.is_in(state.records["message_id"], touched)))
+        records = pa.concat_tables([kept, _records(now_rows)])
+        counts = tally.summed(
+            state.counts, tally.count_rows(now_rows), tally.count_rows(was_rows, sign=-1)
+        )
+    with _timed(timings, "runs"):
+        new_records = stamped_sources(fingerprints.added, ctx).toArrow()
+        found = runs(pd.concat([state.runs, intervals_of(new_records)], ignore_index=True))
+    return State(ctx, kept_routes, known, records, counts, found), len(touched)
+
+
+def published(state: State) -> tuple[dict[str, pa.Table], pa.Table]:
+    """The tables of the kept state: sequence gaps are worked out from the runs each cycle
+    (they depend on the cutoff, and the runs are few)."""
+    partial = list(state.known.held_from)
+    gap_lost, gap_counted = gap_rows(state.runs, state.ctx, partial)
+    counts = state.counts
+    pipelines = tally.summed(counts[counts["kind"] == "pipeline"], tally.gap_counts(gap_counted))
+    lost = pa.concat_tables(
+        [tally.record_table(state.records, "lost", tables.LOST), tally.gap_table(gap_lost)]
+    )
+    return {
+        tables.DUPLICATES.name: tally.record_table(state.records, "duplicates", tables.DUPLICATES),
+        tables.LOST.name: lost,
+        tables.TOPIC_WINDOWS.name: tally.topic_windows(counts),
+        tables.PARTITION_WINDOWS.name: tally.partition_windows(counts),
+    }, tally.pipeline_counts(pipelines)

@@ -22,11 +22,11 @@ from typing import Any, NamedTuple
 import pyarrow as pa
 
 from dgm import published as tables
+from dgm.vocabulary import GroupStatus
 from spark_jobs.analyze.publish import arrow_of
 
-OK, WARN, STALL, STOP, ERR, REWIND = "OK", "WARN", "STALL", "STOP", "ERR", "REWIND"
-# Status -> severity, the value of the group_status alert metric; a group takes its worst.
-SEVERITY: dict[str, int] = {OK: 0, WARN: 1, STALL: 2, STOP: 3, ERR: 4, REWIND: 5}
+# The statuses and their severities (the group_status alert metric) are dgm.vocabulary's
+# GroupStatus; a group takes its worst partition's.
 
 
 @dataclass(frozen=True)
@@ -53,45 +53,53 @@ Rule = Callable[[Window], Any]
 
 # (status, reason, condition): the first that holds decides, as in Burrow (rewinds first, then
 # any zero lag is OK, then the errors worst first, then the warning).
-RULES: tuple[tuple[str, str, Rule], ...] = (
-    (OK, "fewer than 2 samples: nothing to compare yet", lambda w: w.samples < 2),
+RULES: tuple[tuple[GroupStatus, str, Rule], ...] = (
+    (GroupStatus.OK, "fewer than 2 samples: nothing to compare yet", lambda w: w.samples < 2),
     (
-        REWIND,
+        GroupStatus.REWIND,
         "the committed offset moved backwards within the window and lag remains",
         lambda w: w.rewound & (w.lag_end > 0),
     ),
-    (OK, "lag reached 0 within the window: the consumer caught up", lambda w: w.lag_min <= 0),
     (
-        ERR,
+        GroupStatus.OK,
+        "lag reached 0 within the window: the consumer caught up",
+        lambda w: w.lag_min <= 0,
+    ),
+    (
+        GroupStatus.ERR,
         "no member owns the partition, its committed offset has not moved for the whole "
         "window and lag grew: the consumer stopped while producers write",
         lambda w: w.unmoved & w.unowned & (w.lag_end > w.lag_start),
     ),
     (
-        STOP,
+        GroupStatus.STOP,
         "no member owns the partition and its committed offset has not moved for the whole "
         "window, with lag: the consumer stopped",
         lambda w: w.unmoved & w.unowned,
     ),
     (
-        STALL,
+        GroupStatus.STALL,
         "a member owns the partition but the committed offset has not moved for the whole "
         "window, with lag: the consumer is stuck",
         lambda w: w.unmoved,
     ),
     (
-        WARN,
+        GroupStatus.WARN,
         "the committed offset moves but lag never fell and grew across the window: the "
         "consumer is falling behind",
         lambda w: (
             (w.committed_end > w.committed_start) & w.lag_never_fell & (w.lag_end > w.lag_start)
         ),
     ),
-    (OK, "lag fell within the window or did not grow: the consumer keeps up", lambda w: True),
+    (
+        GroupStatus.OK,
+        "lag fell within the window or did not grow: the consumer keeps up",
+        lambda w: True,
+    ),
 )
 
 
-def evaluate(window: Window) -> tuple[str, str]:
+def evaluate(window: Window) -> tuple[GroupStatus, str]:
     """(status, reason)."""
     return next((status, reason) for status, reason, rule in RULES if bool(rule(window)))
 
@@ -129,14 +137,14 @@ def summarize(samples: Sequence[Sample], size: int) -> Window:
     )
 
 
-def partition_status(samples: Sequence[Sample], size: int) -> tuple[str, str]:
+def partition_status(samples: Sequence[Sample], size: int) -> tuple[GroupStatus, str]:
     """(status, reason) of one partition from its samples, judged over the last `size`."""
     return evaluate(summarize(samples, size))
 
 
-def worst(statuses: Sequence[str]) -> str:
+def worst(statuses: Sequence[str]) -> GroupStatus:
     """A group's status: its worst partition's (OK without partitions)."""
-    return max(statuses, key=SEVERITY.__getitem__, default=OK)
+    return max(map(GroupStatus, statuses), key=lambda s: s.severity, default=GroupStatus.OK)
 
 
 _KEY = ["group_id", "topic", "partition"]
@@ -166,10 +174,10 @@ def _partition_row(rows: Any, size: int, last_commit_at: Any) -> dict[str, Any]:
         "group_id": newest["group_id"],
         "topic": newest["topic"],
         "partition": int(newest["partition"]),
-        "status": status,
-        "severity": SEVERITY[status],
+        "status": status.value,
+        "severity": status.severity,
         "reason": reason,
-        "status_from_hw": evaluate(windows["hw"])[0],
+        "status_from_hw": evaluate(windows["hw"])[0].value,
         "samples": len(rows),
         "window_start": at[0],
         "window_end": at[-1],
@@ -194,16 +202,16 @@ def _group_row(group_id: str, partitions: list[dict[str, Any]]) -> dict[str, Any
     reason = (
         f"all {len(partitions)} partitions OK"
         if severity == 0
-        else f"worst: {label[id(worst_one)]} is {status} ({not_ok} of {len(partitions)} "
+        else f"worst: {label[id(worst_one)]} is {status.value} ({not_ok} of {len(partitions)} "
         "partitions not OK)"
     )
     newest = max(partitions, key=lambda p: p["window_end"])
     return {
         "group_id": group_id,
-        "status": status,
+        "status": status.value,
         "severity": severity,
         "reason": reason,
-        "status_from_hw": worst([p["status_from_hw"] for p in partitions]),
+        "status_from_hw": worst([p["status_from_hw"] for p in partitions]).value,
         "samples": min(p["samples"] for p in partitions),
         "window_start": min(p["window_start"] for p in partitions),
         "window_end": newest["window_end"],

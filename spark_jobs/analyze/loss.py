@@ -1,5 +1,7 @@
-"""Lost ids and aborted reads of pipelines: the rules, for the engine (per_id, per_session)
-to apply, and the group commits they are judged against.
+"""Lost ids and aborted reads of pipelines: the rules, as pure functions, and the claims they
+are judged against (group commits, external sinks' offsets, the grace cutoff, held_from).
+per_id applies `lost` and `aborted_reads` inside each partition of the fingerprints shuffled
+by message id; passes.context works the claims out once per cycle for every partition.
 
 The words are docs/design.md's. A source record is **checked** when it is committed, has an id,
 sits below the offset the pipeline claims to have processed (the group's committed offset;
@@ -8,8 +10,8 @@ and is older than the grace cutoff. A checked record's id is **lost** when no co
 record of the pipeline carries it (cause 'not in sink'); one row per lost id, at its first
 checked source record by (timestamp, topic, partition, offset). A gap in a source producer
 session's dgm-seq run is lost too (cause 'sequence gap'), once the record after the gap is
-past the cutoff. An **aborted read** is a committed sink record whose id the source holds
-only in aborted transactions.
+past the cutoff (per_session.gaps). An **aborted read** is a committed sink record whose id
+the source holds only in aborted transactions.
 
 **Beyond retention** (docs/design.md): dgm holds a partition's history from its first offset,
 or from a later one when older records are gone (Kafka retention, dgm's retention_h, an audit
@@ -21,17 +23,21 @@ count as a gap only on a source partition held from its first offset.
 
 from __future__ import annotations
 
-from datetime import datetime
+from collections.abc import Mapping
+from datetime import datetime, timedelta
 
+import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from dgm.config_schema import DgmConfig
+from spark_jobs.analyze.output import NO_TIME
 
-NOT_IN_SINK, SEQUENCE_GAP = "not in sink", "sequence gap"
+_MICROS = 1_000_000
 
-
+# (pipeline, topic, partition) -> offset: a group's committed offset, or a claimed one.
 Committed = dict[tuple[str, str, int], int]
+Claims = Mapping[tuple[str, str, int], int]
 
 
 def latest_committed(
@@ -69,3 +75,116 @@ def latest_committed(
         for (group, topic, partition), offset in newest.items()
         for pipeline in pipelines.get(group, ())
     }
+
+
+def claimed_offsets(
+    config: DgmConfig, committed: Claims, src_offsets: Mapping[tuple[str, str, int], int]
+) -> Committed:
+    """(pipeline, topic, partition) -> the offset below which the pipeline claims to have
+    processed the source partition: the group's `committed` offset, and for an external sink
+    the highest source offset its rows hold + 1 (`src_offsets`: (sink topic, source topic,
+    source partition) -> highest committed dgm-src offset), the greater of the two."""
+    claimed = dict(committed)
+    for p in config.pipelines:
+        if p.external_sink is None:
+            continue
+        external = p.sink_names()[-1]
+        for (sink, src, part), offset in src_offsets.items():
+            if sink == external:
+                key = (p.name, src, part)
+                claimed[key] = max(claimed.get(key, offset + 1), offset + 1)
+    return claimed
+
+
+def held_from(
+    first: Mapping[tuple[str, int], tuple[int, int | None]],
+) -> dict[tuple[str, int], int | None]:
+    """(topic, partition) -> `held_from`, the timestamp (micros, None when unknown) of the
+    oldest record held, for the partitions not held from offset 0; `first`: (topic,
+    partition) -> (offset, timestamp) of the oldest record held."""
+    return {where: stamp for where, (offset, stamp) in first.items() if offset > 0}
+
+
+def sink_held_from(config: DgmConfig, held: Mapping[tuple[str, int], int | None]) -> dict[str, int]:
+    """pipeline -> the newest `held_from` (micros) of its sink partitions (`held_from`'s);
+    a pipeline whose sinks are all held from their first offset has none. An external
+    sink's snapshot is whole: it has none either."""
+    found: dict[str, int] = {}
+    for p in config.pipelines:
+        external = p.sink_names()[-1] if p.external_sink is not None else None
+        for topic in p.sink_names():
+            if topic == external:
+                continue
+            stamps = [s for (t, _), s in held.items() if t == topic and s is not None]
+            if p.name in found:
+                stamps.append(found[p.name])
+            if stamps:
+                found[p.name] = max(stamps)
+    return found
+
+
+def cutoff_us(now: datetime, grace_s: float) -> int:
+    """The grace cutoff (micros): records at or after it are pending, not judged yet."""
+    return round((now - timedelta(seconds=grace_s)).timestamp() * _MICROS)
+
+
+def moved_claims(
+    old: Claims,
+    new: Claims,
+    sources: Mapping[str, tuple[str, ...]],
+    old_cutoff_us: int,
+    new_cutoff_us: int,
+) -> list[tuple[str, int, int, int]]:
+    """(topic, partition, claimed before, claimed now) of the source partitions of a
+    pipeline (`sources`: topic -> pipelines reading it) whose checked records may be more
+    under the `new` claims and cutoff than under the `old` ones."""
+    moved = []
+    for (pipeline, topic, partition), offset in new.items():
+        if pipeline not in sources.get(topic, ()):
+            continue
+        before = old.get((pipeline, topic, partition), 0)
+        if before != offset or old_cutoff_us != new_cutoff_us:
+            moved.append((topic, partition, before, offset))
+    return moved
+
+
+def _pairs(rows: pd.DataFrame) -> pd.Index:
+    """(pipeline, message_id) codes (both >= 0) as one integer, to match pairs fast."""
+    return pd.Index(rows["pipeline"].to_numpy(dtype="int64") * 2**32 + rows["message_id"])
+
+
+def lost(
+    sources: pd.DataFrame,
+    sinks: pd.DataFrame,
+    claims: pd.DataFrame,
+    cutoff: int,
+    held: Mapping[int, int],
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(checked, lost): checked source rows per pipeline with `is_beyond` (missing from the
+    sink, beyond retention) and `counted` (missing, not beyond retention); lost rows, one
+    per pipeline and id at its first checked source record. `sources`: identified source
+    rows per pipeline; `sinks`: committed sink rows per pipeline; `claims`: (pipeline,
+    topic, partition, claimed_offset); `cutoff`: the grace cutoff (micros); `held`:
+    pipeline -> its sink_held_from. Pipelines, topics and ids are per_id's integer codes."""
+    source = sources[sources["committed"]]
+    timely = source[source["has_ts"] & (source["ts"] < cutoff)]
+    checked = timely.merge(claims, on=["pipeline", "topic", "partition"])
+    checked = checked[checked["offset"] < checked["claimed_offset"]]
+    missing = ~_pairs(checked).isin(_pairs(sinks[sinks["has_id"]]))
+    horizon = checked["pipeline"].map(held).astype("float64")
+    beyond = missing & horizon.notna() & (checked["ts"] < horizon.fillna(NO_TIME))
+    checked = checked.assign(is_beyond=beyond, counted=missing & ~beyond)
+    first = (
+        checked[checked["counted"]]
+        .sort_values(["pipeline", "message_id", "ts", "topic", "partition", "offset"])
+        .drop_duplicates(["pipeline", "message_id"])
+    )
+    return checked, first
+
+
+def aborted_reads(sources: pd.DataFrame, sinks: pd.DataFrame) -> pd.DataFrame:
+    """Committed sink rows (per pipeline) of ids the pipeline's source holds only aborted."""
+    any_committed = sources["committed"].groupby(_pairs(sources)).any()
+    only_aborted = any_committed.index[~any_committed.to_numpy()]
+    identified = sinks[sinks["has_id"]]
+    return identified[_pairs(identified).isin(only_aborted)]

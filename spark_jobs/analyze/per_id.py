@@ -2,11 +2,12 @@
 their cause, whether a pipeline lost it or read it from an aborted transaction, and its
 share of the per-window counts.
 
-Pure functions of pandas frames, run by `spark_jobs.analyze.engine` inside each partition of
-one shuffle of the fingerprints by message id (every record of an id, in every topic, lands
-in one partition), so no per-table query needs its own shuffle. The words and rules are
-docs/design.md's and the module docstrings of `duplicates` and `loss` say them once; the
-counts a partition emits are partial sums the engine adds up per key.
+Pure functions of pandas frames, run by spark_jobs.analyze.passes (`by_id`) inside each
+partition of one shuffle of the fingerprints by message id (every record of an id, in every
+topic, lands in one partition), so no per-table query needs its own shuffle. The words are
+docs/design.md's; the rules are the duplicates and loss modules' functions, applied here to
+each pipeline's rows (this module works out which rows those are: sources, sinks, routes);
+the counts a partition emits are partial sums the engine adds up per key.
 """
 
 from __future__ import annotations
@@ -19,15 +20,10 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from spark_jobs.analyze.duplicates import (
-    ABORTED_READ,
-    PRODUCER_RETRY,
-    REPROCESSING,
-    UNKNOWN,
-    UPSTREAM,
-)
+from dgm.vocabulary import DuplicateCause, LossCause
+from spark_jobs.analyze import duplicates as duplicate_rules
+from spark_jobs.analyze import loss as loss_rules
 from spark_jobs.analyze.id_frame import ABSENT, Names, frame_of
-from spark_jobs.analyze.loss import NOT_IN_SINK
 from spark_jobs.analyze.output import NO_TIME, rows_of
 
 
@@ -46,11 +42,11 @@ class Context:
     claimed: Mapping[tuple[str, str, int], int]
     # pipeline -> newest held_from (micros) of its sink partitions (loss.sink_held_from)
     sink_held_from: Mapping[str, int] = field(default_factory=dict)
-    cutoff_us: int = 0
+    cutoff_us: int = 0  # the grace cutoff (loss.cutoff_us)
     window_us: int = 60_000_000
 
 
-# The fingerprint columns the per-id work reads (the engine ships no others; src_* are
+# The fingerprint columns the per-id work reads (passes.by_id ships no others; src_* are
 # dgm-src parsed, which the causes compare raw as `lineage`).
 COLUMNS = (
     "topic", "partition", "offset", "timestamp", "message_id", "key", "producer", "seq",
@@ -73,28 +69,6 @@ def per_pipeline(
     if not parts:
         return frame.iloc[0:0].assign(pipeline=pd.Series(dtype=dtype))
     return pd.concat(parts, ignore_index=True)
-
-
-def _pairs(rows: pd.DataFrame) -> pd.Index:
-    """(pipeline, message_id) codes (both >= 0) as one integer, to match pairs fast."""
-    return pd.Index(rows["pipeline"].to_numpy(dtype="int64") * 2**32 + rows["message_id"])
-
-
-def copies(frame: pd.DataFrame) -> pd.DataFrame:
-    """Every committed, identified copy of an id held more than once in a topic, with
-    `copies` and `copy_number` (1 for the first by timestamp, partition, offset)."""
-    kept = frame[frame["committed"] & frame["has_id"]]
-    count = kept.groupby(["topic", "message_id"])["_row"].transform("size")
-    repeated = kept[count > 1].assign(copies=count[count > 1])
-    ordered = repeated.sort_values(["topic", "message_id", "ts", "partition", "offset"])
-    numbered = ordered.groupby(["topic", "message_id"]).cumcount() + 1
-    return ordered.assign(copy_number=numbered, is_extra_copy=numbered > 1)
-
-
-def _repeats(values: pd.Series, keys: list[pd.Series]) -> pd.Series:
-    """Per key: does a non-null value occur more than once (count > count distinct)."""
-    grouped = values.groupby(keys)
-    return grouped.count() > grouped.nunique()
 
 
 def _routes(sink_topics: np.ndarray, context: Context, names: Names) -> pd.DataFrame:
@@ -133,17 +107,11 @@ def causes(
                 "cause": pd.Series(dtype=object),
             }
         )
-    keys = [copied["topic"], copied["message_id"]]
     # The sink-side evidence, for copies only: taken from the records, not carried by all.
     evidence = batch.select(["producer", "seq", "lineage"]).take(pa.array(copied["_row"]))
     producer, seq, lineage = (evidence.column(n).to_pandas() for n in evidence.column_names)
     producer.index = seq.index = lineage.index = copied.index
-    send = producer + "\u0000" + seq.astype("Int64").astype(str)
-    send = send.where(producer.notna() & seq.notna())
-    sink_side = pd.DataFrame(
-        {"producer_retry": _repeats(send, keys), "reprocessing": _repeats(lineage, keys)}
-    ).reset_index()
-    sink_side.columns = ["topic", "message_id", "producer_retry", "reprocessing"]
+    sink_side = duplicate_rules.sink_evidence(copied, producer, seq, lineage)
     routes = _routes(sink_side["topic"].unique(), context, names)
     held = frame[frame["has_id"]]
     source = (
@@ -161,17 +129,16 @@ def causes(
         .agg(
             committed_copies=("committed_copies", "sum"),
             records=("records", "sum"),
-            producer_retry=("producer_retry", "first"),
-            reprocessing=("reprocessing", "first"),
+            repeated_send=("repeated_send", "first"),
+            repeated_source=("repeated_source", "first"),
         )
         .reset_index()
     )
-    upstream = per_key["committed_copies"] > 1
-    aborted = (per_key["committed_copies"] == 0) & (per_key["records"] > 0)
-    cause = np.select(
-        [aborted, per_key["producer_retry"], per_key["reprocessing"], upstream],
-        [ABORTED_READ, PRODUCER_RETRY, REPROCESSING, UPSTREAM],
-        UNKNOWN,
+    cause = duplicate_rules.cause(
+        per_key["committed_copies"],
+        per_key["records"],
+        per_key["repeated_send"],
+        per_key["repeated_source"],
     )
     return per_key[["topic", "message_id", "pipeline"]].assign(cause=cause)
 
@@ -180,7 +147,7 @@ def duplicates(
     frame: pd.DataFrame, batch: pa.Table, context: Context, names: Names
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(copies, duplicates): every copy, and every copy once per cause row of its id."""
-    copied = copies(frame)
+    copied = duplicate_rules.copies(frame)
     found = causes(frame, batch, copied, context, names)
     return copied, copied.merge(found, on=["topic", "message_id"])
 
@@ -188,11 +155,8 @@ def duplicates(
 def loss(
     sources: pd.DataFrame, sinks: pd.DataFrame, context: Context, names: Names
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(checked, lost): checked source rows per pipeline with `is_beyond` (missing from the
-    sink, beyond retention) and `counted` (missing, not beyond retention); lost rows, one
-    per pipeline and id at its first checked source record. `sources`: identified source
-    rows per pipeline; `sinks`: committed sink rows per pipeline."""
-    source = sources[sources["committed"]]
+    """loss.lost (checked, lost) of `sources` (identified source rows per pipeline) and `sinks`
+    (committed sink rows per pipeline), with the Context's claims in this partition's codes."""
     claims = pd.DataFrame(
         [
             (names.pipeline(p), names.topic(t), part, offset)
@@ -201,28 +165,8 @@ def loss(
         columns=["pipeline", "topic", "partition", "claimed_offset"],
         dtype="int64",
     )
-    timely = source[source["has_ts"] & (source["ts"] < context.cutoff_us)]
-    checked = timely.merge(claims, on=["pipeline", "topic", "partition"])
-    checked = checked[checked["offset"] < checked["claimed_offset"]]
-    missing = ~_pairs(checked).isin(_pairs(sinks[sinks["has_id"]]))
-    held_from = {names.pipeline(p): at for p, at in context.sink_held_from.items()}
-    horizon = checked["pipeline"].map(held_from).astype("float64")
-    beyond = missing & horizon.notna() & (checked["ts"] < horizon.fillna(NO_TIME))
-    checked = checked.assign(is_beyond=beyond, counted=missing & ~beyond)
-    first = (
-        checked[checked["counted"]]
-        .sort_values(["pipeline", "message_id", "ts", "topic", "partition", "offset"])
-        .drop_duplicates(["pipeline", "message_id"])
-    )
-    return checked, first
-
-
-def aborted_reads(sources: pd.DataFrame, sinks: pd.DataFrame) -> pd.DataFrame:
-    """Committed sink rows (per pipeline) of ids the pipeline's source holds only aborted."""
-    any_committed = sources["committed"].groupby(_pairs(sources)).any()
-    only_aborted = any_committed.index[~any_committed.to_numpy()]
-    identified = sinks[sinks["has_id"]]
-    return identified[_pairs(identified).isin(only_aborted)]
+    held = {names.pipeline(p): at for p, at in context.sink_held_from.items()}
+    return loss_rules.lost(sources, sinks, claims, context.cutoff_us, held)
 
 
 def window_of(ts: pd.Series, has_ts: pd.Series, window_us: int) -> pd.Series:
@@ -264,7 +208,7 @@ def pipeline_counts(
     attributed = duplicate_rows[
         (duplicate_rows["pipeline"] != ABSENT) & duplicate_rows["is_extra_copy"]
     ]
-    upstream = attributed["cause"] == UPSTREAM
+    upstream = attributed["cause"] == DuplicateCause.UPSTREAM.value
     beyond = checked[checked["is_beyond"]]
     parts = [
         counted(checked, w, records_checked=1),
@@ -391,14 +335,14 @@ def per_id_rows(batch: pa.Table, context: Context) -> pa.Table:
         duplicate_rows,
         checked,
         first_lost,
-        aborted_reads(sources, sinks),
+        loss_rules.aborted_reads(sources, sinks),
         context,
         names,
     )
     return rows_of(
         batch,
         duplicates=_named(duplicate_rows, names),
-        lost=_named(first_lost.assign(missing=1, cause=NOT_IN_SINK), names),
+        lost=_named(first_lost.assign(missing=1, cause=LossCause.NOT_IN_SINK.value), names),
         pipeline=_named(counts, names),
         topic=_named(topic_counts(frame, copied, context.window_us), names),
         partition=_named(partition_counts(frame, copied, context.window_us), names),

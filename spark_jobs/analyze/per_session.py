@@ -1,6 +1,6 @@
 """Sequence gaps of source producer sessions, kept as runs so new records update them alone.
 
-The rule is `loss.gaps`'s docstring: a run of dgm-seq missing from a session's records
+The rule is the loss module's docstring's: a run of dgm-seq missing from a session's records
 (aborted ones count as present; sessions start at 0 unless the partition is not held from
 offset 0), lost once the record after it is older than the grace cutoff, for every pipeline
 reading the topic.
@@ -10,7 +10,7 @@ each with the earliest timestamp of a record holding the run's first seq. The ga
 lies between runs (and before the first, from 0), and the runs of old and new records
 together are the runs of old runs and new records together: a cycle merges its new records
 into the kept runs (a few per session) without reading the old records again. The rebuild
-works the runs out in one shuffle of source records by session (the engine).
+works the runs out in one shuffle of source records by session (passes.session_runs).
 """
 
 from __future__ import annotations
@@ -22,11 +22,11 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from spark_jobs.analyze.loss import SEQUENCE_GAP
+from dgm.vocabulary import LossCause
 from spark_jobs.analyze.output import NO_TIME
 from spark_jobs.analyze.per_id import Context, counted, per_pipeline
 
-# The columns a session's records need here (the engine ships no others).
+# The columns a session's records need here (passes.stamped_sources ships no others).
 COLUMNS = ("topic", "partition", "producer", "seq", "timestamp")
 SESSION = ["topic", "partition", "producer"]
 # start_ts: the earliest timestamp (micros) of a record holding `start`; null when none has one
@@ -140,5 +140,5 @@ def gap_rows(
     """(lost rows with cause 'sequence gap', their counts per pipeline window) of the runs."""
     missing = per_pipeline(gaps(found, partial, context.cutoff_us), context.sources)
     counts = counted(missing, context.window_us, lost=missing["missing"])
-    lost = missing.drop(columns=["ts", "has_ts"]).assign(cause=SEQUENCE_GAP)
+    lost = missing.drop(columns=["ts", "has_ts"]).assign(cause=LossCause.SEQUENCE_GAP.value)
     return lost, counts.assign(total=False)

@@ -1,6 +1,6 @@
 """Per-pipeline counts into verdicts and pipeline windows (the rules are verdict.py's).
 
-The counts arrive summed per (pipeline, window) (engine.pipeline_counts), a few rows per
+The counts arrive summed per (pipeline, window) (counts.pipeline_counts), a few rows per
 pipeline and window, so the tables are worked out on the driver in plain Python: each was a
 Spark query of several joins that cost seconds per cycle for a few hundred rows.
 """
@@ -66,7 +66,7 @@ def _judged(row: Row, declared: str, min_records: int) -> Row:
     return row | {
         "duplicate_rate": _rate(row["duplicate_copies"], row["distinct_ids"]),
         "loss_rate": _rate(row["lost"], row["records_checked"]),
-        "achieved": achieved,
+        "achieved": achieved.value,
         "meets_declared": verdict.meets_declared(achieved, declared),
         "declared": declared,
     }
@@ -80,7 +80,7 @@ def _add(into: Row, counts: Mapping[str, Any]) -> None:
 def pipeline_tables(
     config: DgmConfig, counts: pa.Table, faults: Iterable[tuple[str, int]]
 ) -> tuple[list[Row], list[Row]]:
-    """(verdicts, pipeline_windows) rows from the per-pipeline counts (engine.pipeline_counts:
+    """(verdicts, pipeline_windows) rows from the per-pipeline counts (counts.pipeline_counts:
     per window, plus `total` rows holding the distinct ids over all time) and the counted
     faults; a fault weighs while the pipeline's checked records flowed (plus grace)."""
     settings = config.analysis
@@ -112,7 +112,7 @@ def pipeline_tables(
         verdicts.append(
             _judged(row, p.declared_semantic, settings.min_records)
             | {
-                "evidence": verdict.evidence(row["records_checked"], row["faults_observed"]),
+                "evidence": verdict.evidence(row["records_checked"], row["faults_observed"]).value,
                 "first_record_at": _at(first),
                 "last_record_at": _at(last),
                 "source_topics": list(p.source_topics),

@@ -19,8 +19,12 @@ Compaction writes one new batch holding the kept fingerprints of the batches it 
 their ranges (so the positions survive), listing them in `replaces`; readers ignore a batch a
 complete batch replaces, so a crash before the old dirs are gone duplicates nothing.
 External sinks are snapshots, `external/<pipeline>.parquet`, each replaced atomically.
-Run audit, compact and load_fingerprints' reads from one process one after another: a
+Run audit, compact and FingerprintStore.load's reads from one process one after another: a
 compaction removes files a lazy DataFrame from an earlier load may still want to read.
+
+`FingerprintStore(state_dir)` is the store (as dgm.samples.SampleStore is the samples');
+what needs no state dir (a Batch, the ranges a rewrite keeps, the compaction slack) stays
+a module function.
 """
 
 from __future__ import annotations
@@ -60,10 +64,6 @@ MANIFEST = "_range.json"
 _BATCH = re.compile(r"batch-(\d{13})-(\d{6})")
 
 
-def fingerprints_dir(state_dir: Path) -> Path:
-    return state_dir / FINGERPRINTS_DIR
-
-
 @dataclass(frozen=True)
 class Batch:
     path: Path
@@ -78,36 +78,217 @@ class Batch:
         return datetime.fromisoformat(text) if text else None
 
 
-@contextmanager
-def writer_lock(state_dir: Path) -> Iterator[None]:
-    """One writer of fingerprints at a time (audit, compact); leftovers removed on entry."""
-    folder = fingerprints_dir(state_dir)
-    folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / ".lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+class FingerprintStore:
+    """The fingerprint batches and external snapshots under one state dir."""
+
+    def __init__(self, state_dir: Path) -> None:
+        self.state_dir = Path(state_dir)
+        self.folder = self.state_dir / FINGERPRINTS_DIR
+        self.external_dir = self.folder / EXTERNAL_DIR
+
+    @contextmanager
+    def writer_lock(self) -> Iterator[None]:
+        """One writer of fingerprints at a time (audit, compact); leftovers removed on entry."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        with open(self.folder / ".lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                self.recover()
+                yield
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+    def recover(self) -> list[str]:
+        """Remove what a killed writer left: hidden temp/trash dirs and replaced batches.
+        Call only under `writer_lock` (another writer's temp dir is not a leftover)."""
+        folder = self.folder
+        replaced = {n for b in _all_batches(folder) for n in b.manifest.get("replaces", ())}
+        removed = []
+        for path in sorted(folder.iterdir()) if folder.is_dir() else []:
+            hidden = path.name.startswith(".") and path.is_dir()
+            if hidden or path.name in replaced:
+                shutil.rmtree(path)
+                removed.append(path.name)
+        for path in self.external_dir.glob(".*.tmp"):
+            path.unlink()
+            removed.append(f"{EXTERNAL_DIR}/{path.name}")
+        self.set_aside_damaged()
+        return removed
+
+    def damaged_ranges(self) -> dict[str, list[OffsetRange]]:
+        """Damaged batch name -> the ranges its manifest names, for those not audited again
+        yet (a batch whose manifest does not read cannot be: set_aside_damaged warned)."""
+        folder = self.folder
+        done = reaudited(self.complete_batches())
+        found: dict[str, list[OffsetRange]] = {}
+        for path in sorted(folder.glob("damaged-batch-*")) if folder.is_dir() else []:
+            name = path.name.removeprefix("damaged-")
+            if name in done:
+                continue
+            try:
+                manifest = json.loads((path / MANIFEST).read_text())
+            except (OSError, ValueError):
+                continue
+            found[name] = [
+                OffsetRange(r["topic"], r["partition"], r["start"], r["end"])
+                for r in manifest["ranges"]
+                if r["end"] > r["start"]
+            ]
+        return found
+
+    def set_aside_damaged(self) -> list[str]:
+        """Move batches whose manifest or a Parquet part does not read (damaged on disk) to
+        `damaged-<name>`: kept for a look, out of every read. Their ranges are no longer
+        audited positions, so the next audit reads them again from Kafka where it still holds
+        them. Call under `writer_lock`."""
+        folder = self.folder
+        moved = []
+        for path in sorted(folder.iterdir()) if folder.is_dir() else []:
+            if not _BATCH.fullmatch(path.name) or not (path / MANIFEST).is_file():
+                continue
+            try:
+                json.loads((path / MANIFEST).read_text())
+                for part in path.glob("*.parquet"):
+                    pq.read_metadata(part)
+            except (OSError, ValueError, pa.ArrowException) as error:
+                aside = path.with_name(f"damaged-{path.name}")
+                os.rename(path, aside)
+                fsync(folder)
+                log.warning(
+                    "fingerprint batch %s is damaged (%s): moved to %s; its offsets are "
+                    "audited again from Kafka where Kafka still holds them (not if its "
+                    "manifest is lost)",
+                    path,
+                    error,
+                    aside,
+                )
+                moved.append(path.name)
+        return moved
+
+    def complete_batches(self) -> list[Batch]:
+        """Committed batches, oldest first, without those a committed compaction replaced."""
+        batches = _all_batches(self.folder)
+        replaced = {name for b in batches for name in b.manifest.get("replaces", ())}
+        return [b for b in batches if b.path.name not in replaced]
+
+    def audited_positions(self) -> dict[Key, int]:
+        """Per topic-partition the end of what complete batches have audited, and damaged ones
+        whose offsets are audited again apart (damaged_ranges), so they are not read twice."""
+        ends: dict[Key, int] = {}
+        for batch in self.complete_batches():
+            for r in batch.ranges:
+                key = (r["topic"], r["partition"])
+                ends[key] = max(ends.get(key, r["end"]), r["end"])
+        for pending in self.damaged_ranges().values():
+            for d in pending:
+                ends[d.key] = max(ends.get(d.key, d.end), d.end)
+        return ends
+
+    def write_batch(
+        self,
+        spark: SparkSession,
+        frame: DataFrame,
+        ranges: Sequence[OffsetRange],
+        id_rules: Mapping[str, MessageIdRule],
+        replaces: Sequence[str] = (),
+        topic_ids: Mapping[str, str] | None = None,
+        reaudits: Sequence[str] = (),
+    ) -> Batch:
+        """Write `frame` (FINGERPRINT rows of `ranges`) as one committed batch; call under
+        `writer_lock`. The manifest counts the records per range from what was written."""
+        folder = self.folder
+        temp = folder / f".tmp-{uuid.uuid4().hex}"
+        frame.select(*(f.name for f in FINGERPRINT.fields)).write.parquet(str(temp))
+        manifest = _manifest(spark, temp, ranges, id_rules, replaces, topic_ids, reaudits)
+        (temp / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True))
+        for path in temp.iterdir():
+            fsync(path)
+        fsync(temp)
+        final = folder / _next_name(folder)
+        os.rename(temp, final)  # the commit
+        fsync(folder)
+        return Batch(final, manifest)
+
+    def external_snapshots(self) -> list[str]:
+        """The paths of the external sinks' snapshots."""
+        external = self.external_dir
+        return sorted(str(p) for p in external.glob("*.parquet")) if external.is_dir() else []
+
+    def load(self, spark: SparkSession) -> DataFrame:
+        """Every complete batch's fingerprints and every external snapshot, FINGERPRINT
+        columns."""
+        paths = [str(b.path) for b in self.complete_batches()] + self.external_snapshots()
+        if not paths:
+            return empty_fingerprints(spark)
+        return spark.read.schema(FINGERPRINT).parquet(*paths)
+
+    def write_external(self, pipeline: str, table: pa.Table) -> Path:
+        """Replace `pipeline`'s external sink snapshot atomically (temp file, fsync, rename).
+        `table` has the FINGERPRINT columns; it is cast to ARROW_FINGERPRINT."""
+        folder = self.external_dir
+        folder.mkdir(parents=True, exist_ok=True)
+        final = folder / f"{pipeline}.parquet"
+        temp = folder / f".{pipeline}.{uuid.uuid4().hex}.tmp"
         try:
-            recover(state_dir)
-            yield
+            pq.write_table(table.select(ARROW_FINGERPRINT.names).cast(ARROW_FINGERPRINT), temp)
+            fsync(temp)
+            os.replace(temp, final)
         finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+            temp.unlink(missing_ok=True)
+        fsync(folder)
+        return final
 
+    def remove_external_except(self, pipelines: set[str]) -> list[str]:
+        """Drop snapshots of pipelines that no longer have an external sink configured."""
+        stale = [p for p in self.external_dir.glob("*.parquet") if p.stem not in pipelines]
+        for path in stale:
+            path.unlink()
+        return [p.stem for p in stale]
 
-def recover(state_dir: Path) -> list[str]:
-    """Remove what a killed writer left: hidden temp/trash dirs and replaced batches.
-    Call only under `writer_lock` (another writer's temp dir is not a leftover)."""
-    folder = fingerprints_dir(state_dir)
-    replaced = {name for b in _all_batches(folder) for name in b.manifest.get("replaces", ())}
-    removed = []
-    for path in sorted(folder.iterdir()) if folder.is_dir() else []:
-        hidden = path.name.startswith(".") and path.is_dir()
-        if hidden or path.name in replaced:
-            shutil.rmtree(path)
-            removed.append(path.name)
-    for path in (folder / EXTERNAL_DIR).glob(".*.tmp"):
-        path.unlink()
-        removed.append(f"{EXTERNAL_DIR}/{path.name}")
-    set_aside_damaged(state_dir)
-    return removed
+    def compact(
+        self, spark: SparkSession, retention: timedelta, now: datetime | None = None
+    ) -> Batch | None:
+        """Drop fingerprints whose Kafka timestamp is older than `retention`: the batches
+        holding any older than `retention` plus `compaction_slack` are rewritten as one batch
+        keeping the rest and every range (the audited positions). None when nothing is old
+        enough. Crash-safe: see the module docstring."""
+        cutoff = (now or datetime.now(UTC)) - retention
+        due = cutoff - compaction_slack(retention)
+        with self.writer_lock():
+            batches = self.complete_batches()
+            old = [b for b in batches if (t := b.min_timestamp()) is not None and t < due]
+            if not old:
+                return None
+            chosen = old + [b for b in batches if b.manifest["records"] == 0 and b not in old]
+            unexpired = F.col("timestamp").isNull() | (F.col("timestamp") >= F.lit(cutoff))
+            return self.replace_batches(spark, chosen, unexpired)
+
+    def replace_batches(
+        self,
+        spark: SparkSession,
+        chosen: Sequence[Batch],
+        keep: Column | None = None,
+        without: Collection[str] = (),
+    ) -> Batch:
+        """Rewrite `chosen` as one batch holding their rows that match `keep` (all without
+        it), and their ranges, id rules and topic ids except those of the topics `without`;
+        then retire them. Call under `writer_lock`. Crash-safe: the new batch lists those it
+        replaces."""
+        rows = spark.read.schema(FINGERPRINT).parquet(*(str(b.path) for b in chosen))
+        if keep is not None:
+            rows = rows.filter(keep)
+        ranges = [r for r in merged_ranges(chosen) if r.topic not in without]
+        rules = {
+            t: MessageIdRule(**r)
+            for b in chosen
+            for t, r in b.manifest["id_rules"].items()
+            if t not in without
+        }
+        ids = {t: i for t, i in recorded_topic_ids(chosen).items() if t not in without}
+        names = [b.path.name for b in chosen]
+        batch = self.write_batch(spark, rows, ranges, rules, names, ids, sorted(reaudited(chosen)))
+        retire(chosen)
+        return batch
 
 
 def _all_batches(folder: Path) -> list[Batch]:
@@ -127,78 +308,6 @@ def reaudited(batches: Sequence[Batch]) -> set[str]:
     return {name for b in batches for name in b.manifest.get("reaudits", ())}
 
 
-def damaged_ranges(state_dir: Path) -> dict[str, list[OffsetRange]]:
-    """Damaged batch name -> the ranges its manifest names, for those not audited again yet
-    (a batch whose manifest does not read cannot be: set_aside_damaged warned)."""
-    folder = fingerprints_dir(state_dir)
-    done = reaudited(complete_batches(state_dir))
-    found: dict[str, list[OffsetRange]] = {}
-    for path in sorted(folder.glob("damaged-batch-*")) if folder.is_dir() else []:
-        name = path.name.removeprefix("damaged-")
-        if name in done:
-            continue
-        try:
-            manifest = json.loads((path / MANIFEST).read_text())
-        except (OSError, ValueError):
-            continue
-        found[name] = [
-            OffsetRange(r["topic"], r["partition"], r["start"], r["end"])
-            for r in manifest["ranges"]
-            if r["end"] > r["start"]
-        ]
-    return found
-
-
-def set_aside_damaged(state_dir: Path) -> list[str]:
-    """Move batches whose manifest or a Parquet part does not read (damaged on disk) to
-    `damaged-<name>`: kept for a look, out of every read. Their ranges are no longer audited
-    positions, so the next audit reads them again from Kafka where it still holds them.
-    Call under `writer_lock`."""
-    folder = fingerprints_dir(state_dir)
-    moved = []
-    for path in sorted(folder.iterdir()) if folder.is_dir() else []:
-        if not _BATCH.fullmatch(path.name) or not (path / MANIFEST).is_file():
-            continue
-        try:
-            json.loads((path / MANIFEST).read_text())
-            for part in path.glob("*.parquet"):
-                pq.read_metadata(part)
-        except (OSError, ValueError, pa.ArrowException) as error:
-            aside = path.with_name(f"damaged-{path.name}")
-            os.rename(path, aside)
-            fsync(folder)
-            log.warning(
-                "fingerprint batch %s is damaged (%s): moved to %s; its offsets are audited "
-                "again from Kafka where Kafka still holds them (not if its manifest is lost)",
-                path,
-                error,
-                aside,
-            )
-            moved.append(path.name)
-    return moved
-
-
-def complete_batches(state_dir: Path) -> list[Batch]:
-    """Committed batches, oldest first, without those a committed compaction replaced."""
-    batches = _all_batches(fingerprints_dir(state_dir))
-    replaced = {name for b in batches for name in b.manifest.get("replaces", ())}
-    return [b for b in batches if b.path.name not in replaced]
-
-
-def audited_positions(state_dir: Path) -> dict[Key, int]:
-    """Per topic-partition the end of what complete batches have audited, and damaged ones
-    whose offsets are audited again apart (damaged_ranges), so they are not read twice."""
-    ends: dict[Key, int] = {}
-    for batch in complete_batches(state_dir):
-        for r in batch.ranges:
-            key = (r["topic"], r["partition"])
-            ends[key] = max(ends.get(key, r["end"]), r["end"])
-    for pending in damaged_ranges(state_dir).values():
-        for d in pending:
-            ends[d.key] = max(ends.get(d.key, d.end), d.end)
-    return ends
-
-
 def _next_name(folder: Path) -> str:
     names = sorted(p.name for p in folder.iterdir() if _BATCH.fullmatch(p.name))
     now_ms, seq = time.time_ns() // 1_000_000, 0
@@ -211,29 +320,24 @@ def _iso(value: datetime | None) -> str | None:
     return value.astimezone(UTC).isoformat() if value is not None else None
 
 
-def write_batch(
+def _manifest(
     spark: SparkSession,
-    state_dir: Path,
-    frame: DataFrame,
+    written_to: Path,
     ranges: Sequence[OffsetRange],
     id_rules: Mapping[str, MessageIdRule],
-    replaces: Sequence[str] = (),
-    topic_ids: Mapping[str, str] | None = None,
-    reaudits: Sequence[str] = (),
-) -> Batch:
-    """Write `frame` (FINGERPRINT rows of `ranges`) as one committed batch; call under
-    `writer_lock`. The manifest counts the records per range from what was written."""
-    folder = fingerprints_dir(state_dir)
-    temp = folder / f".tmp-{uuid.uuid4().hex}"
-    frame.select(*(f.name for f in FINGERPRINT.fields)).write.parquet(str(temp))
-    written = spark.read.schema(FINGERPRINT).parquet(str(temp))
+    replaces: Sequence[str],
+    topic_ids: Mapping[str, str] | None,
+    reaudits: Sequence[str],
+) -> dict[str, Any]:
+    """The manifest of the rows written to `written_to`, counted from what was written."""
+    written = spark.read.schema(FINGERPRINT).parquet(str(written_to))
     stats = written.groupBy("topic", "partition").agg(
         F.count(F.lit(1)).alias("n"), F.min("timestamp").alias("lo"), F.max("timestamp").alias("hi")
     )
     counted = {(s["topic"], s["partition"]): s for s in stats.collect()}
     lows = [s["lo"] for s in counted.values() if s["lo"] is not None]
     highs = [s["hi"] for s in counted.values() if s["hi"] is not None]
-    manifest = {
+    return {
         "version": 1,
         "created_at": datetime.now(UTC).isoformat(),
         "ranges": [
@@ -252,57 +356,10 @@ def write_batch(
             t: i for t, i in sorted((topic_ids or {}).items()) if t in {r.topic for r in ranges}
         },
     }
-    (temp / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True))
-    for path in temp.iterdir():
-        fsync(path)
-    fsync(temp)
-    final = folder / _next_name(folder)
-    os.rename(temp, final)  # the commit
-    fsync(folder)
-    return Batch(final, manifest)
 
 
 def empty_fingerprints(spark: SparkSession) -> DataFrame:
     return spark.createDataFrame([], FINGERPRINT)
-
-
-def external_snapshots(state_dir: Path) -> list[str]:
-    """The paths of the external sinks' snapshots."""
-    external = fingerprints_dir(state_dir) / EXTERNAL_DIR
-    return sorted(str(p) for p in external.glob("*.parquet")) if external.is_dir() else []
-
-
-def load_fingerprints(spark: SparkSession, state_dir: Path) -> DataFrame:
-    """Every complete batch's fingerprints and every external snapshot, FINGERPRINT columns."""
-    paths = [str(b.path) for b in complete_batches(state_dir)] + external_snapshots(state_dir)
-    if not paths:
-        return empty_fingerprints(spark)
-    return spark.read.schema(FINGERPRINT).parquet(*paths)
-
-
-def write_external(state_dir: Path, pipeline: str, table: pa.Table) -> Path:
-    """Replace `pipeline`'s external sink snapshot atomically (temp file, fsync, rename).
-    `table` has the FINGERPRINT columns; it is cast to ARROW_FINGERPRINT."""
-    folder = fingerprints_dir(state_dir) / EXTERNAL_DIR
-    folder.mkdir(parents=True, exist_ok=True)
-    final, temp = folder / f"{pipeline}.parquet", folder / f".{pipeline}.{uuid.uuid4().hex}.tmp"
-    try:
-        pq.write_table(table.select(ARROW_FINGERPRINT.names).cast(ARROW_FINGERPRINT), temp)
-        fsync(temp)
-        os.replace(temp, final)
-    finally:
-        temp.unlink(missing_ok=True)
-    fsync(folder)
-    return final
-
-
-def remove_external_except(state_dir: Path, pipelines: set[str]) -> list[str]:
-    """Drop snapshots of pipelines that no longer have an external sink configured."""
-    folder = fingerprints_dir(state_dir) / EXTERNAL_DIR
-    stale = [p for p in folder.glob("*.parquet") if p.stem not in pipelines]
-    for path in stale:
-        path.unlink()
-    return [p.stem for p in stale]
 
 
 def recorded_topic_ids(batches: Sequence[Batch]) -> dict[str, str]:
@@ -334,54 +391,6 @@ def compaction_slack(retention: timedelta) -> timedelta:
     steady traffic it held an expired fingerprint again one cycle later and every cycle
     rewrote everything retained; with it, a rewrite comes at most once per slack."""
     return min(timedelta(hours=1), retention / 24)
-
-
-def compact(
-    spark: SparkSession, state_dir: Path, retention: timedelta, now: datetime | None = None
-) -> Batch | None:
-    """Drop fingerprints whose Kafka timestamp is older than `retention`: the batches holding
-    any older than `retention` plus `compaction_slack` are rewritten as one batch keeping
-    the rest and every range (the audited positions). None when nothing is old enough.
-    Crash-safe: see the module docstring."""
-    cutoff = (now or datetime.now(UTC)) - retention
-    due = cutoff - compaction_slack(retention)
-    with writer_lock(state_dir):
-        batches = complete_batches(state_dir)
-        old = [b for b in batches if (t := b.min_timestamp()) is not None and t < due]
-        if not old:
-            return None
-        chosen = old + [b for b in batches if b.manifest["records"] == 0 and b not in old]
-        unexpired = F.col("timestamp").isNull() | (F.col("timestamp") >= F.lit(cutoff))
-        return replace_batches(spark, state_dir, chosen, unexpired)
-
-
-def replace_batches(
-    spark: SparkSession,
-    state_dir: Path,
-    chosen: Sequence[Batch],
-    keep: Column | None = None,
-    without: Collection[str] = (),
-) -> Batch:
-    """Rewrite `chosen` as one batch holding their rows that match `keep` (all without it),
-    and their ranges, id rules and topic ids except those of the topics `without`; then
-    retire them. Call under `writer_lock`. Crash-safe: the new batch lists those it replaces."""
-    rows = spark.read.schema(FINGERPRINT).parquet(*(str(b.path) for b in chosen))
-    if keep is not None:
-        rows = rows.filter(keep)
-    ranges = [r for r in merged_ranges(chosen) if r.topic not in without]
-    rules = {
-        t: MessageIdRule(**r)
-        for b in chosen
-        for t, r in b.manifest["id_rules"].items()
-        if t not in without
-    }
-    ids = {t: i for t, i in recorded_topic_ids(chosen).items() if t not in without}
-    names = [b.path.name for b in chosen]
-    batch = write_batch(
-        spark, state_dir, rows, ranges, rules, names, ids, sorted(reaudited(chosen))
-    )
-    retire(chosen)
-    return batch
 
 
 def retire(replaced: Sequence[Batch]) -> None:

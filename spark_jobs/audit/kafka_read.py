@@ -34,15 +34,9 @@ from spark_jobs.audit.external import external_fingerprints
 from spark_jobs.audit.fingerprint import fingerprints, mark_committed
 from spark_jobs.audit.fingerprint_store import (
     Batch,
-    audited_positions,
-    complete_batches,
-    damaged_ranges,
+    FingerprintStore,
     empty_fingerprints,
     recorded_topic_ids,
-    remove_external_except,
-    write_batch,
-    write_external,
-    writer_lock,
 )
 from spark_jobs.audit.ranges import (
     OffsetRange,
@@ -211,7 +205,8 @@ def _fingerprint_kafka(
             mine = uncommitted.filter(F.col("topic").isin(transactional))
             parts.append(mark_committed(mine, committed_view))
         used = {t: rules[t] for t in sorted({r.topic for r in ranges})}
-        batch = write_batch(spark, state_dir, _union(parts), ranges, used, (), topic_ids, reaudits)
+        store = FingerprintStore(state_dir)
+        batch = store.write_batch(spark, _union(parts), ranges, used, (), topic_ids, reaudits)
     finally:
         for frame in frames:
             frame.unpersist()
@@ -239,10 +234,11 @@ def audit(
     records: dict[str, int] = {}
     batch: Batch | None = None
     transactional: tuple[str, ...] = ()
-    with writer_lock(state_dir):
+    store = FingerprintStore(state_dir)
+    with store.writer_lock():
         sampled = latest_offsets(state_dir, rules)
         topic_ids = latest_topic_ids(state_dir, rules)
-        recreated = recreated_topics(recorded_topic_ids(complete_batches(state_dir)), topic_ids)
+        recreated = recreated_topics(recorded_topic_ids(store.complete_batches()), topic_ids)
         for topic, (old, new) in recreated.items():
             progress(
                 f"audit: topic {topic} was deleted and recreated (id {old} -> {new}): its old "
@@ -250,7 +246,7 @@ def audit(
             )
         if recreated:
             forget_topics(spark, state_dir, recreated)
-        audited = audited_positions(state_dir)
+        audited = store.audited_positions()
         client = config.cluster.librdkafka_config(bootstrap_servers)
         starts = first_starts(
             config.analysis.start,
@@ -300,8 +296,8 @@ def _reaudit_damaged(
     progress: Progress,
 ) -> None:
     """Audit again, as one batch of their own, the offsets of batches set aside as damaged
-    (fingerprint_store.set_aside_damaged), as far as Kafka still holds them."""
-    damaged = damaged_ranges(config.state_dir)
+    (FingerprintStore.set_aside_damaged), as far as Kafka still holds them."""
+    damaged = FingerprintStore(config.state_dir).damaged_ranges()
     if not damaged:
         return
     rules = topic_rules(config)
@@ -342,17 +338,18 @@ def _report_skipped(ranges: Iterable[OffsetRange], start: str, progress: Progres
 def _snapshot_external(
     config: DgmConfig, records: dict[str, int], progress: Progress
 ) -> dict[str, Path]:
+    store = FingerprintStore(config.state_dir)
     snapshots: dict[str, Path] = {}
     for pipeline in config.pipelines:
         if pipeline.external_sink is None:
             continue
         began = time.monotonic()
         table = external_fingerprints(pipeline)
-        snapshots[pipeline.name] = write_external(config.state_dir, pipeline.name, table)
+        snapshots[pipeline.name] = store.write_external(pipeline.name, table)
         name = pipeline.sink_names()[-1]
         records[name] = table.num_rows
         progress(
             f"audit: external sink {name}: {table.num_rows} rows in {time.monotonic() - began:.1f}s"
         )
-    remove_external_except(config.state_dir, set(snapshots))
+    store.remove_external_except(set(snapshots))
     return snapshots

@@ -1,7 +1,7 @@
 """The retained fingerprints kept in the executors from one analysis run to the next, so a run
 reads from disk only the batches committed since the last one.
 
-Each run's audit commits one batch (fingerprint_store); re-reading every batch each run cost
+Each run's audit commits one batch (FingerprintStore); re-reading every batch each run cost
 a run time in proportion to everything retained (8.8 s of a run at 10M fingerprints,
 bench/HISTORY.md, "The incremental engine"). Kept here: one persisted frame per batch read,
 their union the state.
@@ -17,8 +17,9 @@ audit rewrites them each run) on the driver and kept until the next, which compa
 lives in the executors, never only in the driver's Python process: on a cluster it is
 rebuilt from the shared state directory.
 
-After each `load`, `before` and `added` say how the kept rows changed (the incremental
-engine recomputes what the added rows touch): `before` is None when everything was read.
+Each `load` gives one Fingerprints value: the kept rows, the external snapshots, and how they
+changed since the last load (`before` and `added`; the engine recomputes what the added rows
+touch); `before` is None when everything was read.
 """
 
 from __future__ import annotations
@@ -32,12 +33,8 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 
 from dgm.fingerprints import FINGERPRINT as ARROW_FINGERPRINT
-from spark_jobs.audit.fingerprint_store import (
-    Batch,
-    complete_batches,
-    empty_fingerprints,
-    external_snapshots,
-)
+from spark_jobs.audit.fingerprint_store import Batch, FingerprintStore, empty_fingerprints
+from spark_jobs.fingerprints import Fingerprints
 from spark_jobs.schemas import FINGERPRINT
 
 # More kept frames than this are consolidated into one: each is a scan in every query plan.
@@ -48,16 +45,12 @@ class KeptFingerprints:
     def __init__(self, spark: SparkSession, state_dir: Path) -> None:
         self.spark = spark
         self.state_dir = Path(state_dir)
+        self.store = FingerprintStore(self.state_dir)
         self.pieces: list[DataFrame] = []
         self.records: dict[str, int] = {}  # batch name -> rows, of the batches kept
         self.batches_read = 0  # batches read from disk by the last `load`
-        # What the last `load` changed: the kept rows before it (None: read everything)
-        # and the rows it added; the external snapshots it read and those of the load before.
-        self.current: DataFrame | None = None  # the kept rows (no external snapshots)
-        self.before: DataFrame | None = None
-        self.added: DataFrame | None = None
+        # The external snapshots the last `load` read (the next compares its own with them).
         self.external: DataFrame | None = None
-        self.external_before: DataFrame | None = None
 
     def reset(self) -> None:
         """Forget every kept frame: the next `load` reads everything again."""
@@ -65,13 +58,13 @@ class KeptFingerprints:
             with contextlib.suppress(Exception):  # a stopped session has nothing to free
                 piece.unpersist()
         self.pieces, self.records = [], {}
-        self.current = self.before = self.added = self.external = self.external_before = None
+        self.external = None
 
-    def load(self) -> DataFrame:
+    def load(self) -> Fingerprints:
         """Every complete batch's fingerprints and every external snapshot (what
-        fingerprint_store.load_fingerprints reads), reading only batches new since the
-        last call when the store allows it."""
-        batches = complete_batches(self.state_dir)
+        FingerprintStore.load reads), counted, and how they changed since the last call;
+        only batches new since then are read when the store allows it."""
+        batches = self.store.complete_batches()
         new = self._new_batches(batches)
         external_before = self.external
         if new is None:
@@ -89,10 +82,17 @@ class KeptFingerprints:
             self.pieces.append(added)
         self.records = {b.path.name: int(b.manifest["records"]) for b in batches}
         self.batches_read = len(new)
-        self.before, self.added = before, added
-        self._read_external(None if before is None else external_before)
-        self.current = self._kept()
-        return self.current if self.external is None else self.current.unionByName(self.external)
+        self.external = self._read_external()
+        kept = self._kept()
+        whole = kept if self.external is None else kept.unionByName(self.external)
+        return Fingerprints(
+            kept=kept,
+            external=self.external,
+            before=before,
+            added=added,
+            external_before=None if before is None else external_before,
+            count=whole.count(),
+        )
 
     def _new_batches(self, batches: list[Batch]) -> list[Batch] | None:
         """The batches to read on top of the kept ones; None when the kept rows are no
@@ -132,12 +132,11 @@ class KeptFingerprints:
             piece.unpersist()
         self.pieces = [whole]
 
-    def _read_external(self, before: DataFrame | None) -> None:
+    def _read_external(self) -> DataFrame | None:
         """Read the external snapshots on the driver (the audit writes them from there, whole),
         so the last load's stay exactly what they were when the audit rewrites the files."""
-        self.external_before = before
-        paths = external_snapshots(self.state_dir)
-        self.external = None
-        if paths:
-            snapshot = pq.read_table(paths, schema=ARROW_FINGERPRINT)
-            self.external = self.spark.createDataFrame(snapshot, FINGERPRINT)
+        paths = self.store.external_snapshots()
+        if not paths:
+            return None
+        snapshot = pq.read_table(paths, schema=ARROW_FINGERPRINT)
+        return self.spark.createDataFrame(snapshot, FINGERPRINT)

@@ -1,6 +1,6 @@
 """Small fingerprint batches merged, so their number stays bounded however long dgm runs.
 
-Every audit commits one batch (fingerprint_store). At a cycle every few seconds that is tens
+Every audit commits one batch (FingerprintStore). At a cycle every few seconds that is tens
 of thousands of batch directories a week, each listed, its manifest parsed and its files
 planned by Spark every cycle. So the newest FANOUT batches are rewritten as one whenever the
 oldest of them holds no more records than the other FANOUT - 1 together. A big batch is
@@ -23,12 +23,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from dgm.samples import Key
-from spark_jobs.audit.fingerprint_store import (
-    Batch,
-    complete_batches,
-    replace_batches,
-    writer_lock,
-)
+from spark_jobs.audit.fingerprint_store import Batch, FingerprintStore
 
 FANOUT = 8
 
@@ -58,8 +53,9 @@ def mergeable(batches: Sequence[Batch]) -> list[Batch] | None:
 
 def merge_small_batches(spark: SparkSession, state_dir: Path) -> list[Batch]:
     """Merge while the newest batches are mergeable; the batches written, oldest first."""
+    store = FingerprintStore(state_dir)
     written = []
-    with writer_lock(state_dir):
-        while (run := mergeable(complete_batches(state_dir))) is not None:
-            written.append(replace_batches(spark, state_dir, run))
+    with store.writer_lock():
+        while (run := mergeable(store.complete_batches())) is not None:
+            written.append(store.replace_batches(spark, run))
     return written

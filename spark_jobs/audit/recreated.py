@@ -16,11 +16,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from spark_jobs.audit.fingerprint_store import (
-    Batch,
-    complete_batches,
-    replace_batches,
-)
+from spark_jobs.audit.fingerprint_store import Batch, FingerprintStore
 
 
 def recreated_topics(
@@ -37,10 +33,11 @@ def recreated_topics(
 
 def forget_topics(spark: SparkSession, state_dir: Path, topics: Collection[str]) -> Batch | None:
     """Rewrite the batches that hold any of `topics` as one batch without them (their rows,
-    ranges and ids); call under `writer_lock`. None when no batch holds them."""
-    batches = complete_batches(state_dir)
+    ranges and ids); call under the store's `writer_lock`. None when no batch holds them."""
+    store = FingerprintStore(state_dir)
+    batches = store.complete_batches()
     chosen = [b for b in batches if any(r["topic"] in topics for r in b.ranges)]
     if not chosen:
         return None
     other_topics = ~F.col("topic").isin(*sorted(topics))
-    return replace_batches(spark, state_dir, chosen, other_topics, topics)
+    return store.replace_batches(spark, chosen, other_topics, topics)

@@ -25,7 +25,7 @@ from typing import Any
 import duckdb
 
 from dgm.published import PUBLISHED_FILE, TABLES
-from spark_jobs.analyze.group_status import SEVERITY, Sample, evaluate, summarize, worst
+from spark_jobs.analyze.group_status import Sample, evaluate, summarize, worst
 
 WINDOW_S = 60
 WINDOWS = 10
@@ -384,7 +384,7 @@ def _group_status(lag: list[Row], size: int = 10) -> list[Row]:
         by_lso, by_hw = judged("lag_from_lso"), judged("lag_from_hw")
         status, reason = evaluate(by_lso)
         rows.append({"group_id": group, "topic": topic, "partition": partition,
-                     "status": status, "severity": SEVERITY[status], "reason": reason,
+                     "status": status, "severity": status.severity, "reason": reason,
                      "status_from_hw": evaluate(by_hw)[0], "samples": by_lso.samples,
                      "window_start": found[0]["sampled_at"], "window_end": found[-1]["sampled_at"],
                      "committed_start": by_lso.committed_start,
@@ -394,7 +394,7 @@ def _group_status(lag: list[Row], size: int = 10) -> list[Row]:
     for group in sorted({r["group_id"] for r in rows}):
         mine = [r for r in rows if r["group_id"] == group]
         status = worst([r["status"] for r in mine])
-        rows.append({"group_id": group, "status": status, "severity": SEVERITY[status],
+        rows.append({"group_id": group, "status": status, "severity": status.severity,
                      "reason": "worst of its partitions",
                      "status_from_hw": worst([r["status_from_hw"] for r in mine]),
                      "samples": min(r["samples"] for r in mine),

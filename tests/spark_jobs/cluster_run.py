@@ -22,9 +22,10 @@ sys.path.insert(0, str(REPO))
 from dgm.config_schema import AnalysisSettings, DgmConfig, PipelineConfig  # noqa: E402
 from dgm.sample_schemas import SCHEMAS  # noqa: E402
 from spark_jobs.analyze.analysis import analyze  # noqa: E402
-from spark_jobs.analyze.incremental import Change, Engine  # noqa: E402
+from spark_jobs.analyze.engine import Engine  # noqa: E402
 from spark_jobs.analyze.publish import publish  # noqa: E402
 from spark_jobs.analyze.runs import fill_run  # noqa: E402
+from spark_jobs.fingerprints import Fingerprints  # noqa: E402
 from spark_jobs.session import build_session  # noqa: E402
 from tests.generated_fingerprints import pipeline  # noqa: E402
 
@@ -81,12 +82,12 @@ def main(master: str, out: Path) -> None:
         added = spark.createDataFrame(fingerprints.filter(pc.invert(older))).cache()
         engine = Engine()
         early = now - timedelta(minutes=20)
-        analyze(spark, config(), first, samples, early, engine=engine)
+        analyze(spark, config(), Fingerprints(first), samples, early, engine)
         frame = first.unionByName(added)
-        change = Change(frame, kept_before=first, kept_added=added)
-        tables = analyze(spark, config(), frame, samples, now, engine=engine, change=change)
+        grown = Fingerprints(frame, before=first, added=added)
+        tables = analyze(spark, config(), grown, samples, now, engine)
         print(f"second cycle: {engine.last}", flush=True)
-        rebuilt = analyze(spark, config(), frame, samples, now)
+        rebuilt = analyze(spark, config(), Fingerprints(frame), samples, now)
         same = all(
             _rows(tables[name]) == _rows(rebuilt[name])
             for name in ("duplicates", "lost", "topic_windows", "partition_windows", "verdicts")

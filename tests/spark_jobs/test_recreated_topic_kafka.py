@@ -16,7 +16,9 @@ from dgm.config import load_config
 from dgm.headers import ID
 from dgm.published import PUBLISHED_FILE, open_read_only
 from dgm.waiting import wait_until
-from spark_jobs.audit.fingerprint_store import audited_positions, load_fingerprints
+from spark_jobs.audit.fingerprint_store import (
+    FingerprintStore,
+)
 from tests.spark_jobs.test_retention_kafka import analyze_once, verdict
 
 
@@ -64,15 +66,15 @@ def test_a_recreated_source_topic_is_detected_and_audited_from_its_start(
     fill(kafka, source, sink, group, "old", 100)
     analyze_once(kafka, spark, config)
     state = load_config(config).state_dir
-    assert audited_positions(state)[(source, 0)] == 100
+    assert FingerprintStore(state).audited_positions()[(source, 0)] == 100
 
     recreate(kafka, source)
     fill(kafka, source, sink, group, "new", 30)  # offsets 0-29: below the old position 100
     analyze_once(kafka, spark, config)
 
-    held = load_fingerprints(spark, state).where(f"topic = '{source}'").collect()
+    held = FingerprintStore(state).load(spark).where(f"topic = '{source}'").collect()
     assert sorted(r.message_id for r in held) == sorted(f"new-{n}" for n in range(30))
-    assert audited_positions(state)[(source, 0)] == 30
+    assert FingerprintStore(state).audited_positions()[(source, 0)] == 30
     found = verdict(config, "re")
     # The old copies in the sink have no source any more: neither lost nor duplicated.
     assert (found["records_checked"], found["lost"], found["duplicate_copies"]) == (30, 0, 0)

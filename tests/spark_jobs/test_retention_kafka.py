@@ -20,7 +20,9 @@ from dgm.headers import ID, PRODUCER, SEQ
 from dgm.published import PUBLISHED_FILE, open_read_only, read_verdicts
 from dgm.waiting import wait_until
 from lab.run import LabReport, LabSettings, run_lab
-from spark_jobs.audit.fingerprint_store import audited_positions, load_fingerprints
+from spark_jobs.audit.fingerprint_store import (
+    FingerprintStore,
+)
 from spark_jobs.job import AnalysisJob
 from tests.published_lab import collecting
 
@@ -178,11 +180,12 @@ def test_a_producer_session_audited_from_its_middle_has_no_leading_gap(
     found = verdict(config, "mid")
     state = load_config(config).state_dir
     held = (
-        load_fingerprints(spark, state)
+        FingerprintStore(state)
+        .load(spark)
         .groupBy("topic", "partition")
         .agg(F.min("offset"), F.max("offset"), F.count("*"), F.min("timestamp"))
     )
-    seen = [tuple(r) for r in held.collect()], audited_positions(state)
+    seen = [tuple(r) for r in held.collect()], FingerprintStore(state).audited_positions()
     assert lost_rows(config, "mid") == [], seen
     assert (found["records_checked"], found["lost"], found["achieved"]) == (
         100,

@@ -15,7 +15,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dgm.config_schema import AnalysisSettings, DgmConfig, ExternalSink, PipelineConfig
-from spark_jobs.analyze.incremental import Change, Engine
+from spark_jobs.analyze.engine import Engine
+from spark_jobs.fingerprints import Fingerprints
 from spark_jobs.schemas import FINGERPRINT
 
 FAR = datetime(2100, 1, 1, tzinfo=UTC)  # a `now` whose cutoff lies after every record
@@ -59,7 +60,7 @@ class Tables:
     lost: list[dict[str, Any]]
     topic_windows: list[dict[str, Any]]
     partition_windows: list[dict[str, Any]]
-    counts: list[dict[str, Any]]  # engine.pipeline_counts
+    counts: list[dict[str, Any]]  # counts.pipeline_counts
 
     def summary(self) -> list[dict[str, Any]]:
         """The cumulative topic_windows rows (duplicate_summary's columns)."""
@@ -98,7 +99,7 @@ def run(
         frame = spark.createDataFrame(fingerprints, FINGERPRINT)
     dgm_config = dgm_config or config()
     claims = {(k if len(k) == 3 else ("p", *k)): o for k, o in (committed or {}).items()}
-    tables, counts = Engine().cycle(dgm_config, Change(kept=frame), claims, now)
+    tables, counts = Engine().cycle(dgm_config, Fingerprints(frame), claims, now)
     rows = {name: t.to_pylist() for name, t in tables.items()}
     return Tables(
         rows["duplicates"],

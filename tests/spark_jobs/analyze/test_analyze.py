@@ -22,6 +22,7 @@ from dgm.sample_schemas import SCHEMAS
 from spark_jobs.analyze.analysis import analyze
 from spark_jobs.analyze.publish import ARROW_TYPES, arrow_of, publish
 from spark_jobs.analyze.runs import fill_run
+from spark_jobs.fingerprints import Fingerprints
 from spark_jobs.schemas import FINGERPRINT
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -199,7 +200,7 @@ def published(
     spark.conf.set("spark.sql.shuffle.partitions", "1")
     try:
         fingerprints = spark.createDataFrame(world(), FINGERPRINT).cache()
-        frames = analyze(spark, CONFIG, fingerprints, samples(), NOW)
+        frames = analyze(spark, CONFIG, Fingerprints(fingerprints), samples(), NOW)
         frames["runs"] = fill_run(frames["runs"], "run-1", NOW, NOW, 42)
         for table in TABLES:
             found = arrow_of(frames[table.name], table).schema
@@ -382,7 +383,7 @@ def test_no_pipelines_no_fingerprints_no_samples_still_give_every_table(
     spark: Any, tmp_path: Path
 ) -> None:
     empty = spark.createDataFrame([], FINGERPRINT)
-    frames = analyze(spark, DgmConfig(), empty, {}, NOW)
+    frames = analyze(spark, DgmConfig(), Fingerprints(empty), {}, NOW)
     assert sorted(frames) == sorted(t.name for t in TABLES)
     publish(frames, tmp_path)
     with open_read_only(published_path(tmp_path)) as connection:
@@ -399,5 +400,5 @@ def test_runs_leave_nothing_persisted_in_the_executors(spark: Any, tmp_path: Pat
     fingerprints = spark.createDataFrame(world(), FINGERPRINT)
     before = spark.sparkContext._jsc.getPersistentRDDs().size()  # type: ignore[union-attr]
     for _ in range(3):
-        publish(analyze(spark, CONFIG, fingerprints, samples(), NOW), tmp_path)
+        publish(analyze(spark, CONFIG, Fingerprints(fingerprints), samples(), NOW), tmp_path)
         assert spark.sparkContext._jsc.getPersistentRDDs().size() == before  # type: ignore[union-attr]

@@ -8,14 +8,7 @@ from typing import Any
 
 import pytest
 
-from spark_jobs.analyze.duplicates import (
-    ABORTED_READ,
-    PRODUCER_RETRY,
-    REPROCESSING,
-    UNKNOWN,
-    UPSTREAM,
-)
-from spark_jobs.analyze.loss import SEQUENCE_GAP
+from dgm.vocabulary import DuplicateCause, LossCause
 from tests.spark_jobs.analyze import engine_run
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -162,12 +155,12 @@ def test_each_cause_and_the_precedence_between_them(spark: Any) -> None:
     # Every copy of an id carries its cause; r1 is a producer retry and reprocessing (a
     # retried send repeats its dgm-src), r4 an aborted read and reprocessing.
     causes = {
-        "r1": PRODUCER_RETRY,
-        "r2": REPROCESSING,
-        "r3": UPSTREAM,
-        "r4": ABORTED_READ,
-        "r5": UNKNOWN,
-        "r7": REPROCESSING,
+        "r1": DuplicateCause.PRODUCER_RETRY,
+        "r2": DuplicateCause.REPROCESSING,
+        "r3": DuplicateCause.UPSTREAM,
+        "r4": DuplicateCause.ABORTED_READ,
+        "r5": DuplicateCause.UNKNOWN,
+        "r7": DuplicateCause.REPROCESSING,
     }
     assert found == {(i, n): ("k", "p", 2, cause) for i, cause in causes.items() for n in (1, 2)}
 
@@ -192,10 +185,10 @@ def test_a_topic_no_pipeline_writes_takes_its_causes_from_the_topics_its_dgm_src
         if r["copy_number"] == 2
     }
     assert found == {
-        ("u", "a"): (None, UNKNOWN),  # u itself names no upstream
-        ("d", "a"): (None, UPSTREAM),
-        ("d", "b"): (None, ABORTED_READ),  # and reprocessing: the same dgm-src twice
-        ("e", "c"): (None, UNKNOWN),
+        ("u", "a"): (None, DuplicateCause.UNKNOWN),  # u itself names no upstream
+        ("d", "a"): (None, DuplicateCause.UPSTREAM),
+        ("d", "b"): (None, DuplicateCause.ABORTED_READ),  # and reprocessing: the same dgm-src twice
+        ("e", "c"): (None, DuplicateCause.UNKNOWN),
     }
 
 
@@ -224,7 +217,7 @@ def test_sequence_gaps_per_session_and_partition(spark: Any) -> None:
     found = sorted(
         (r["topic"], r["partition"], r["producer"], r["seq"], r["seq"] + r["missing"] - 1)
         for r in found_tables.lost
-        if r["cause"] == SEQUENCE_GAP
+        if r["cause"] == LossCause.SEQUENCE_GAP
     )
     assert found == [
         ("s", 0, "p", 2, 3),

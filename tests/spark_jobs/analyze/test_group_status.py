@@ -12,14 +12,8 @@ import pytest
 
 from dgm.config import ConfigError, load_config
 from dgm.sample_schemas import SCHEMAS
+from dgm.vocabulary import GroupStatus
 from spark_jobs.analyze.group_status import (
-    ERR,
-    OK,
-    REWIND,
-    SEVERITY,
-    STALL,
-    STOP,
-    WARN,
     Sample,
     group_status,
     partition_status,
@@ -41,28 +35,31 @@ def series(committed: list[int], lso: list[int], owned: bool = True) -> list[Sam
 # name -> (samples, status): each series built to reach one rule.
 SERIES: dict[str, tuple[list[Sample], str]] = {
     # Lag 5, 0, 3, 2: it touched 0 within the window.
-    "caught-up": (series([0, 10, 12, 15], [5, 10, 15, 17]), OK),
+    "caught-up": (series([0, 10, 12, 15], [5, 10, 15, 17]), GroupStatus.OK),
     # Lag 10, 8, 9, 7: it falls somewhere, so the consumer keeps up.
-    "keeps-up": (series([0, 10, 19, 30], [10, 18, 28, 37]), OK),
-    "one-sample": (series([3], [9]), OK),
+    "keeps-up": (series([0, 10, 19, 30], [10, 18, 28, 37]), GroupStatus.OK),
+    "one-sample": (series([3], [9]), GroupStatus.OK),
     # Lag 2, 4, 6, 8 while the offset moves: falling behind.
-    "falling-behind": (series([0, 3, 6, 9], [2, 7, 12, 17]), WARN),
+    "falling-behind": (series([0, 3, 6, 9], [2, 7, 12, 17]), GroupStatus.WARN),
     # Lag 2, 2, 4, 4: never falls, grows overall.
-    "falling-behind-in-steps": (series([0, 3, 6, 9], [2, 5, 10, 13]), WARN),
+    "falling-behind-in-steps": (series([0, 3, 6, 9], [2, 5, 10, 13]), GroupStatus.WARN),
     # Same offset, lag constant, a member assigned: stuck.
-    "stuck": (series([5, 5, 5, 5], [9, 9, 9, 9]), STALL),
+    "stuck": (series([5, 5, 5, 5], [9, 9, 9, 9]), GroupStatus.STALL),
     # Same offset, lag growing, a member assigned: still stuck, not stopped.
-    "stuck-while-producers-write": (series([5, 5, 5, 5], [9, 11, 13, 15]), STALL),
+    "stuck-while-producers-write": (series([5, 5, 5, 5], [9, 11, 13, 15]), GroupStatus.STALL),
     # Nobody owns the partition, lag constant: stopped.
-    "stopped": (series([5, 5, 5, 5], [9, 9, 9, 9], owned=False), STOP),
+    "stopped": (series([5, 5, 5, 5], [9, 9, 9, 9], owned=False), GroupStatus.STOP),
     # Nobody owns the partition and lag grows: stopped while producers write.
-    "stopped-while-producers-write": (series([5, 5, 5, 5], [9, 11, 13, 15], owned=False), ERR),
+    "stopped-while-producers-write": (
+        series([5, 5, 5, 5], [9, 11, 13, 15], owned=False),
+        GroupStatus.ERR,
+    ),
     # Caught up, then reset backwards: zero lag before does not hide it.
-    "rewound": (series([10, 10, 10, 2], [10, 10, 10, 10]), REWIND),
+    "rewound": (series([10, 10, 10, 2], [10, 10, 10, 10]), GroupStatus.REWIND),
     # A rewind that caught up again is over.
-    "rewound-and-caught-up": (series([10, 2, 6, 10], [10, 10, 10, 10]), OK),
+    "rewound-and-caught-up": (series([10, 2, 6, 10], [10, 10, 10, 10]), GroupStatus.OK),
     # The LSO pinned by an open transaction at 6; the consumer committed 6: lag 0, OK.
-    "pinned-lso": (series([6, 6, 6, 6], [6, 6, 6, 6]), OK),
+    "pinned-lso": (series([6, 6, 6, 6], [6, 6, 6, 6]), GroupStatus.OK),
 }
 
 
@@ -75,17 +72,17 @@ def test_each_series_reaches_its_status(name: str) -> None:
 def test_the_window_is_the_last_samples_only() -> None:
     # Lag 0 in the first sample, then 4, 6, 8, 10: with 4 samples the zero has slid out.
     samples = series([0, 1, 2, 3, 4], [0, 5, 8, 11, 14])
-    assert partition_status(samples, 5)[0] == OK
-    assert partition_status(samples, 4)[0] == WARN
+    assert partition_status(samples, 5)[0] == GroupStatus.OK
+    assert partition_status(samples, 4)[0] == GroupStatus.WARN
 
 
 def test_an_offset_that_moved_before_the_window_is_not_stopped_within_it() -> None:
     # Moved at the third sample, unchanged since: within a window of 2 it has not moved...
     samples = series([1, 2, 5, 5, 5], [9, 9, 9, 9, 9], owned=False)
-    assert summarize(samples, 2).unmoved and partition_status(samples, 2)[0] == STOP
+    assert summarize(samples, 2).unmoved and partition_status(samples, 2)[0] == GroupStatus.STOP
     # ...but within a window of 4 it did (from 2 to 5, after the window began).
     assert not summarize(samples, 4).unmoved
-    assert partition_status(samples, 4)[0] == OK
+    assert partition_status(samples, 4)[0] == GroupStatus.OK
 
 
 def test_the_same_samples_with_lag_from_the_high_watermark_look_stalled() -> None:
@@ -93,16 +90,16 @@ def test_the_same_samples_with_lag_from_the_high_watermark_look_stalled() -> Non
     by_lso = series([6, 6, 6, 6], [6, 6, 6, 6])
     by_hw = series([6, 6, 6, 6], [9, 9, 9, 9])
     assert (partition_status(by_lso, WINDOW)[0], partition_status(by_hw, WINDOW)[0]) == (
-        OK,
-        STALL,
+        GroupStatus.OK,
+        GroupStatus.STALL,
     )
 
 
 def test_a_group_takes_its_worst_partition() -> None:
-    assert worst([OK, WARN, STALL]) == STALL
-    assert worst([STOP, ERR, OK]) == ERR
-    assert worst([]) == OK
-    assert [SEVERITY[s] for s in (OK, WARN, STALL, STOP, ERR, REWIND)] == [0, 1, 2, 3, 4, 5]
+    assert worst([GroupStatus.OK, GroupStatus.WARN, GroupStatus.STALL]) == GroupStatus.STALL
+    assert worst([GroupStatus.STOP, GroupStatus.ERR, GroupStatus.OK]) == GroupStatus.ERR
+    assert worst([]) == GroupStatus.OK
+    assert [s.severity for s in GroupStatus] == [0, 1, 2, 3, 4, 5]
 
 
 def _rows(group: str, samples: list[Sample]) -> list[tuple[Any, ...]]:
@@ -121,14 +118,14 @@ def test_the_table_judges_by_the_same_rules() -> None:
     for name, (samples, expected) in SERIES.items():
         row = got[(name, "t")]
         assert (name, row["status"], row["reason"]) == (name, *partition_status(samples, WINDOW))
-        assert row["severity"] == SEVERITY[expected]
+        assert row["severity"] == GroupStatus(expected).severity
         assert row["samples"] == min(len(samples), WINDOW)
         assert row["committed_end"] == samples[-1].committed
         assert row["lso_lag_end"] == max(samples[-1].lso - samples[-1].committed, 0)
         assert row["hw_lag_end"] == row["lso_lag_end"] + 3
         group = got[(name, None)]
         assert (group["status"], group["partition"]) == (expected, None)
-    assert got[("pinned-lso", "t")]["status_from_hw"] == STALL
+    assert got[("pinned-lso", "t")]["status_from_hw"] == GroupStatus.STALL
     assert got[("stopped", "t")]["member_id"] is None
     assert got[("stuck", None)]["reason"] == "worst: t[0] is STALL (1 of 1 partitions not OK)"
 

@@ -33,11 +33,12 @@ from dgm.alert_rules import AlertRule
 from dgm.config_schema import AnalysisSettings, CollectorSettings, DgmConfig
 from dgm.published import open_read_only, published_path
 from dgm.samples import SampleStore
+from dgm.vocabulary import GroupStatus
 from dgm.waiting import wait_until
 from spark_jobs.analyze.analysis import analyze
-from spark_jobs.analyze.group_status import ERR, OK, REWIND, SEVERITY, STALL, STOP, WARN
 from spark_jobs.analyze.publish import publish
 from spark_jobs.analyze.samples import read_samples
+from spark_jobs.fingerprints import Fingerprints
 from spark_jobs.schemas import FINGERPRINT
 from tests.collectors.transactional import in_transaction, send, transactional_producer
 from tests.dashboard.conftest import APP, markdown, no_exception, page
@@ -156,7 +157,7 @@ def world(kafka: Any, spark: Any, tmp_path_factory: pytest.TempPathFactory) -> I
             assert collector.cycle() is not None
         config = DgmConfig(analysis=AnalysisSettings(group_status_window=WINDOW))
         fingerprints = spark.createDataFrame([], FINGERPRINT)
-        frames = analyze(spark, config, fingerprints, read_samples(state_dir), now())
+        frames = analyze(spark, config, Fingerprints(fingerprints), read_samples(state_dir), now())
         publish({t: frames[t] for t in ("group_status", "group_lag")}, state_dir)
         with open_read_only(published_path(state_dir)) as db:
             cursor = db.execute("SELECT * FROM group_status")
@@ -189,63 +190,63 @@ def now() -> datetime:
 
 def test_a_consumer_that_keeps_up_is_ok(world: World) -> None:
     row = world.partition("ok")
-    assert (row["status"], row["lso_lag_end"], row["samples"]) == (OK, 0, WINDOW)
+    assert (row["status"], row["lso_lag_end"], row["samples"]) == (GroupStatus.OK, 0, WINDOW)
     assert row["committed_end"] - row["committed_start"] == 10 * (WINDOW - 1)
-    assert world.group("ok")["status"] == OK and world.severities["ok"] == 0
+    assert world.group("ok")["status"] == GroupStatus.OK and world.severities["ok"] == 0
 
 
 def test_a_consumer_falling_behind_warns(world: World) -> None:
     row = world.partition("warn")
-    assert row["status"] == WARN, row["reason"]
+    assert row["status"] == GroupStatus.WARN, row["reason"]
     # 10 produced and 3 committed per step: lag from the LSO grows by 7 a sample.
     assert row["lso_lag_end"] - row["lso_lag_start"] == 7 * (WINDOW - 1)
     assert row["member_id"] is not None
-    assert world.severities["warn"] == SEVERITY[WARN]
+    assert world.severities["warn"] == GroupStatus.WARN.severity
 
 
 def test_a_consumer_stopped_while_producers_write_is_an_error(world: World) -> None:
     row = world.partition("err")
-    assert row["status"] == ERR, row["reason"]
+    assert row["status"] == GroupStatus.ERR, row["reason"]
     assert row["committed_start"] == row["committed_end"] == 10
     assert row["lso_lag_end"] - row["lso_lag_start"] == 10 * (WINDOW - 1)
     assert row["member_id"] is None and row["group_state"] == "Empty"
     assert row["last_commit_at"] <= row["window_start"]
-    assert world.severities["err"] == SEVERITY[ERR]
+    assert world.severities["err"] == GroupStatus.ERR.severity
 
 
 def test_a_consumer_stopped_with_lag_is_stopped(world: World) -> None:
     row = world.partition("stop")
-    assert row["status"] == STOP, row["reason"]
+    assert row["status"] == GroupStatus.STOP, row["reason"]
     assert (row["committed_end"], row["lso_lag_start"], row["lso_lag_end"]) == (10, 10, 10)
-    assert world.severities["stop"] == SEVERITY[STOP]
+    assert world.severities["stop"] == GroupStatus.STOP.severity
 
 
 def test_a_member_committing_the_same_offset_with_lag_is_stalled(world: World) -> None:
     row = world.partition("stall")
-    assert row["status"] == STALL, row["reason"]
+    assert row["status"] == GroupStatus.STALL, row["reason"]
     assert row["committed_start"] == row["committed_end"] == 5
     assert row["lso_lag_end"] > 0 and row["member_id"] is not None
-    assert world.severities["stall"] == SEVERITY[STALL]
+    assert world.severities["stall"] == GroupStatus.STALL.severity
 
 
 def test_an_offset_reset_backwards_is_a_rewind(world: World) -> None:
     row = world.partition("rewind")
-    assert row["status"] == REWIND, row["reason"]
+    assert row["status"] == GroupStatus.REWIND, row["reason"]
     assert (row["committed_start"], row["committed_end"]) == (10, 2)
     assert (row["lso_lag_start"], row["lso_lag_end"]) == (0, 8)
-    assert world.group("rewind")["status"] == REWIND
-    assert world.severities["rewind"] == SEVERITY[REWIND]
+    assert world.group("rewind")["status"] == GroupStatus.REWIND
+    assert world.severities["rewind"] == GroupStatus.REWIND.severity
 
 
 def test_an_open_transaction_pinning_the_lso_is_not_a_stall(world: World) -> None:
     row = world.partition("txn")
-    assert row["status"] == OK, row["reason"]
+    assert row["status"] == GroupStatus.OK, row["reason"]
     assert (row["committed_end"], row["lso_lag_end"]) == (6, 0)
     # From the high watermark: the open transaction's 3 records, and every committed
     # transaction behind it (2 records and a marker per step) count as lag, and it grows.
     assert row["hw_lag_end"] >= 3 + 3 * STEPS
-    assert row["status_from_hw"] == STALL
-    assert world.group("txn")["status_from_hw"] == STALL
+    assert row["status_from_hw"] == GroupStatus.STALL
+    assert world.group("txn")["status_from_hw"] == GroupStatus.STALL
     assert world.severities["txn"] == 0
 
 
@@ -258,8 +259,15 @@ def test_the_groups_page_shows_each_status_and_says_the_lso_is_pinned(
     monkeypatch.setenv("DGM_STATE_DIR", str(world.state_dir))
     monkeypatch.setenv("DGM_DASHBOARD_REFRESH_S", "0")
     at = page(AppTest.from_file(str(APP), default_timeout=60), "groups")
-    expected = {"ok": OK, "warn": WARN, "err": ERR, "stop": STOP, "stall": STALL,
-                "rewind": REWIND, "txn": OK}  # fmt: skip
+    expected = {
+        "ok": GroupStatus.OK,
+        "warn": GroupStatus.WARN,
+        "err": GroupStatus.ERR,
+        "stop": GroupStatus.STOP,
+        "stall": GroupStatus.STALL,
+        "rewind": GroupStatus.REWIND,
+        "txn": GroupStatus.OK,
+    }
     for name, status in expected.items():
         at.selectbox[0].select(world.groups[name]).run()
         no_exception(at)

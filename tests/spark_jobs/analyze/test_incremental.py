@@ -17,7 +17,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from spark_jobs.analyze.incremental import Change, Engine
+from spark_jobs.analyze.engine import Engine
+from spark_jobs.fingerprints import Fingerprints
 from tests import reference
 from tests.generated_fingerprints import pipeline as generated_pipeline
 from tests.spark_jobs.analyze import engine_run
@@ -116,17 +117,17 @@ def test_random_splits_publish_what_a_rebuild_and_the_reference_do(
         held = (external_cycle <= cycle) & ~(deleted & (cycle >= DELETED_AT))
         snapshot = table.filter(pa.array(held))
         kept, external = spark.createDataFrame(rows), spark.createDataFrame(snapshot)
-        change = Change(kept=kept, external=external)
+        fingerprints = Fingerprints(kept, external)
         if before is not None and cycle != EXPIRED_AT:  # expiry: everything read again
-            change = replace(
-                change,
-                kept_before=before,
-                kept_added=spark.createDataFrame(added),
+            fingerprints = replace(
+                fingerprints,
+                before=before,
+                added=spark.createDataFrame(added),
                 external_before=external_before,
             )
-        ours = engine.cycle(config, change, committed, now)
+        ours = engine.cycle(config, fingerprints, committed, now)
         did.append(engine.last)
-        rebuilt = Engine().cycle(config, Change(kept=kept, external=external), committed, now)
+        rebuilt = Engine().cycle(config, Fingerprints(kept, external), committed, now)
         assert canonical_all(*ours) == canonical_all(*rebuilt), (cycle, engine.last)
         before, external_before = kept, external
     assert did[RESET_AT].startswith("rebuilt (claimed offsets moved back")

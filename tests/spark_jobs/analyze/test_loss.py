@@ -11,7 +11,7 @@ import pyarrow as pa
 from dgm.config_schema import DgmConfig, PipelineConfig
 from dgm.samples import rows_table
 from spark_jobs.analyze import loss
-from spark_jobs.analyze.engine import History, context
+from spark_jobs.analyze.passes import History, context
 from tests.spark_jobs.analyze import engine_run
 from tests.spark_jobs.analyze.engine_run import EXTERNAL
 from tests.spark_jobs.analyze.test_duplicates import T0, fp

@@ -20,7 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from spark_jobs.analyze import duplicates, loss
+from dgm.vocabulary import LossCause
+from spark_jobs.analyze import duplicates
 from spark_jobs.schemas import FINGERPRINT
 from tests import reference
 from tests.generated_fingerprints import pipeline
@@ -104,7 +105,7 @@ def compare_all(
         if (g["topic"], g["partition"], g["producer"], g["last_missing"] + 1) in after
     ]
     found_gaps = [
-        r | {"first_missing": r["seq"]} for r in tables.lost if r["cause"] == loss.SEQUENCE_GAP
+        r | {"first_missing": r["seq"]} for r in tables.lost if r["cause"] == LossCause.SEQUENCE_GAP
     ]
     gap_columns = ["topic", "partition", "producer", "first_missing", "missing"]
     compared = {
@@ -291,7 +292,7 @@ def test_100k_generated_fingerprints_agree(spark: Any, tmp_path: Path) -> None:
         for r in tables.summary()
     }  # fmt: skip
     assert summary == generated.expected_summary()
-    gaps = sum(r["missing"] for r in tables.lost if r["cause"] == loss.SEQUENCE_GAP)
+    gaps = sum(r["missing"] for r in tables.lost if r["cause"] == LossCause.SEQUENCE_GAP)
     assert gaps == generated.expected_missing("s") > 0
     causes = Counter(r["cause"] for r in tables.duplicates if r["topic"] == "k")
     # Every cause was injected: retried sink sends, the rewind, source retries carried through,

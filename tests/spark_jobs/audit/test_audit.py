@@ -32,9 +32,7 @@ from spark_jobs.audit import external as audit_external
 from spark_jobs.audit import fingerprint_store
 from spark_jobs.audit.external import ExternalSinkError
 from spark_jobs.audit.fingerprint_store import (
-    audited_positions,
-    fingerprints_dir,
-    load_fingerprints,
+    FingerprintStore,
 )
 from spark_jobs.audit.kafka_read import ConflictingIdRules, audit, kafka_options, topic_rules
 from spark_jobs.audit.ranges import OffsetRange
@@ -74,7 +72,7 @@ def sample(kafka: Any, state_dir: Path, *topics: str) -> None:
 
 
 def seen(spark: Any, state_dir: Path) -> list[tuple[int, str | None, bool]]:
-    frame = load_fingerprints(spark, state_dir).orderBy("offset")
+    frame = FingerprintStore(state_dir).load(spark).orderBy("offset")
     return [(r.offset, r.message_id, r.committed) for r in frame.collect()]
 
 
@@ -103,7 +101,7 @@ def test_committed_aborted_plain_then_nothing_new_then_new_records_once(
     assert first.ranges == (OffsetRange(topic, 0, 0, 10),)
     assert first.records == {topic: 8}
     assert first.transactional == (topic,)
-    assert first.batch is not None and first.batch.parent == fingerprints_dir(tmp_path)
+    assert first.batch is not None and first.batch.parent == FingerprintStore(tmp_path).folder
     assert f"audit: topic {topic}: 8 records in 1 partitions, read_committed too" in lines
     # Offsets 3 and 7 are control markers.
     assert seen(spark, tmp_path) == [
@@ -128,7 +126,7 @@ def test_committed_aborted_plain_then_nothing_new_then_new_records_once(
     assert third.records == {topic: 3}
     offsets = [offset for offset, _, _ in seen(spark, tmp_path)]
     assert offsets == [0, 1, 2, 4, 5, 6, 8, 9, 10, 11, 12]  # each exactly once
-    assert audited_positions(tmp_path) == {(topic, 0): 13}
+    assert FingerprintStore(tmp_path).audited_positions() == {(topic, 0): 13}
 
 
 class Killed(BaseException):
@@ -150,10 +148,12 @@ def test_a_batch_killed_before_its_rename_is_audited_again_once(
     monkeypatch.setattr(fingerprint_store, "_next_name", kill)
     with pytest.raises(Killed):
         audit(spark, cfg, kafka.bootstrap_servers)
-    leftovers = [p for p in fingerprints_dir(tmp_path).iterdir() if p.name.startswith(".tmp-")]
+    leftovers = [
+        p for p in FingerprintStore(tmp_path).folder.iterdir() if p.name.startswith(".tmp-")
+    ]
     assert len(leftovers) == 1 and (leftovers[0] / fingerprint_store.MANIFEST).is_file()
-    assert audited_positions(tmp_path) == {}
-    assert load_fingerprints(spark, tmp_path).count() == 0
+    assert FingerprintStore(tmp_path).audited_positions() == {}
+    assert FingerprintStore(tmp_path).load(spark).count() == 0
 
     monkeypatch.undo()
     result = audit(spark, cfg, kafka.bootstrap_servers)
@@ -231,7 +231,7 @@ def test_external_sqlite_sink_round_trip(spark: Any, tmp_path: Path) -> None:
     sqlite_sink(db, "a", "b", "c")
     result = audit(spark, cfg, "127.0.0.1:9")  # no topic sampled: Kafka is never asked
     assert result.records == {"external:p:results": 3} and result.batch is None
-    frame = load_fingerprints(spark, tmp_path / "state").orderBy("offset")
+    frame = FingerprintStore(tmp_path / "state").load(spark).orderBy("offset")
     got = [
         (
             r.topic,
@@ -254,7 +254,7 @@ def test_external_sqlite_sink_round_trip(spark: Any, tmp_path: Path) -> None:
 
     sqlite_sink(db, "d")  # the snapshot is replaced, not appended to
     assert audit(spark, cfg, "127.0.0.1:9").records == {"external:p:results": 4}
-    assert load_fingerprints(spark, tmp_path / "state").count() == 4
+    assert FingerprintStore(tmp_path / "state").load(spark).count() == 4
 
 
 def test_a_missing_or_locked_external_sink_names_the_pipeline_and_path(
@@ -322,7 +322,8 @@ def test_topics_sharing_an_id_rule_are_read_together_and_each_gets_its_own_rule(
     result = audit(spark, cfg, kafka.bootstrap_servers)
     assert result.records == {topic: 3 for topic in (*by_header, by_key)}
     ids = (
-        load_fingerprints(spark, tmp_path)
+        FingerprintStore(tmp_path)
+        .load(spark)
         .groupBy("topic")
         .agg(F.sort_array(F.collect_list("message_id")).alias("ids"))
     )

@@ -17,7 +17,9 @@ from confluent_kafka import Producer
 from dgm import headers
 from dgm.config_schema import AnalysisSettings, DgmConfig
 from dgm.progress import read_progress
-from spark_jobs.audit.fingerprint_store import audited_positions, load_fingerprints
+from spark_jobs.audit.fingerprint_store import (
+    FingerprintStore,
+)
 from spark_jobs.audit.kafka_read import audit
 from spark_jobs.audit.ranges import OffsetRange
 from tests.spark_jobs.audit.test_audit import config, pipeline, sample
@@ -72,7 +74,7 @@ def latest_then_new(spark: Any, kafka: Any, tmp_path: Path, old: int) -> dict[st
     first = audit(spark, cfg, kafka.bootstrap_servers, said.append)
     assert first.records == {topic: 0}
     assert first.ranges == (OffsetRange(topic, 0, old, old, before_start=old),)
-    assert audited_positions(tmp_path) == {(topic, 0): old}
+    assert FingerprintStore(tmp_path).audited_positions() == {(topic, 0): old}
     assert any(f"the {old} offsets before it are never audited" in line for line in said)
 
     fill(kafka, topic, old, 50)
@@ -82,7 +84,7 @@ def latest_then_new(spark: Any, kafka: Any, tmp_path: Path, old: int) -> dict[st
     audit_s = time.monotonic() - began
     assert second.records == {topic: 50}
     assert second.ranges == (OffsetRange(topic, 0, old, old + 50),)
-    rows = load_fingerprints(spark, tmp_path).select("offset", "message_id").collect()
+    rows = FingerprintStore(tmp_path).load(spark).select("offset", "message_id").collect()
     assert sorted(r.offset for r in rows) == list(range(old, old + 50))
     assert {r.message_id for r in rows} == {f"m{n}" for n in range(old, old + 50)}
     return {"fill_s": fill_s, "second_audit_s": audit_s}

@@ -13,7 +13,7 @@ from confluent_kafka import Producer
 
 from dgm.config import load_config
 from dgm.headers import ID
-from spark_jobs.audit.fingerprint_store import complete_batches, load_fingerprints
+from spark_jobs.audit.fingerprint_store import FingerprintStore
 from tests.spark_jobs.test_retention_kafka import analyze_once
 
 
@@ -38,7 +38,7 @@ def test_a_damaged_batch_is_audited_again_from_kafka(
     produce(kafka, topic, 0, 100)
     analyze_once(kafka, spark, config)
     state = load_config(config).state_dir
-    (batch,) = complete_batches(state)
+    (batch,) = FingerprintStore(state).complete_batches()
     part = max(batch.path.glob("*.parquet"), key=lambda p: p.stat().st_size)
     part.write_bytes(part.read_bytes()[:100])  # truncated, as a failing disk leaves it
 
@@ -46,7 +46,7 @@ def test_a_damaged_batch_is_audited_again_from_kafka(
     with caplog.at_level(logging.WARNING):
         analyze_once(kafka, spark, config)
     assert f"damaged-{batch.path.name}" in caplog.text
-    held = load_fingerprints(spark, state).collect()
+    held = FingerprintStore(state).load(spark).collect()
 
     assert sorted(r.message_id for r in held) == sorted(f"m-{n}" for n in range(110))
     assert len({(r.partition, r.offset) for r in held}) == 110

@@ -15,16 +15,7 @@ from dgm.config_schema import MessageIdRule
 from dgm.fingerprints import FINGERPRINT as ARROW_FINGERPRINT
 from spark_jobs.audit.fingerprint_store import (
     MANIFEST,
-    audited_positions,
-    compact,
-    complete_batches,
-    damaged_ranges,
-    fingerprints_dir,
-    load_fingerprints,
-    remove_external_except,
-    write_batch,
-    write_external,
-    writer_lock,
+    FingerprintStore,
 )
 from spark_jobs.audit.ranges import OffsetRange
 from spark_jobs.schemas import FINGERPRINT
@@ -46,19 +37,19 @@ def coordinates(frame: Any) -> list[tuple[str, int, int]]:
 
 
 def test_nothing_stored_loads_as_an_empty_frame_of_the_schema(spark: Any, tmp_path: Path) -> None:
-    frame = load_fingerprints(spark, tmp_path)
+    frame = FingerprintStore(tmp_path).load(spark)
     assert frame.count() == 0
     assert [f.name for f in frame.schema.fields] == [f.name for f in FINGERPRINT.fields]
-    assert audited_positions(tmp_path) == {}
+    assert FingerprintStore(tmp_path).audited_positions() == {}
 
 
 def test_a_batch_commits_its_ranges_and_counts(spark: Any, tmp_path: Path) -> None:
-    with writer_lock(tmp_path):
-        first = write_batch(
-            spark, tmp_path, rows(spark, "t", range(0, 3), NOW), [OffsetRange("t", 0, 0, 4)], RULES
+    with FingerprintStore(tmp_path).writer_lock():
+        first = FingerprintStore(tmp_path).write_batch(
+            spark, rows(spark, "t", range(0, 3), NOW), [OffsetRange("t", 0, 0, 4)], RULES
         )
-        second = write_batch(
-            spark, tmp_path, rows(spark, "t", range(4, 6), NOW), [OffsetRange("t", 0, 4, 6)], RULES
+        second = FingerprintStore(tmp_path).write_batch(
+            spark, rows(spark, "t", range(4, 6), NOW), [OffsetRange("t", 0, 4, 6)], RULES
         )
     assert first.path.name < second.path.name
     assert first.path.name.startswith("batch-") and len(first.path.name) == len("batch-") + 20
@@ -75,8 +66,10 @@ def test_a_batch_commits_its_ranges_and_counts(spark: Any, tmp_path: Path) -> No
         }
     ]
     assert manifest["id_rules"] == {"t": {"kind": "header", "name": "dgm-id"}}
-    assert audited_positions(tmp_path) == {("t", 0): 6}
-    assert coordinates(load_fingerprints(spark, tmp_path)) == [("t", 0, o) for o in (0, 1, 2, 4, 5)]
+    assert FingerprintStore(tmp_path).audited_positions() == {("t", 0): 6}
+    assert coordinates(FingerprintStore(tmp_path).load(spark)) == [
+        ("t", 0, o) for o in (0, 1, 2, 4, 5)
+    ]
 
 
 def test_a_batch_killed_before_its_rename_is_neither_read_nor_kept(
@@ -84,31 +77,31 @@ def test_a_batch_killed_before_its_rename_is_neither_read_nor_kept(
 ) -> None:
     """What SIGKILL between Spark's write and the rename leaves: a hidden dir with data and
     possibly the manifest. It counts for nothing and the next writer removes it."""
-    with writer_lock(tmp_path):
-        batch = write_batch(
-            spark, tmp_path, rows(spark, "t", range(3), NOW), [OffsetRange("t", 0, 0, 3)], RULES
+    with FingerprintStore(tmp_path).writer_lock():
+        batch = FingerprintStore(tmp_path).write_batch(
+            spark, rows(spark, "t", range(3), NOW), [OffsetRange("t", 0, 0, 3)], RULES
         )
-    leftover = fingerprints_dir(tmp_path) / ".tmp-killed"
+    leftover = FingerprintStore(tmp_path).folder / ".tmp-killed"
     rows(spark, "t", range(3, 9), NOW).write.parquet(str(leftover))
     (leftover / MANIFEST).write_text((batch.path / MANIFEST).read_text())
-    assert audited_positions(tmp_path) == {("t", 0): 3}
-    assert load_fingerprints(spark, tmp_path).count() == 3
-    with writer_lock(tmp_path):
+    assert FingerprintStore(tmp_path).audited_positions() == {("t", 0): 3}
+    assert FingerprintStore(tmp_path).load(spark).count() == 3
+    with FingerprintStore(tmp_path).writer_lock():
         assert not leftover.exists()
 
 
 def test_compaction_drops_old_fingerprints_and_keeps_positions(spark: Any, tmp_path: Path) -> None:
     old, new = NOW - timedelta(days=10), NOW - timedelta(hours=1)
-    with writer_lock(tmp_path):
-        write_batch(
-            spark, tmp_path, rows(spark, "t", range(0, 2), old), [OffsetRange("t", 0, 0, 2)], RULES
+    with FingerprintStore(tmp_path).writer_lock():
+        FingerprintStore(tmp_path).write_batch(
+            spark, rows(spark, "t", range(0, 2), old), [OffsetRange("t", 0, 0, 2)], RULES
         )
         mixed = rows(spark, "t", range(2, 4), old).union(rows(spark, "t", range(4, 6), new))
-        write_batch(spark, tmp_path, mixed, [OffsetRange("t", 0, 2, 6)], RULES)
-        write_batch(
-            spark, tmp_path, rows(spark, "t", range(6, 8), new), [OffsetRange("t", 0, 6, 8)], RULES
+        FingerprintStore(tmp_path).write_batch(spark, mixed, [OffsetRange("t", 0, 2, 6)], RULES)
+        FingerprintStore(tmp_path).write_batch(
+            spark, rows(spark, "t", range(6, 8), new), [OffsetRange("t", 0, 6, 8)], RULES
         )
-    compacted = compact(spark, tmp_path, timedelta(days=7), now=NOW)
+    compacted = FingerprintStore(tmp_path).compact(spark, timedelta(days=7), now=NOW)
     assert compacted is not None
     assert len(compacted.manifest["replaces"]) == 2
     assert compacted.ranges == [
@@ -122,36 +115,39 @@ def test_compaction_drops_old_fingerprints_and_keeps_positions(spark: Any, tmp_p
             "records": 2,
         }
     ]
-    assert len(complete_batches(tmp_path)) == 2
-    assert audited_positions(tmp_path) == {("t", 0): 8}
-    assert coordinates(load_fingerprints(spark, tmp_path)) == [("t", 0, o) for o in range(4, 8)]
-    assert compact(spark, tmp_path, timedelta(days=7), now=NOW) is None
+    assert len(FingerprintStore(tmp_path).complete_batches()) == 2
+    assert FingerprintStore(tmp_path).audited_positions() == {("t", 0): 8}
+    assert coordinates(FingerprintStore(tmp_path).load(spark)) == [("t", 0, o) for o in range(4, 8)]
+    assert FingerprintStore(tmp_path).compact(spark, timedelta(days=7), now=NOW) is None
     # Everything aged out: no fingerprint left, the position still there.
-    assert compact(spark, tmp_path, timedelta(hours=1), now=NOW + timedelta(days=1)) is not None
-    assert load_fingerprints(spark, tmp_path).count() == 0
-    assert audited_positions(tmp_path) == {("t", 0): 8}
+    assert (
+        FingerprintStore(tmp_path).compact(spark, timedelta(hours=1), now=NOW + timedelta(days=1))
+        is not None
+    )
+    assert FingerprintStore(tmp_path).load(spark).count() == 0
+    assert FingerprintStore(tmp_path).audited_positions() == {("t", 0): 8}
 
 
 def test_compaction_killed_before_removing_what_it_replaced_duplicates_nothing(
     spark: Any, tmp_path: Path
 ) -> None:
     old = NOW - timedelta(days=10)
-    with writer_lock(tmp_path):
-        write_batch(
-            spark, tmp_path, rows(spark, "t", range(0, 4), old), [OffsetRange("t", 0, 0, 4)], RULES
+    with FingerprintStore(tmp_path).writer_lock():
+        FingerprintStore(tmp_path).write_batch(
+            spark, rows(spark, "t", range(0, 4), old), [OffsetRange("t", 0, 0, 4)], RULES
         )
-    (before,) = complete_batches(tmp_path)
+    (before,) = FingerprintStore(tmp_path).complete_batches()
     copy = tmp_path / "copy"
     shutil.copytree(before.path, copy)
-    compacted = compact(spark, tmp_path, timedelta(days=20), now=NOW)
+    compacted = FingerprintStore(tmp_path).compact(spark, timedelta(days=20), now=NOW)
     assert compacted is None  # nothing old enough: untouched
-    compacted = compact(spark, tmp_path, timedelta(days=7), now=NOW)
+    compacted = FingerprintStore(tmp_path).compact(spark, timedelta(days=7), now=NOW)
     assert compacted is not None
     shutil.copytree(copy, before.path)  # as if killed before the old batch was removed
-    assert [b.path for b in complete_batches(tmp_path)] == [compacted.path]
-    assert load_fingerprints(spark, tmp_path).count() == 0
-    assert audited_positions(tmp_path) == {("t", 0): 4}
-    with writer_lock(tmp_path):
+    assert [b.path for b in FingerprintStore(tmp_path).complete_batches()] == [compacted.path]
+    assert FingerprintStore(tmp_path).load(spark).count() == 0
+    assert FingerprintStore(tmp_path).audited_positions() == {("t", 0): 4}
+    with FingerprintStore(tmp_path).writer_lock():
         assert not before.path.exists()
 
 
@@ -163,41 +159,48 @@ def test_external_snapshots_replace_each_other_and_are_loaded(spark: Any, tmp_pa
         ]
         return pa.Table.from_pylist(data, schema=ARROW_FINGERPRINT)
 
-    write_external(tmp_path, "p", snapshot(3))
-    write_external(tmp_path, "p", snapshot(2))
-    assert coordinates(load_fingerprints(spark, tmp_path)) == [
+    FingerprintStore(tmp_path).write_external("p", snapshot(3))
+    FingerprintStore(tmp_path).write_external("p", snapshot(2))
+    assert coordinates(FingerprintStore(tmp_path).load(spark)) == [
         ("external:p:t", 0, 0),
         ("external:p:t", 0, 1),
     ]
-    assert remove_external_except(tmp_path, {"p"}) == []
-    assert remove_external_except(tmp_path, set()) == ["p"]
-    assert load_fingerprints(spark, tmp_path).count() == 0
+    assert FingerprintStore(tmp_path).remove_external_except({"p"}) == []
+    assert FingerprintStore(tmp_path).remove_external_except(set()) == ["p"]
+    assert FingerprintStore(tmp_path).load(spark).count() == 0
 
 
 def test_a_damaged_batch_is_set_aside_and_its_offsets_are_audited_again(
     spark: Any, tmp_path: Path
 ) -> None:
-    with writer_lock(tmp_path):
-        first = write_batch(
-            spark, tmp_path, rows(spark, "t", range(0, 4), NOW), [OffsetRange("t", 0, 0, 4)], RULES
+    with FingerprintStore(tmp_path).writer_lock():
+        first = FingerprintStore(tmp_path).write_batch(
+            spark, rows(spark, "t", range(0, 4), NOW), [OffsetRange("t", 0, 0, 4)], RULES
         )
-        write_batch(
-            spark, tmp_path, rows(spark, "t", range(4, 6), NOW), [OffsetRange("t", 0, 4, 6)], RULES
+        FingerprintStore(tmp_path).write_batch(
+            spark, rows(spark, "t", range(4, 6), NOW), [OffsetRange("t", 0, 4, 6)], RULES
         )
     part = max(first.path.glob("*.parquet"), key=lambda p: p.stat().st_size)
     part.write_bytes(part.read_bytes()[:20])  # truncated on disk
-    with writer_lock(tmp_path):  # every writer (audit, compact) checks on entry
+    with FingerprintStore(tmp_path).writer_lock():  # every writer (audit, compact) checks on entry
         pass
     assert not first.path.exists() and (first.path.with_name(f"damaged-{first.path.name}")).is_dir()
     # The second batch still reads; the first one's offsets are to be audited again.
-    assert coordinates(load_fingerprints(spark, tmp_path)) == [("t", 0, 4), ("t", 0, 5)]
-    assert damaged_ranges(tmp_path) == {first.path.name: [OffsetRange("t", 0, 0, 4)]}
-    with writer_lock(tmp_path):
-        write_batch(
-            spark, tmp_path, rows(spark, "t", range(0, 4), NOW), [OffsetRange("t", 0, 0, 4)],
+    assert coordinates(FingerprintStore(tmp_path).load(spark)) == [("t", 0, 4), ("t", 0, 5)]
+    assert FingerprintStore(tmp_path).damaged_ranges() == {
+        first.path.name: [OffsetRange("t", 0, 0, 4)]
+    }
+    with FingerprintStore(tmp_path).writer_lock():
+        FingerprintStore(tmp_path).write_batch(
+            spark, rows(spark, "t", range(0, 4), NOW), [OffsetRange("t", 0, 0, 4)],
             RULES, reaudits=[first.path.name],
         )  # fmt: skip
-    assert damaged_ranges(tmp_path) == {}
-    assert compact(spark, tmp_path, timedelta(days=1), NOW + timedelta(days=2)) is not None
-    assert damaged_ranges(tmp_path) == {}  # a compaction keeps what was audited again
-    assert audited_positions(tmp_path) == {("t", 0): 6}
+    assert FingerprintStore(tmp_path).damaged_ranges() == {}
+    assert (
+        FingerprintStore(tmp_path).compact(spark, timedelta(days=1), NOW + timedelta(days=2))
+        is not None
+    )
+    assert (
+        FingerprintStore(tmp_path).damaged_ranges() == {}
+    )  # a compaction keeps what was audited again
+    assert FingerprintStore(tmp_path).audited_positions() == {("t", 0): 6}

@@ -9,11 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from spark_jobs.audit.fingerprint_store import (
-    compact,
-    complete_batches,
-    load_fingerprints,
-    write_batch,
-    writer_lock,
+    FingerprintStore,
 )
 from spark_jobs.audit.kept_fingerprints import KeptFingerprints
 from spark_jobs.audit.merge import FANOUT, merge_small_batches
@@ -24,9 +20,11 @@ from tests.spark_jobs.audit.test_fingerprint_store import NOW, RULES, rows
 def add(spark: Any, state_dir: Path, first: int, count: int, age_h: float = 0) -> None:
     """One audit's batch: offsets [first, first + count) of t/0, `age_h` hours old."""
     at = NOW - timedelta(hours=age_h)
-    with writer_lock(state_dir):
-        write_batch(spark, state_dir, rows(spark, "t", range(first, first + count), at),
-                    [OffsetRange("t", 0, first, first + count)], RULES)  # fmt: skip
+    with FingerprintStore(state_dir).writer_lock():
+        FingerprintStore(state_dir).write_batch(
+            spark, rows(spark, "t", range(first, first + count), at),
+            [OffsetRange("t", 0, first, first + count)], RULES,
+        )  # fmt: skip
 
 
 def offsets(frame: Any) -> list[int]:
@@ -34,14 +32,14 @@ def offsets(frame: Any) -> list[int]:
 
 
 def same_as_the_store(kept: KeptFingerprints, spark: Any, state_dir: Path) -> list[int]:
-    found = offsets(kept.load())
-    assert found == offsets(load_fingerprints(spark, state_dir))
+    found = offsets(kept.load().whole)
+    assert found == offsets(FingerprintStore(state_dir).load(spark))
     return found
 
 
 def test_only_new_batches_are_read_and_a_merge_keeps_the_rows(spark: Any, tmp_path: Path) -> None:
     kept = KeptFingerprints(spark, tmp_path)
-    assert offsets(kept.load()) == []
+    assert offsets(kept.load().whole) == []
     add(spark, tmp_path, 0, 3)
     assert same_as_the_store(kept, spark, tmp_path) == [0, 1, 2]
     assert kept.batches_read == 1
@@ -52,7 +50,7 @@ def test_only_new_batches_are_read_and_a_merge_keeps_the_rows(spark: Any, tmp_pa
     (merged,) = merge_small_batches(spark, tmp_path)
     # The merged batch holds the kept rows: nothing is read, though the files they came
     # from are gone.
-    assert [b.path for b in complete_batches(tmp_path)] == [merged.path]
+    assert [b.path for b in FingerprintStore(tmp_path).complete_batches()] == [merged.path]
     assert same_as_the_store(kept, spark, tmp_path) == list(range(3 * FANOUT))
     assert kept.batches_read == 0
     add(spark, tmp_path, 3 * FANOUT, 2)
@@ -70,9 +68,9 @@ def test_retention_s_compaction_makes_the_next_load_read_everything(
     add(spark, tmp_path, 0, 4, age_h=30)  # beyond a day's retention
     add(spark, tmp_path, 4, 4)
     assert len(same_as_the_store(kept, spark, tmp_path)) == 8
-    assert compact(spark, tmp_path, timedelta(hours=24), now=NOW) is not None
+    assert FingerprintStore(tmp_path).compact(spark, timedelta(hours=24), now=NOW) is not None
     assert same_as_the_store(kept, spark, tmp_path) == [4, 5, 6, 7]
-    assert kept.batches_read == len(complete_batches(tmp_path))
+    assert kept.batches_read == len(FingerprintStore(tmp_path).complete_batches())
 
 
 def test_a_batch_gone_without_a_replacement_makes_the_next_load_read_everything(
@@ -82,7 +80,7 @@ def test_a_batch_gone_without_a_replacement_makes_the_next_load_read_everything(
     add(spark, tmp_path, 0, 2)
     add(spark, tmp_path, 2, 2)
     assert len(same_as_the_store(kept, spark, tmp_path)) == 4
-    oldest = complete_batches(tmp_path)[0].path
+    oldest = FingerprintStore(tmp_path).complete_batches()[0].path
     oldest.rename(oldest.with_name(f"damaged-{oldest.name}"))  # as set_aside_damaged does
     assert same_as_the_store(kept, spark, tmp_path) == [2, 3]
     assert kept.batches_read == 1

@@ -10,11 +10,7 @@ from typing import Any
 
 from spark_jobs.audit.fingerprint_store import (
     Batch,
-    audited_positions,
-    complete_batches,
-    load_fingerprints,
-    write_batch,
-    writer_lock,
+    FingerprintStore,
 )
 from spark_jobs.audit.merge import FANOUT, merge_small_batches, mergeable
 from spark_jobs.audit.ranges import OffsetRange
@@ -58,24 +54,26 @@ def rows(spark: Any, offsets: range) -> Any:
 def test_a_merge_keeps_every_fingerprint_and_position_and_skips_a_gap(
     spark: Any, tmp_path: Path
 ) -> None:
-    with writer_lock(tmp_path):
+    with FingerprintStore(tmp_path).writer_lock():
         for n in range(FANOUT):
             first = 2 * n
-            write_batch(spark, tmp_path, rows(spark, range(first, first + 2)),
+            FingerprintStore(tmp_path).write_batch(spark, rows(spark, range(first, first + 2)),
                         [OffsetRange("t", 0, first, first + 2)], RULES)  # fmt: skip
     (merged,) = merge_small_batches(spark, tmp_path)
-    assert [b.path for b in complete_batches(tmp_path)] == [merged.path]
+    assert [b.path for b in FingerprintStore(tmp_path).complete_batches()] == [merged.path]
     assert [(r["start"], r["end"], r["records"]) for r in merged.ranges] == [(0, 16, 16)]
-    assert audited_positions(tmp_path) == {("t", 0): 2 * FANOUT}
-    offsets = sorted(r.offset for r in load_fingerprints(spark, tmp_path).collect())
+    assert FingerprintStore(tmp_path).audited_positions() == {("t", 0): 2 * FANOUT}
+    offsets = sorted(r.offset for r in FingerprintStore(tmp_path).load(spark).collect())
     assert offsets == list(range(2 * FANOUT))
 
     # A re-audit of older offsets does not continue the newest batches: nothing merges.
-    with writer_lock(tmp_path):
-        write_batch(spark, tmp_path, rows(spark, range(0, 1)), [OffsetRange("t", 0, 0, 1)], RULES)
+    with FingerprintStore(tmp_path).writer_lock():
+        FingerprintStore(tmp_path).write_batch(
+            spark, rows(spark, range(0, 1)), [OffsetRange("t", 0, 0, 1)], RULES
+        )
         for n in range(FANOUT - 1):
             first = 16 + n
-            write_batch(spark, tmp_path, rows(spark, range(first, first + 1)),
+            FingerprintStore(tmp_path).write_batch(spark, rows(spark, range(first, first + 1)),
                         [OffsetRange("t", 0, first, first + 1)], RULES)  # fmt: skip
     assert merge_small_batches(spark, tmp_path) == []
-    assert len(complete_batches(tmp_path)) == FANOUT + 1
+    assert len(FingerprintStore(tmp_path).complete_batches()) == FANOUT + 1

@@ -1,0 +1,40 @@
+"""The fingerprints an analysis run works on, as one value: loaded once (by
+audit.kept_fingerprints) and handed down to the analysis unchanged.
+
+Besides every fingerprint now (`kept`, plus the external sinks' snapshots), it says how they
+differ from the last load's, when that is known: the engine then recomputes only what the
+added rows touch (analyze/engine.py) instead of every table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame
+
+
+@dataclass(frozen=True)
+class Fingerprints:
+    """Every fingerprint now and, when known, how they differ from the last load's."""
+
+    kept: DataFrame  # every fingerprint of the store's batches (no external snapshots)
+    external: DataFrame | None = None  # the external sinks' snapshots, read whole
+    # None when the last load's rows are not known (first load, everything read again)
+    before: DataFrame | None = None
+    added: DataFrame | None = None  # kept - before
+    external_before: DataFrame | None = None  # the external snapshots of the last load
+    count: int | None = None  # rows of `whole`, when the loader counted them
+
+    @property
+    def whole(self) -> DataFrame:
+        """Every fingerprint: the kept rows and the external snapshots."""
+        return self.kept if self.external is None else self.kept.unionByName(self.external)
+
+    @property
+    def changed(self) -> bool:
+        """Whether the difference from the last load is known (`before` and `added`)."""
+        return self.before is not None and self.added is not None
+
+    def counted(self) -> int:
+        """How many fingerprints there are: `count`, or counted now."""
+        return self.whole.count() if self.count is None else self.count
