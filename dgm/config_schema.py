@@ -26,6 +26,8 @@ class ConfigError(UserFacingError):
     """The config (file or environment) says something dgm cannot use; the message names the key."""
 
 
+# A Literal so mypy checks the config; its words are dgm.vocabulary.DECLARABLE, in order
+# (tests/dgm/test_config.py holds the two equal).
 Semantic = Literal["at-most-once", "at-least-once", "exactly-once"]
 SEMANTICS: tuple[str, ...] = get_args(Semantic)
 IdKind = Literal["header", "json_field", "key", "hash"]

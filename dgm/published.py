@@ -17,6 +17,15 @@ from typing import Any
 import duckdb
 
 from dgm.config import DgmConfig
+from dgm.vocabulary import (
+    Achieved,
+    DuplicateCause,
+    Evidence,
+    GroupStatus,
+    LossCause,
+    listing,
+    severity_legend,
+)
 
 PUBLISHED_FILE = "dgm.duckdb"
 
@@ -68,12 +77,13 @@ VERDICTS = _table(
     (
         "achieved",
         "VARCHAR",
-        "exactly-once | at-least-once | at-most-once | no guarantee | insufficient evidence",
+        listing(Achieved),
     ),
     (
         "meets_declared",
         "BOOLEAN",
-        "achieved is at least as strong as declared; null when achieved is insufficient evidence",
+        f"achieved is at least as strong as declared; null when achieved is "
+        f"{Achieved.INSUFFICIENT_EVIDENCE}",
     ),
     (
         "records_checked",
@@ -109,8 +119,8 @@ VERDICTS = _table(
     (
         "evidence",
         "VARCHAR",
-        "tested (anomaly-free or not, across faults) | untested (no fault "
-        "seen: weaker evidence) | none",
+        f"{Evidence.TESTED} (anomaly-free or not, across faults) | {Evidence.UNTESTED} (no "
+        f"fault seen: weaker evidence) | {Evidence.NONE}",
     ),
     ("first_record_at", "TIMESTAMPTZ", "oldest checked source record"),
     ("last_record_at", "TIMESTAMPTZ", "newest checked source record"),
@@ -180,7 +190,7 @@ DUPLICATES = _table(
     ("producer", "VARCHAR", "dgm-producer header"),
     ("seq", "BIGINT", "dgm-seq header"),
     ("lineage", "VARCHAR", "dgm-src header"),
-    ("cause", "VARCHAR", "aborted read | producer retry | reprocessing | upstream | unknown"),
+    ("cause", "VARCHAR", listing(DuplicateCause)),
 )
 
 LOST = _table(
@@ -198,7 +208,8 @@ LOST = _table(
     (
         "cause",
         "VARCHAR",
-        "not in sink (below the committed offset, past the grace period) | sequence gap",
+        f"{LossCause.NOT_IN_SINK} (below the committed offset, past the grace period) | "
+        f"{LossCause.SEQUENCE_GAP}",
     ),
 )
 
@@ -237,8 +248,8 @@ GROUP_STATUS = _table(
     ("group_id", "VARCHAR", "consumer group"),
     ("topic", "VARCHAR", "topic; null on the group's own row"),
     ("partition", "INTEGER", "partition; null on the group's own row"),
-    ("status", "VARCHAR", "OK | WARN | STALL | STOP | ERR | REWIND (the group row: the worst)"),
-    ("severity", "INTEGER", "0 OK, 1 WARN, 2 STALL, 3 STOP, 4 ERR, 5 REWIND"),
+    ("status", "VARCHAR", f"{listing(GroupStatus)} (the group row: the worst)"),
+    ("severity", "INTEGER", severity_legend()),
     ("reason", "VARCHAR", "which rule decided, in words"),
     (
         "status_from_hw",
