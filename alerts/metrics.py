@@ -35,27 +35,20 @@ LATEST_PIPELINE_WINDOW_SQL = """
 SELECT pipeline, {column} FROM pipeline_windows
 QUALIFY row_number() OVER (PARTITION BY pipeline ORDER BY window_start DESC) = 1
 """
-TOPIC_CUMULATIVE_SQL = "SELECT topic, {column} FROM topic_windows WHERE window_start IS NULL"
+# Per topic (the views of dgm.published_views: one level of detail each, newest samples).
+TOPIC_CUMULATIVE_SQL = "SELECT topic, {column} FROM cumulative_topics"
 LATEST_TOPIC_WINDOW_SQL = """
-SELECT topic, {column} FROM topic_windows WHERE window_start IS NOT NULL
+SELECT topic, {column} FROM topic_window_series
 QUALIFY row_number() OVER (PARTITION BY topic ORDER BY window_start DESC) = 1
 """
 # Per topic, over its partitions at the topic's latest sample; {aggregate} of partition rows.
-LATEST_OFFSETS_SQL = """
-SELECT topic, {aggregate} FROM (
-    SELECT * FROM partition_offsets QUALIFY sampled_at = max(sampled_at) OVER (PARTITION BY topic)
-) GROUP BY topic
-"""
+LATEST_OFFSETS_SQL = "SELECT topic, {aggregate} FROM latest_partition_offsets GROUP BY topic"
 # The transactions table holds the last sample only.
 HANGING_SQL = "SELECT topic, count(*) FILTER (WHERE hanging) FROM transactions GROUP BY topic"
 # Per group, summed over its partitions at the group's latest sample.
-GROUP_LAG_SQL = """
-SELECT group_id, sum(lag_from_lso) FROM (
-    SELECT * FROM group_lag QUALIFY sampled_at = max(sampled_at) OVER (PARTITION BY group_id)
-) GROUP BY group_id
-"""
-# Per group, the severity of its worst partition (the group row of group_status).
-GROUP_STATUS_SQL = "SELECT group_id, severity FROM group_status WHERE topic IS NULL"
+GROUP_LAG_SQL = "SELECT group_id, sum(lag_from_lso) FROM latest_group_lag GROUP BY group_id"
+# Per group, the severity of its worst partition (the group's own row of group_status).
+GROUP_STATUS_SQL = "SELECT group_id, severity FROM group_status_by_group"
 # Seconds since the epoch of the newest sample the run read, or of the run's end without one.
 FRESHNESS_SQL = """
 SELECT epoch_ms(coalesce(last_sample_at, finished_at)) / 1000.0 FROM runs

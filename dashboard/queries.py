@@ -149,16 +149,16 @@ def topics() -> list[str]:
 def topic_windows(topic: str, within: TimeRange | None = None) -> pd.DataFrame:
     kept, args = between("window_start", within)
     return read(
-        "SELECT * FROM topic_windows WHERE topic = $topic AND window_start IS NOT NULL "
-        f"AND {kept} ORDER BY window_start",
+        f"SELECT * FROM topic_window_series WHERE topic = $topic AND {kept} "
+        "ORDER BY window_start",
         topic=topic,
         **args,
     )
 
 
 def topic_totals() -> pd.DataFrame:
-    """The cumulative row of every topic (window_start null)."""
-    return read("SELECT * FROM topic_windows WHERE window_start IS NULL ORDER BY topic")
+    """Every topic's counts over the retention (the cumulative_topics view)."""
+    return read("SELECT * FROM cumulative_topics ORDER BY topic")
 
 
 _PIPELINES_OF = (
@@ -211,13 +211,17 @@ def lost(topic: str, within: TimeRange | None = None) -> pd.DataFrame:
     )
 
 
-_LATEST = "sampled_at = (SELECT max(sampled_at) FROM {table})"
+def at_newest_sample(table: str) -> str:
+    """A SQL condition keeping the rows of `table`'s newest sample: of the whole table, what
+    the dashboard shows as "the newest sample" (the latest_… views of dgm.published_views
+    keep each topic's or group's own newest)."""
+    return f"sampled_at = (SELECT max(sampled_at) FROM {table})"
 
 
 def latest_offsets() -> pd.DataFrame:
     """partition_offsets at the newest sample."""
     table = "partition_offsets"
-    return read(f"SELECT * FROM {table} WHERE {_LATEST.format(table=table)} ORDER BY 2, 3")
+    return read(f"SELECT * FROM {table} WHERE {at_newest_sample(table)} ORDER BY 2, 3")
 
 
 def partition_offsets(topic: str, within: TimeRange | None = None) -> pd.DataFrame:
@@ -234,7 +238,7 @@ def group_ids() -> list[str]:
     """Groups, those whose HW lag exceeds their LSO lag most at the newest sample first."""
     frame = read(
         f"""SELECT group_id, sum(lag_from_hw - lag_from_lso)
-              FILTER (WHERE {_LATEST.format(table="group_lag")}) AS gap
+              FILTER (WHERE {at_newest_sample("group_lag")}) AS gap
             FROM group_lag WHERE group_id IS NOT NULL GROUP BY group_id
             ORDER BY gap DESC NULLS LAST, group_id"""
     )
@@ -254,7 +258,7 @@ def group_lag(group: str, within: TimeRange | None = None) -> pd.DataFrame:
 def transactions() -> pd.DataFrame:
     table = "transactions"
     return read(
-        f"SELECT * FROM {table} WHERE {_LATEST.format(table=table)} "
+        f"SELECT * FROM {table} WHERE {at_newest_sample(table)} "
         "ORDER BY hanging DESC, age_ms DESC"
     )
 
@@ -269,15 +273,15 @@ def cluster_summary() -> dict[str, int]:
     frame = read(
         f"""SELECT
           (SELECT count(DISTINCT topic) FROM partition_offsets
-            WHERE {_LATEST.format(table="partition_offsets")}) AS topics,
+            WHERE {at_newest_sample("partition_offsets")}) AS topics,
           (SELECT count(*) FROM partition_offsets
-            WHERE {_LATEST.format(table="partition_offsets")}) AS partitions,
+            WHERE {at_newest_sample("partition_offsets")}) AS partitions,
           (SELECT count(DISTINCT group_id) FROM group_lag
-            WHERE {_LATEST.format(table="group_lag")}) AS groups,
+            WHERE {at_newest_sample("group_lag")}) AS groups,
           (SELECT count(*) FROM transactions
-            WHERE {_LATEST.format(table="transactions")}) AS open_transactions,
+            WHERE {at_newest_sample("transactions")}) AS open_transactions,
           (SELECT count(*) FILTER (WHERE hanging) FROM transactions
-            WHERE {_LATEST.format(table="transactions")}) AS hanging_transactions"""
+            WHERE {at_newest_sample("transactions")}) AS hanging_transactions"""
     )
     return {str(k): int(v) if pd.notna(v) else 0 for k, v in frame.iloc[0].items()}
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from dashboard.queries import read
+from dashboard.queries import at_newest_sample, read
 
 # dgm-src lineage: source topic/partition/offset (spark_jobs/audit/fingerprint.py's pattern).
 _SRC = "^(.+)/([0-9]{1,9})/([0-9]{1,18})$"
@@ -29,8 +29,7 @@ WITH copy AS MATERIALIZED (
   FROM duplicates d WHERE d.topic = $topic AND d.message_id = $id),
 copies AS MATERIALIZED (SELECT copy.*, v.consumer_group AS group_id
   FROM copy LEFT JOIN verdicts v ON v.pipeline = copy.of_pipeline),
-open_txn AS (SELECT * FROM transactions
-  WHERE sampled_at = (SELECT max(sampled_at) FROM transactions)),
+open_txn AS (SELECT * FROM transactions WHERE {at_newest_sample("transactions")}),
 with_txn AS MATERIALIZED (SELECT c.*, t.producer_id, t.producer_epoch, t.transactional_id
   FROM copies c LEFT JOIN open_txn t ON t.topic = c.topic AND t."partition" = c."partition"
     AND t.txn_start_offset <= c."offset"),
