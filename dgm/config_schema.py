@@ -17,6 +17,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Literal, get_args
 
+from dgm.alert_metrics import ALERT_METRICS
 from dgm.errors import UserFacingError
 from dgm.java_client import SASL_MECHANISMS, needs_java_client, sasl_mechanism
 from dgm.java_client import derive as derive_java_client
@@ -298,21 +299,6 @@ class AnalysisSettings:
             yield "start", str(error)
 
 
-# Alert metrics (computed by alerts/metrics.py) and the scope kinds each is measured per; the
-# first kind is the one a bare scope pattern means. "run" is the published analysis as a whole.
-ALERT_METRICS: dict[str, tuple[str, ...]] = {
-    "duplicate_rate": ("pipeline", "topic"),
-    "loss_rate": ("pipeline",),
-    "lost": ("pipeline",),
-    "aborted_reads": ("pipeline",),
-    "verdict_violates": ("pipeline",),
-    "lso_lag": ("topic",),
-    "lso_stuck_s": ("topic",),
-    "hanging_transactions": ("topic",),
-    "consumer_lag_from_lso": ("group",),
-    "group_status": ("group",),
-    "staleness_s": ("run",),
-}
 ALERT_COMPARISONS = (">", ">=", "<", "<=", "==")
 ALERT_WINDOWS = ("cumulative", "latest")
 ALERT_SEVERITIES = ("info", "warning", "critical")
