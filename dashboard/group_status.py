@@ -10,18 +10,19 @@ import streamlit as st
 
 from dashboard import ui
 from dashboard.queries import read
+from dgm.vocabulary import GroupStatus
 
 # Status -> badge color: healthy green, falling behind orange, stuck or stopped red, a rewind
 # (offsets moved backwards: reprocessing ahead) purple.
-COLORS = {
-    "OK": "#1b7f3b",
-    "WARN": "#d97706",
-    "STALL": "#c62828",
-    "STOP": "#c62828",
-    "ERR": "#991b1b",
-    "REWIND": "#7c3aed",
+COLORS: dict[str, str] = {
+    GroupStatus.OK: "#1b7f3b",
+    GroupStatus.WARN: "#d97706",
+    GroupStatus.STALL: "#c62828",
+    GroupStatus.STOP: "#c62828",
+    GroupStatus.ERR: "#991b1b",
+    GroupStatus.REWIND: "#7c3aed",
 }
-NOT_STALLED = ("OK", "WARN")
+NOT_STALLED = tuple(status for status in GroupStatus if not status.stalled)
 RULES = """Burrow's rules, over the last samples of each partition, lag from the LSO:
 **OK** lag reached 0 or fell; **WARN** the offset moves but lag never fell and grew;
 **STALL** a member owns the partition but its committed offset has not moved; **STOP** no

@@ -8,8 +8,9 @@ import pandas as pd
 from dashboard.queries import at_newest_sample, between, read
 from dashboard.timerange import TimeRange
 from dgm.published import TABLES
+from dgm.vocabulary import Achieved
 
-NOT_JUDGED = "insufficient evidence"
+NOT_JUDGED = Achieved.INSUFFICIENT_EVIDENCE.value
 
 # The newest judged window's verdict and the start of the earliest window since which every
 # judged window has had it (windows of insufficient evidence judge nothing and are skipped).

@@ -149,8 +149,7 @@ def topics() -> list[str]:
 def topic_windows(topic: str, within: TimeRange | None = None) -> pd.DataFrame:
     kept, args = between("window_start", within)
     return read(
-        f"SELECT * FROM topic_window_series WHERE topic = $topic AND {kept} "
-        "ORDER BY window_start",
+        f"SELECT * FROM topic_window_series WHERE topic = $topic AND {kept} ORDER BY window_start",
         topic=topic,
         **args,
     )
@@ -258,8 +257,7 @@ def group_lag(group: str, within: TimeRange | None = None) -> pd.DataFrame:
 def transactions() -> pd.DataFrame:
     table = "transactions"
     return read(
-        f"SELECT * FROM {table} WHERE {at_newest_sample(table)} "
-        "ORDER BY hanging DESC, age_ms DESC"
+        f"SELECT * FROM {table} WHERE {at_newest_sample(table)} ORDER BY hanging DESC, age_ms DESC"
     )
 
 

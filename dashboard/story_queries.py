@@ -8,9 +8,12 @@ from __future__ import annotations
 import pandas as pd
 
 from dashboard.queries import at_newest_sample, read
+from dgm.vocabulary import DuplicateCause
 
 # dgm-src lineage: source topic/partition/offset (spark_jobs/audit/fingerprint.py's pattern).
 _SRC = "^(.+)/([0-9]{1,9})/([0-9]{1,18})$"
+
+_ABORTED_READ = DuplicateCause.ABORTED_READ.value
 
 _STORY = f"""
 WITH copy AS MATERIALIZED (
@@ -60,7 +63,7 @@ fault AS (SELECT c.copy_number, f."at" AS fault_at, f.event AS fault,
 SELECT c.copy_number, c.copies, c.cause, c."partition", c."offset", c."timestamp", c."key",
   c.producer, c.seq, c.producer_id, c.producer_epoch, c.transactional_id,
   CASE WHEN c.producer_id IS NOT NULL THEN 'open at the newest sample'
-    WHEN c.cause = 'aborted read' THEN 'committed (its source record: aborted only)'
+    WHEN c.cause = '{_ABORTED_READ}' THEN 'committed (its source record: aborted only)'
     ELSE 'committed' END AS transaction_state,
   c.lineage, c.src_topic, c.src_partition, c.src_offset, c.of_pipeline AS pipeline, c.group_id,
   before.commit_before_at, before.committed_before, before.group_state_before,
