@@ -20,6 +20,7 @@ import streamlit as st
 from dashboard.timerange import TimeRange
 from dgm.config import DgmConfig, load_config
 from dgm.published import PUBLISHED_FILE, TABLES, open_read_only
+from dgm.published_views import VIEWS
 
 ENV_CONFIG = "DGM_CONFIG"
 CACHE_TTL_S = 300  # the mtime key already catches new publications; this bounds memory
@@ -109,10 +110,10 @@ def between(column: str, within: TimeRange | None) -> tuple[str, dict[str, objec
 
 
 def check() -> None:
-    """Raise NoDatabase / UnreadableDatabase unless every contract table is readable."""
-    read(
-        " UNION ALL ".join(f"SELECT '{t.name}' AS t FROM \"{t.name}\" WHERE false" for t in TABLES)
-    )
+    """Raise NoDatabase / UnreadableDatabase unless every contract table and view is readable
+    (a file published before the views existed fails here, until the next run replaces it)."""
+    names = [t.name for t in TABLES] + [v.name for v in VIEWS]
+    read(" UNION ALL ".join(f"SELECT '{n}' AS t FROM \"{n}\" WHERE false" for n in names))
 
 
 def runs() -> pd.DataFrame:

@@ -4,7 +4,8 @@ Every run writes all of them into a new DuckDB file and renames it over the publ
 (`<state_dir>/dgm.duckdb`), so a reader sees one whole run or the one before, never a mix.
 Each column is documented where it is declared; the words are docs/design.md's. Times are UTC
 TIMESTAMPTZ; `window_start` is the start of a window of `analysis.window_s` seconds (by the
-records' Kafka timestamps); totals ("cumulative") span the fingerprint retention.
+records' Kafka timestamps); totals ("cumulative") span the fingerprint retention. The views
+published with them (one level of detail each, the newest samples) are in dgm.published_views.
 """
 
 from __future__ import annotations
