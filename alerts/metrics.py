@@ -35,27 +35,20 @@ LATEST_PIPELINE_WINDOW_SQL = """
 SELECT pipeline, {column} FROM pipeline_windows
 QUALIFY row_number() OVER (PARTITION BY pipeline ORDER BY window_start DESC) = 1
 """
-TOPIC_CUMULATIVE_SQL = "SELECT topic, {column} FROM topic_windows WHERE window_start IS NULL"
+# Per topic (the views of dgm.published_views: one level of detail each, newest samples).
+TOPIC_CUMULATIVE_SQL = "SELECT topic, {column} FROM cumulative_topics"
 LATEST_TOPIC_WINDOW_SQL = """
-SELECT topic, {column} FROM topic_windows WHERE window_start IS NOT NULL
+SELECT topic, {column} FROM topic_window_series
 QUALIFY row_number() OVER (PARTITION BY topic ORDER BY window_start DESC) = 1
 """
 # Per topic, over its partitions at the topic's latest sample; {aggregate} of partition rows.
-LATEST_OFFSETS_SQL = """
-SELECT topic, {aggregate} FROM (
-    SELECT * FROM partition_offsets QUALIFY sampled_at = max(sampled_at) OVER (PARTITION BY topic)
-) GROUP BY topic
-"""
+LATEST_OFFSETS_SQL = "SELECT topic, {aggregate} FROM latest_partition_offsets GROUP BY topic"
 # The transactions table holds the last sample only.
 HANGING_SQL = "SELECT topic, count(*) FILTER (WHERE hanging) FROM transactions GROUP BY topic"
 # Per group, summed over its partitions at the group's latest sample.
-GROUP_LAG_SQL = """
-SELECT group_id, sum(lag_from_lso) FROM (
-    SELECT * FROM group_lag QUALIFY sampled_at = max(sampled_at) OVER (PARTITION BY group_id)
-) GROUP BY group_id
-"""
-# Per group, the severity of its worst partition (the group row of group_status).
-GROUP_STATUS_SQL = "SELECT group_id, severity FROM group_status WHERE topic IS NULL"
+GROUP_LAG_SQL = "SELECT group_id, sum(lag_from_lso) FROM latest_group_lag GROUP BY group_id"
+# Per group, the severity of its worst partition (the group's own row of group_status).
+GROUP_STATUS_SQL = "SELECT group_id, severity FROM group_status_by_group"
 # Seconds since the epoch of the newest sample the run read, or of the run's end without one.
 FRESHNESS_SQL = """
 SELECT epoch_ms(coalesce(last_sample_at, finished_at)) / 1000.0 FROM runs
@@ -111,7 +104,7 @@ def consumer_lag_from_lso(db: Connection) -> Values:
 
 
 def group_status(db: Connection) -> Values:
-    """The group's status as a number: 0 OK, 1 WARN, 2 STALL, 3 STOP, 4 ERR, 5 REWIND."""
+    """The group's status as a number: its severity (dgm.vocabulary.GroupStatus)."""
     return _rows(db, GROUP_STATUS_SQL)
 
 
@@ -123,26 +116,30 @@ def staleness_s(db: Connection, now: datetime) -> Values:
     return {RUN_SUBJECT: now.timestamp() - float(row[0])}
 
 
-def _all_subjects(db: Connection, rule: AlertRule, now: datetime) -> Values:
-    metric, kind = rule.metric, scope_kind(rule)
-    if metric == "duplicate_rate" and kind == "topic":
+def _windowed(db: Connection, rule: AlertRule, now: datetime) -> Values:
+    """A pipeline metric (or duplicate_rate per topic), cumulative or of the newest window."""
+    if rule.metric == "duplicate_rate" and scope_kind(rule) == "topic":
         return topic_duplicate_rate(db, rule.window)
-    if metric in _PIPELINE_COLUMNS:
-        return pipeline_metric(db, metric, rule.window)
-    readers: dict[str, Callable[[Connection], Values]] = {
-        "lso_lag": lso_lag,
-        "lso_stuck_s": lso_stuck_s,
-        "hanging_transactions": hanging_transactions,
-        "consumer_lag_from_lso": consumer_lag_from_lso,
-        "group_status": group_status,
-        "staleness_s": lambda connection: staleness_s(connection, now),
-    }
-    return readers[metric](db)
+    return pipeline_metric(db, rule.metric, rule.window)
+
+
+# A rule's values for every subject, read from the publication.
+Reader = Callable[[Connection, AlertRule, datetime], Values]
+# One reader per metric of dgm.alert_metrics (tests/alerts/test_metrics.py holds them equal).
+READERS: dict[str, Reader] = {
+    **{metric: _windowed for metric in _PIPELINE_COLUMNS},
+    "lso_lag": lambda db, _rule, _now: lso_lag(db),
+    "lso_stuck_s": lambda db, _rule, _now: lso_stuck_s(db),
+    "hanging_transactions": lambda db, _rule, _now: hanging_transactions(db),
+    "consumer_lag_from_lso": lambda db, _rule, _now: consumer_lag_from_lso(db),
+    "group_status": lambda db, _rule, _now: group_status(db),
+    "staleness_s": lambda db, _rule, now: staleness_s(db, now),
+}
 
 
 def rule_values(db: Connection, rule: AlertRule, now: datetime) -> Values:
     """The rule's metric for every subject within its scope."""
-    values = _all_subjects(db, rule, now)
+    values = READERS[rule.metric](db, rule, now)
     return {subject: value for subject, value in values.items() if matches(rule, subject)}
 
 

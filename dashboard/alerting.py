@@ -14,24 +14,13 @@ from datetime import UTC, datetime
 import pandas as pd
 
 from dashboard import ui
+from dgm.alert_metrics import METRICS
 from dgm.alert_rules import ALERT_METRICS, AlertRule, AlertState, Problem, scope_kind
 from dgm.alert_store import Delivery, HistoryEntry
 
 RATES = ("duplicate_rate", "loss_rate")
 SECONDS = ("lso_stuck_s", "staleness_s")
-METRIC_HELP = {
-    "duplicate_rate": "extra copies / distinct ids (a fraction: 0.001 = 0.1%)",
-    "loss_rate": "lost / records checked (a fraction: 0.001 = 0.1%)",
-    "lost": "lost records",
-    "aborted_reads": "sink records read from aborted transactions",
-    "verdict_violates": "1 when the verdict does not meet the declared guarantee",
-    "lso_lag": "high watermark - LSO, records",
-    "lso_stuck_s": "seconds the LSO has not moved",
-    "hanging_transactions": "hanging transactions",
-    "consumer_lag_from_lso": "LSO - committed offset, records",
-    "group_status": "worst partition status: 0 OK, 1 WARN, 2 STALL, 3 STOP, 4 ERR, 5 REWIND",
-    "staleness_s": "seconds since the newest sample the analysis read",
-}
+METRIC_HELP = {metric.name: metric.help for metric in METRICS}
 # What a rule in dgm.toml looks like (the empty state shows it).
 TOML_EXAMPLE = """[[alerts]]
 name = "sink-duplicates"

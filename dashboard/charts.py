@@ -6,6 +6,8 @@ import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
 
+from dgm.vocabulary import Achieved, DuplicateCause
+
 RED, GREEN, GREY, BLUE, ORANGE = "#d62728", "#2ca02c", "#7f7f7f", "#1f77b4", "#ff7f0e"
 _MARGIN = {"l": 10, "r": 10, "t": 40, "b": 10}
 
@@ -189,20 +191,21 @@ def faults_timeline(faults: pd.DataFrame) -> go.Figure:
     return fig
 
 
-# Verdict colors: the strongest guarantee green, weaker ones warmer, unjudged grey.
+# Verdict colors: the strongest guarantee green, weaker ones warmer, unjudged grey. Keyed by
+# the words' plain text (.value), as the figures' JSON carries them.
 VERDICT_COLORS = {
-    "exactly-once": GREEN,
-    "at-least-once": ORANGE,
-    "at-most-once": "#e377c2",
-    "no guarantee": RED,
-    "insufficient evidence": GREY,
+    Achieved.EXACTLY_ONCE.value: GREEN,
+    Achieved.AT_LEAST_ONCE.value: ORANGE,
+    Achieved.AT_MOST_ONCE.value: "#e377c2",
+    Achieved.NO_GUARANTEE.value: RED,
+    Achieved.INSUFFICIENT_EVIDENCE.value: GREY,
 }
 CAUSE_COLORS = {
-    "reprocessing": ORANGE,
-    "producer retry": BLUE,
-    "aborted read": RED,
-    "upstream": "#9467bd",
-    "unknown": GREY,
+    DuplicateCause.REPROCESSING.value: ORANGE,
+    DuplicateCause.PRODUCER_RETRY.value: BLUE,
+    DuplicateCause.ABORTED_READ.value: RED,
+    DuplicateCause.UPSTREAM.value: "#9467bd",
+    DuplicateCause.UNKNOWN.value: GREY,
 }
 
 

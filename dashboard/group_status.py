@@ -10,18 +10,19 @@ import streamlit as st
 
 from dashboard import ui
 from dashboard.queries import read
+from dgm.vocabulary import GroupStatus
 
 # Status -> badge color: healthy green, falling behind orange, stuck or stopped red, a rewind
 # (offsets moved backwards: reprocessing ahead) purple.
-COLORS = {
-    "OK": "#1b7f3b",
-    "WARN": "#d97706",
-    "STALL": "#c62828",
-    "STOP": "#c62828",
-    "ERR": "#991b1b",
-    "REWIND": "#7c3aed",
+COLORS: dict[str, str] = {
+    GroupStatus.OK: "#1b7f3b",
+    GroupStatus.WARN: "#d97706",
+    GroupStatus.STALL: "#c62828",
+    GroupStatus.STOP: "#c62828",
+    GroupStatus.ERR: "#991b1b",
+    GroupStatus.REWIND: "#7c3aed",
 }
-NOT_STALLED = ("OK", "WARN")
+NOT_STALLED = tuple(status for status in GroupStatus if not status.stalled)
 RULES = """Burrow's rules, over the last samples of each partition, lag from the LSO:
 **OK** lag reached 0 or fell; **WARN** the offset moves but lag never fell and grew;
 **STALL** a member owns the partition but its committed offset has not moved; **STOP** no
@@ -29,12 +30,14 @@ member and the offset has not moved; **ERR** the same while lag grows; **REWIND*
 committed offset moved backwards. The group shows its worst partition."""
 
 
-def status_rows(group: str) -> pd.DataFrame:
-    """group_status of `group`: its own row (topic null) first, then its partitions."""
-    return read(
-        'SELECT * FROM group_status WHERE group_id = ? ORDER BY topic NULLS FIRST, "partition"',
+def status_rows(group: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """group_status of `group`: its own row (none before two samples), and its partitions."""
+    own = read("SELECT * FROM group_status_by_group WHERE group_id = ?", group)
+    partitions = read(
+        'SELECT * FROM group_status_by_partition WHERE group_id = ? ORDER BY topic, "partition"',
         group,
     )
+    return own, partitions
 
 
 def badge(status: str) -> str:
@@ -52,7 +55,8 @@ def pinned_note(row: pd.Series) -> str | None:
     hw, lso = row["hw_lag_end"], row["lso_lag_end"]
     if pd.isna(hw) or pd.isna(lso) or hw <= lso:
         return None
-    where = "" if pd.isna(row["topic"]) else f"{row['topic']}[{row['partition']}]: "
+    topic = row.get("topic")  # none on the group's own row
+    where = "" if topic is None or pd.isna(topic) else f"{topic}[{row['partition']}]: "
     text = (
         f"{where}Lag from the high watermark is {ui.count(hw)}, lag from the LSO "
         f"{ui.count(lso)}. An open transaction pins the LSO: the {ui.count(hw - lso)} records "
@@ -70,12 +74,12 @@ def _color(status: object) -> str:
 
 
 def render(group: str) -> None:
-    frame = status_rows(group)
+    own_rows, partition_rows = status_rows(group)
     st.subheader("Status", anchor=False)
-    if frame.empty:
+    if own_rows.empty:
         st.caption("No status yet: it needs two samples of the group's committed offsets.")
         return
-    own = frame.iloc[0]
+    own = own_rows.iloc[0]
     st.markdown(
         f"{badge(str(own['status']))} {html.escape(str(own['reason']))}", unsafe_allow_html=True
     )
@@ -86,7 +90,7 @@ def render(group: str) -> None:
     note = pinned_note(own)  # summed over the partitions; the table has each one's lags
     if note:
         st.info(note)
-    partitions = frame[frame["topic"].notna()][
+    partitions = partition_rows[
         ["topic", "partition", "status", "status_from_hw", "lso_lag_end", "hw_lag_end",
          "committed_end", "last_commit_at", "member_id", "reason"]
     ]  # fmt: skip

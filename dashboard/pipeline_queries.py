@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import pandas as pd
 
-from dashboard.queries import between, read
+from dashboard.queries import at_newest_sample, between, read
 from dashboard.timerange import TimeRange
 from dgm.published import TABLES
+from dgm.vocabulary import Achieved
 
-NOT_JUDGED = "insufficient evidence"
+NOT_JUDGED = Achieved.INSUFFICIENT_EVIDENCE.value
 
 # The newest judged window's verdict and the start of the earliest window since which every
 # judged window has had it (windows of insufficient evidence judge nothing and are skipped).
@@ -23,9 +24,9 @@ since AS (SELECT pipeline, any_value(held) AS window_verdict, min(window_start) 
   FROM judged JOIN newest USING (pipeline) LEFT JOIN broke USING (pipeline)
   WHERE broke.at IS NULL OR window_start > broke.at GROUP BY pipeline)"""
 
-_LSO = """
+_LSO = f"""
 newest_offsets AS (SELECT topic, max(lso_lag) AS lso_lag FROM partition_offsets
-  WHERE sampled_at = (SELECT max(sampled_at) FROM partition_offsets) GROUP BY topic),
+  WHERE {at_newest_sample("partition_offsets")} GROUP BY topic),
 pipeline_topics AS (SELECT pipeline, unnest(list_concat(source_topics, sink)) AS topic
   FROM verdicts),
 lso AS (SELECT pipeline, max(lso_lag) AS lso_lag FROM pipeline_topics
@@ -40,13 +41,13 @@ def has_group_status() -> bool:
 
 
 def _group_status() -> tuple[str, str]:
-    """(CTE, column) adding each group's status (its own row: topic and partition null),
-    when the contract has the consumer-group status table."""
+    """(CTE, column) adding each group's status (its own row, group_status_by_group), when
+    the contract has the consumer-group status table."""
     if not has_group_status():
         return "", "NULL::VARCHAR AS group_status"
     cte = (
-        ",\ngroups AS (SELECT group_id, any_value(status) AS group_status FROM group_status "
-        'WHERE topic IS NULL AND "partition" IS NULL GROUP BY group_id)'
+        ",\ngroups AS (SELECT group_id, any_value(status) AS group_status "
+        "FROM group_status_by_group GROUP BY group_id)"
     )
     return cte, "groups.group_status"
 

@@ -20,6 +20,7 @@ import streamlit as st
 from dashboard.timerange import TimeRange
 from dgm.config import ENV_CONFIG, DgmConfig, load_config
 from dgm.published import PUBLISHED_FILE, TABLES, open_read_only
+from dgm.published_views import VIEWS
 
 CACHE_TTL_S = 300  # the mtime key already catches new publications; this bounds memory
 _INTS = {
@@ -108,10 +109,10 @@ def between(column: str, within: TimeRange | None) -> tuple[str, dict[str, objec
 
 
 def check() -> None:
-    """Raise NoDatabase / UnreadableDatabase unless every contract table is readable."""
-    read(
-        " UNION ALL ".join(f"SELECT '{t.name}' AS t FROM \"{t.name}\" WHERE false" for t in TABLES)
-    )
+    """Raise NoDatabase / UnreadableDatabase unless every contract table and view is readable
+    (a file published before the views existed fails here, until the next run replaces it)."""
+    names = [t.name for t in TABLES] + [v.name for v in VIEWS]
+    read(" UNION ALL ".join(f"SELECT '{n}' AS t FROM \"{n}\" WHERE false" for n in names))
 
 
 def runs() -> pd.DataFrame:
@@ -148,16 +149,15 @@ def topics() -> list[str]:
 def topic_windows(topic: str, within: TimeRange | None = None) -> pd.DataFrame:
     kept, args = between("window_start", within)
     return read(
-        "SELECT * FROM topic_windows WHERE topic = $topic AND window_start IS NOT NULL "
-        f"AND {kept} ORDER BY window_start",
+        f"SELECT * FROM topic_window_series WHERE topic = $topic AND {kept} ORDER BY window_start",
         topic=topic,
         **args,
     )
 
 
 def topic_totals() -> pd.DataFrame:
-    """The cumulative row of every topic (window_start null)."""
-    return read("SELECT * FROM topic_windows WHERE window_start IS NULL ORDER BY topic")
+    """Every topic's counts over the retention (the cumulative_topics view)."""
+    return read("SELECT * FROM cumulative_topics ORDER BY topic")
 
 
 _PIPELINES_OF = (
@@ -210,13 +210,17 @@ def lost(topic: str, within: TimeRange | None = None) -> pd.DataFrame:
     )
 
 
-_LATEST = "sampled_at = (SELECT max(sampled_at) FROM {table})"
+def at_newest_sample(table: str) -> str:
+    """A SQL condition keeping the rows of `table`'s newest sample: of the whole table, what
+    the dashboard shows as "the newest sample" (the latest_… views of dgm.published_views
+    keep each topic's or group's own newest)."""
+    return f"sampled_at = (SELECT max(sampled_at) FROM {table})"
 
 
 def latest_offsets() -> pd.DataFrame:
     """partition_offsets at the newest sample."""
     table = "partition_offsets"
-    return read(f"SELECT * FROM {table} WHERE {_LATEST.format(table=table)} ORDER BY 2, 3")
+    return read(f"SELECT * FROM {table} WHERE {at_newest_sample(table)} ORDER BY 2, 3")
 
 
 def partition_offsets(topic: str, within: TimeRange | None = None) -> pd.DataFrame:
@@ -233,7 +237,7 @@ def group_ids() -> list[str]:
     """Groups, those whose HW lag exceeds their LSO lag most at the newest sample first."""
     frame = read(
         f"""SELECT group_id, sum(lag_from_hw - lag_from_lso)
-              FILTER (WHERE {_LATEST.format(table="group_lag")}) AS gap
+              FILTER (WHERE {at_newest_sample("group_lag")}) AS gap
             FROM group_lag WHERE group_id IS NOT NULL GROUP BY group_id
             ORDER BY gap DESC NULLS LAST, group_id"""
     )
@@ -253,8 +257,7 @@ def group_lag(group: str, within: TimeRange | None = None) -> pd.DataFrame:
 def transactions() -> pd.DataFrame:
     table = "transactions"
     return read(
-        f"SELECT * FROM {table} WHERE {_LATEST.format(table=table)} "
-        "ORDER BY hanging DESC, age_ms DESC"
+        f"SELECT * FROM {table} WHERE {at_newest_sample(table)} ORDER BY hanging DESC, age_ms DESC"
     )
 
 
@@ -268,15 +271,15 @@ def cluster_summary() -> dict[str, int]:
     frame = read(
         f"""SELECT
           (SELECT count(DISTINCT topic) FROM partition_offsets
-            WHERE {_LATEST.format(table="partition_offsets")}) AS topics,
+            WHERE {at_newest_sample("partition_offsets")}) AS topics,
           (SELECT count(*) FROM partition_offsets
-            WHERE {_LATEST.format(table="partition_offsets")}) AS partitions,
+            WHERE {at_newest_sample("partition_offsets")}) AS partitions,
           (SELECT count(DISTINCT group_id) FROM group_lag
-            WHERE {_LATEST.format(table="group_lag")}) AS groups,
+            WHERE {at_newest_sample("group_lag")}) AS groups,
           (SELECT count(*) FROM transactions
-            WHERE {_LATEST.format(table="transactions")}) AS open_transactions,
+            WHERE {at_newest_sample("transactions")}) AS open_transactions,
           (SELECT count(*) FILTER (WHERE hanging) FROM transactions
-            WHERE {_LATEST.format(table="transactions")}) AS hanging_transactions"""
+            WHERE {at_newest_sample("transactions")}) AS hanging_transactions"""
     )
     return {str(k): int(v) if pd.notna(v) else 0 for k, v in frame.iloc[0].items()}
 

@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import pandas as pd
 
-from dashboard.queries import read
+from dashboard.queries import at_newest_sample, read
+from dgm.vocabulary import DuplicateCause
 
 # dgm-src lineage: source topic/partition/offset (spark_jobs/audit/fingerprint.py's pattern).
 _SRC = "^(.+)/([0-9]{1,9})/([0-9]{1,18})$"
+
+_ABORTED_READ = DuplicateCause.ABORTED_READ.value
 
 _STORY = f"""
 WITH copy AS MATERIALIZED (
@@ -29,8 +32,7 @@ WITH copy AS MATERIALIZED (
   FROM duplicates d WHERE d.topic = $topic AND d.message_id = $id),
 copies AS MATERIALIZED (SELECT copy.*, v.consumer_group AS group_id
   FROM copy LEFT JOIN verdicts v ON v.pipeline = copy.of_pipeline),
-open_txn AS (SELECT * FROM transactions
-  WHERE sampled_at = (SELECT max(sampled_at) FROM transactions)),
+open_txn AS (SELECT * FROM transactions WHERE {at_newest_sample("transactions")}),
 with_txn AS MATERIALIZED (SELECT c.*, t.producer_id, t.producer_epoch, t.transactional_id
   FROM copies c LEFT JOIN open_txn t ON t.topic = c.topic AND t."partition" = c."partition"
     AND t.txn_start_offset <= c."offset"),
@@ -61,7 +63,7 @@ fault AS (SELECT c.copy_number, f."at" AS fault_at, f.event AS fault,
 SELECT c.copy_number, c.copies, c.cause, c."partition", c."offset", c."timestamp", c."key",
   c.producer, c.seq, c.producer_id, c.producer_epoch, c.transactional_id,
   CASE WHEN c.producer_id IS NOT NULL THEN 'open at the newest sample'
-    WHEN c.cause = 'aborted read' THEN 'committed (its source record: aborted only)'
+    WHEN c.cause = '{_ABORTED_READ}' THEN 'committed (its source record: aborted only)'
     ELSE 'committed' END AS transaction_state,
   c.lineage, c.src_topic, c.src_partition, c.src_offset, c.of_pipeline AS pipeline, c.group_id,
   before.commit_before_at, before.committed_before, before.group_state_before,

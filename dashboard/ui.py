@@ -15,6 +15,7 @@ import streamlit as st
 from dashboard import queries
 from dgm.config import ConfigError
 from dgm.progress import read_progress
+from dgm.vocabulary import Achieved
 
 # Data older than this many analysis intervals is STALE: the analysis or the collectors stopped.
 STALE_AFTER_INTERVALS = 3
@@ -160,7 +161,7 @@ _SOLID = {"green": "#1b7f3b", "red": "#c62828", "gray": "#6b7280", "orange": "#d
 def badge_label(meets: object, achieved: str, stale: bool) -> tuple[str, str]:
     """(label, color): MEETS green, VIOLATES red, INSUFFICIENT EVIDENCE gray; stale data
     adds (STALE) and never looks healthy: a green MEETS turns orange."""
-    if achieved == "insufficient evidence" or meets is None or pd.isna(meets):  # type: ignore[arg-type]
+    if achieved == Achieved.INSUFFICIENT_EVIDENCE or meets is None or pd.isna(meets):  # type: ignore[arg-type]
         label, color = "INSUFFICIENT EVIDENCE", "gray"
     elif bool(meets):
         label, color = "MEETS", "green"

@@ -16,9 +16,9 @@ from datetime import datetime
 from fnmatch import fnmatchcase
 from typing import Any, Literal
 
+from dgm.alert_metrics import ALERT_METRICS
 from dgm.config_schema import (
     ALERT_COMPARISONS,
-    ALERT_METRICS,
     ALERT_SEVERITIES,
     ALERT_WINDOWS,
     AlertRule,

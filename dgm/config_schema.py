@@ -17,6 +17,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Literal, get_args
 
+from dgm.alert_metrics import ALERT_METRICS
 from dgm.errors import UserFacingError
 from dgm.java_client import SASL_MECHANISMS, needs_java_client, sasl_mechanism
 from dgm.java_client import derive as derive_java_client
@@ -26,6 +27,8 @@ class ConfigError(UserFacingError):
     """The config (file or environment) says something dgm cannot use; the message names the key."""
 
 
+# A Literal so mypy checks the config; its words are dgm.vocabulary.DECLARABLE, in order
+# (tests/dgm/test_config.py holds the two equal).
 Semantic = Literal["at-most-once", "at-least-once", "exactly-once"]
 SEMANTICS: tuple[str, ...] = get_args(Semantic)
 IdKind = Literal["header", "json_field", "key", "hash"]
@@ -376,21 +379,6 @@ class AnalysisSettings:
             yield "start", str(error)
 
 
-# Alert metrics (computed by alerts/metrics.py) and the scope kinds each is measured per; the
-# first kind is the one a bare scope pattern means. "run" is the published analysis as a whole.
-ALERT_METRICS: dict[str, tuple[str, ...]] = {
-    "duplicate_rate": ("pipeline", "topic"),
-    "loss_rate": ("pipeline",),
-    "lost": ("pipeline",),
-    "aborted_reads": ("pipeline",),
-    "verdict_violates": ("pipeline",),
-    "lso_lag": ("topic",),
-    "lso_stuck_s": ("topic",),
-    "hanging_transactions": ("topic",),
-    "consumer_lag_from_lso": ("group",),
-    "group_status": ("group",),
-    "staleness_s": ("run",),
-}
 ALERT_COMPARISONS = (">", ">=", "<", "<=", "==")
 ALERT_WINDOWS = ("cumulative", "latest")
 ALERT_SEVERITIES = ("info", "warning", "critical")

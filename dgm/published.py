@@ -4,7 +4,8 @@ Every run writes all of them into a new DuckDB file and renames it over the publ
 (`<state_dir>/dgm.duckdb`), so a reader sees one whole run or the one before, never a mix.
 Each column is documented where it is declared; the words are docs/design.md's. Times are UTC
 TIMESTAMPTZ; `window_start` is the start of a window of `analysis.window_s` seconds (by the
-records' Kafka timestamps); totals ("cumulative") span the fingerprint retention.
+records' Kafka timestamps); totals ("cumulative") span the fingerprint retention. The views
+published with them (one level of detail each, the newest samples) are in dgm.published_views.
 """
 
 from __future__ import annotations
@@ -17,6 +18,15 @@ from typing import Any
 import duckdb
 
 from dgm.config import DgmConfig
+from dgm.vocabulary import (
+    Achieved,
+    DuplicateCause,
+    Evidence,
+    GroupStatus,
+    LossCause,
+    listing,
+    severity_legend,
+)
 
 PUBLISHED_FILE = "dgm.duckdb"
 
@@ -68,12 +78,13 @@ VERDICTS = _table(
     (
         "achieved",
         "VARCHAR",
-        "exactly-once | at-least-once | at-most-once | no guarantee | insufficient evidence",
+        listing(Achieved),
     ),
     (
         "meets_declared",
         "BOOLEAN",
-        "achieved is at least as strong as declared; null when achieved is insufficient evidence",
+        f"achieved is at least as strong as declared; null when achieved is "
+        f"{Achieved.INSUFFICIENT_EVIDENCE}",
     ),
     (
         "records_checked",
@@ -109,8 +120,8 @@ VERDICTS = _table(
     (
         "evidence",
         "VARCHAR",
-        "tested (anomaly-free or not, across faults) | untested (no fault "
-        "seen: weaker evidence) | none",
+        f"{Evidence.TESTED} (anomaly-free or not, across faults) | {Evidence.UNTESTED} (no "
+        f"fault seen: weaker evidence) | {Evidence.NONE}",
     ),
     ("first_record_at", "TIMESTAMPTZ", "oldest checked source record"),
     ("last_record_at", "TIMESTAMPTZ", "newest checked source record"),
@@ -180,7 +191,7 @@ DUPLICATES = _table(
     ("producer", "VARCHAR", "dgm-producer header"),
     ("seq", "BIGINT", "dgm-seq header"),
     ("lineage", "VARCHAR", "dgm-src header"),
-    ("cause", "VARCHAR", "aborted read | producer retry | reprocessing | upstream | unknown"),
+    ("cause", "VARCHAR", listing(DuplicateCause)),
 )
 
 LOST = _table(
@@ -198,7 +209,8 @@ LOST = _table(
     (
         "cause",
         "VARCHAR",
-        "not in sink (below the committed offset, past the grace period) | sequence gap",
+        f"{LossCause.NOT_IN_SINK} (below the committed offset, past the grace period) | "
+        f"{LossCause.SEQUENCE_GAP}",
     ),
 )
 
@@ -237,8 +249,8 @@ GROUP_STATUS = _table(
     ("group_id", "VARCHAR", "consumer group"),
     ("topic", "VARCHAR", "topic; null on the group's own row"),
     ("partition", "INTEGER", "partition; null on the group's own row"),
-    ("status", "VARCHAR", "OK | WARN | STALL | STOP | ERR | REWIND (the group row: the worst)"),
-    ("severity", "INTEGER", "0 OK, 1 WARN, 2 STALL, 3 STOP, 4 ERR, 5 REWIND"),
+    ("status", "VARCHAR", f"{listing(GroupStatus)} (the group row: the worst)"),
+    ("severity", "INTEGER", severity_legend()),
     ("reason", "VARCHAR", "which rule decided, in words"),
     (
         "status_from_hw",

@@ -93,3 +93,13 @@ class GroupStatus(StrEnum):
 
 
 _GROUP_SEVERITY: dict[GroupStatus, int] = {status: n for n, status in enumerate(GroupStatus)}
+
+
+def listing(words: type[StrEnum], sep: str = " | ") -> str:
+    """Every word of one kind in declaration order, as the published docs list them."""
+    return sep.join(member.value for member in words)
+
+
+def severity_legend() -> str:
+    """'0 OK, 1 WARN, …': the group statuses as the severity numbers alerts and metrics show."""
+    return ", ".join(f"{status.severity} {status.value}" for status in GroupStatus)

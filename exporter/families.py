@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from dgm.vocabulary import Achieved, severity_legend
+
 
 @dataclass(frozen=True)
 class Family:
@@ -73,7 +75,7 @@ VERDICT_INFO = Family(
 MEETS_DECLARED = Family(
     "dgm_pipeline_meets_declared",
     "1 when the achieved semantic is at least as strong as the declared one, 0 when it "
-    "violates it; absent with insufficient evidence",
+    f"violates it; absent with {Achieved.INSUFFICIENT_EVIDENCE}",
     PIPELINE,
 )
 # family -> verdicts column; a null value leaves the pipeline's series out.
@@ -154,8 +156,8 @@ PARTITION_LAG_FROM_LSO = Family(
 # (group_status; docs/design.md, "Consumer-group status").
 GROUP_STATUS = Family(
     "dgm_consumer_group_status",
-    "Status by Burrow's rules over lag from the LSO: 0 OK, 1 WARN, 2 STALL, 3 STOP, 4 ERR, "
-    "5 REWIND (the status label names it)",
+    f"Status by Burrow's rules over lag from the LSO: {severity_legend()} (the status label "
+    "names it)",
     ("group_id", "status"),
 )
 # Per topic with open transactions at the last sample (transactions).

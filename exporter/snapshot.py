@@ -34,19 +34,15 @@ RUN_SQL = """
 SELECT epoch_ms(finished_at) / 1000.0, (epoch_ms(finished_at) - epoch_ms(started_at)) / 1000.0
 FROM runs ORDER BY finished_at DESC LIMIT 1
 """
-# Every partition at its topic's newest sample (as alerts.metrics.LATEST_OFFSETS_SQL).
+# Every partition at its topic's newest sample (a view of dgm.published_views).
 OFFSETS_SQL = """
-SELECT topic, "partition", lso_lag, lso_stuck_ms / 1000.0 FROM partition_offsets
-QUALIFY sampled_at = max(sampled_at) OVER (PARTITION BY topic)
+SELECT topic, "partition", lso_lag, lso_stuck_ms / 1000.0 FROM latest_partition_offsets
 """
-# The group rows of group_status (topic NULL): the worst partition's status.
-GROUP_STATUS_SQL = (
-    "SELECT group_id, status, severity FROM group_status WHERE topic IS NULL ORDER BY group_id"
-)
-# Every partition of a group at the group's newest sample (as alerts.metrics.GROUP_LAG_SQL).
+# Each group's own row of group_status: the worst partition's status.
+GROUP_STATUS_SQL = "SELECT group_id, status, severity FROM group_status_by_group ORDER BY group_id"
+# Every partition of a group at the group's newest sample.
 GROUP_LAG_SQL = """
-SELECT group_id, topic, "partition", lag_from_hw, lag_from_lso FROM group_lag
-QUALIFY sampled_at = max(sampled_at) OVER (PARTITION BY group_id)
+SELECT group_id, topic, "partition", lag_from_hw, lag_from_lso FROM latest_group_lag
 """
 # The transactions table holds the last sample only.
 TRANSACTIONS_SQL = """

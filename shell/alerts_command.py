@@ -9,6 +9,7 @@ from typing import Any
 
 from alerts.evaluate import evaluate
 from alerts.metrics import read_values
+from dgm.alert_metrics import BY_NAME
 from dgm.alert_rules import AlertRule, AlertState, holds, scope_kind
 from dgm.alert_store import AlertStore, config_file, rules_in_effect
 from dgm.config import load_config
@@ -42,7 +43,8 @@ def register(commands: Any) -> None:
 
 def _condition(rule: AlertRule) -> str:
     text = f"{rule.metric} {rule.comparison} {rule.threshold:g}"
-    if rule.metric in ("duplicate_rate", "loss_rate", "lost", "aborted_reads", "verdict_violates"):
+    metric = BY_NAME.get(rule.metric)
+    if metric is not None and metric.windowed:
         text += f" ({rule.window})"
     return text + (f" for {rule.for_s:g}s" if rule.for_s else "")
 

@@ -222,3 +222,116 @@ def test_relative_and_from_imports_are_seen(tmp_path: Path) -> None:
     assert "duckdb" in imported_modules(path)
     names = imported_modules(ROOT / "shell" / "collect_command.py")
     assert any(top(n) == "collectors" for n in names)
+
+
+# --- The vocabulary: verdict, evidence, cause and status words live in dgm/vocabulary.py ----
+
+VOCABULARY_MODULE = "dgm/vocabulary.py"
+# Product code that must spell the words through the enums. Not the lab: a reference-pipeline
+# package beside the product whose mode names ("at-most-once" as a way to run a pipeline) are
+# settings of a pipeline, not verdicts about one.
+VOCABULARY_PACKAGES = (CORE, *STAGES, SHELL)
+# Words also common in unrelated senses ("none" as a TLS setting, "unknown" for a missing
+# value, "WARN" as a log level) are scanned like the others; their unrelated uses, by module:
+ALLOWED = frozenset(
+    {
+        ("dgm/java_client.py", "none"),  # ssl.endpoint.identification.algorithm
+        ("collectors/clients.py", "none"),  # the same setting
+        ("collectors/cycle.py", "unknown"),  # a timeout the broker does not report
+        ("collectors/groups.py", "unknown"),  # a group type without a name
+        ("dashboard/views/groups.py", "unknown"),  # a group state not sampled yet
+        ("exporter/api.py", "none"),  # "accepted: none" in an error message
+        ("shell/dashboard_command.py", "none"),  # Streamlit's server.fileWatcherType
+        ("spark_jobs/session.py", "WARN"),  # Spark's log level
+        # The config's Literal type (mypy checks dgm.toml with it); tests/dgm/test_config.py
+        # holds its words equal to dgm.vocabulary.DECLARABLE.
+        ("dgm/config_schema.py", "at-most-once"),
+        ("dgm/config_schema.py", "at-least-once"),
+        ("dgm/config_schema.py", "exactly-once"),
+    }
+)
+
+
+def vocabulary_words() -> frozenset[str]:
+    from dgm import vocabulary as v
+
+    kinds = (v.Achieved, v.Evidence, v.DuplicateCause, v.LossCause, v.GroupStatus)
+    return frozenset(member.value for kind in kinds for member in kind)
+
+
+def _documentation(tree: ast.AST) -> set[int]:
+    """ids of the string constants that stand alone as statements: docstrings (of modules,
+    classes, functions, attributes), which explain the words rather than use them."""
+    return {
+        id(node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+    }
+
+
+def vocabulary_literals(source: str, words: frozenset[str]) -> list[tuple[int, str]]:
+    """(line, word) of every string constant in `source` that is one of `words`, or holds
+    one quoted for SQL ('aborted read'); f-strings' constant parts are constants too."""
+    tree = ast.parse(source)
+    prose = _documentation(tree)
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Constant) or not isinstance(node.value, str):
+            continue
+        if id(node) in prose:
+            continue
+        text = node.value
+        for word in sorted(words):
+            if text == word or f"'{word}'" in text:
+                found.append((node.lineno, word))
+    return found
+
+
+def vocabulary_offenders() -> list[tuple[str, int, str]]:
+    words = vocabulary_words()
+    found = []
+    for package in VOCABULARY_PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            module = path.relative_to(ROOT).as_posix()
+            if module != VOCABULARY_MODULE:
+                found += [(module, n, w) for n, w in vocabulary_literals(path.read_text(), words)]
+    return found
+
+
+def test_no_vocabulary_word_is_typed_outside_its_module() -> None:
+    """Readers compare with `Achieved.EXACTLY_ONCE`, never with the text "exactly-once".
+
+    A string constant in product code (the core, the stages, the shell) that is exactly one
+    of dgm.vocabulary's words, or holds one quoted for SQL ('insufficient evidence'), fails
+    unless allowed by name. Every word is scanned, the generic ones too ("OK", "none",
+    "tested", "upstream", "unknown"): as a whole constant they are rare outside the
+    vocabulary, and their few unrelated uses are listed in ALLOWED by module. Prose that
+    mentions a word inside a longer text (a help line, an error message) is not scanned: it
+    is no literal the code compares with, and lists of the words in docs are built from the
+    enums (dgm.vocabulary.listing). Docstrings and comments are not scanned. The lab is not
+    scanned (see VOCABULARY_PACKAGES).
+    """
+    allowed = ALLOWED
+    offenders = vocabulary_offenders()
+    problems = [f"{m}:{n}: {w!r}" for m, n, w in offenders if (m, w) not in allowed]
+    assert problems == [], "use the enums of dgm/vocabulary.py"
+    used = {(m, w) for m, _, w in offenders}
+    assert sorted(allowed - used) == [], "allowed but not found: remove from the list"
+
+
+def test_the_vocabulary_scan_catches_a_literal() -> None:
+    source = '''
+"""A docstring may say exactly-once."""
+VERDICT = "exactly-once"
+SQL = "SELECT * FROM lost WHERE cause = 'sequence gap'"
+PROSE = "a help text may say no guarantee in a sentence"
+LABEL = f"{VERDICT} holds"
+STATUS = {"STALL": 2}
+'''
+    words = vocabulary_words()
+    assert vocabulary_literals(source, words) == [
+        (3, "exactly-once"),
+        (4, "sequence gap"),
+        (7, "STALL"),
+    ]
+    assert words >= {"insufficient evidence", "producer retry", "not in sink", "REWIND"}

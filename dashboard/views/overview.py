@@ -9,17 +9,18 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import charts, pipeline_queries, queries, timerange, ui
+from dgm.vocabulary import Evidence
 
 TOPIC_PAGE = "views/topic.py"
 _PICKED = "overview-picked-row"  # the table's last selection, to tell a new one from an old
 
-EVIDENCE = {
-    "tested": "**Tested**: {faults} fault(s) (rebalances, restarts, producer epoch bumps, "
+EVIDENCE: dict[str, str] = {
+    Evidence.TESTED: "**Tested**: {faults} fault(s) (rebalances, restarts, producer epoch bumps, "
     "outages) observed while the {checked} checked records flowed.",
-    "untested": "**Untested**: no fault was seen while the {checked} checked records flowed. "
-    "Zero anomalies with no fault seen is weaker evidence than zero anomalies across crashes "
-    "and rebalances.",
-    "none": "**No evidence**: no checked record's fate is known yet.",
+    Evidence.UNTESTED: "**Untested**: no fault was seen while the {checked} checked records "
+    "flowed. Zero anomalies with no fault seen is weaker evidence than zero anomalies across "
+    "crashes and rebalances.",
+    Evidence.NONE: "**No evidence**: no checked record's fate is known yet.",
 }
 COLUMNS = {
     "pipeline": st.column_config.TextColumn("Pipeline", pinned=True),
@@ -185,7 +186,7 @@ def _card(v: pd.Series, windows: pd.DataFrame, stale: bool) -> None:
             help="max high watermark - LSO over the pipeline's topics at the newest sample",
         )
         cells[4].metric("Faults observed", ui.count(v["faults_observed"]))
-        evidence = str(v["evidence"]) if pd.notna(v["evidence"]) else "none"
+        evidence = str(v["evidence"]) if pd.notna(v["evidence"]) else Evidence.NONE.value
         st.markdown(
             EVIDENCE.get(evidence, "**Evidence**: {evidence}").format(
                 faults=ui.count(v["faults_observed"]),

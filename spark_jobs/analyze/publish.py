@@ -1,10 +1,11 @@
 """Publish a run's tables atomically: a new DuckDB file renamed over `<state_dir>/dgm.duckdb`.
 
 Every table of dgm.published is created (empty when the run gave no rows), filled through
-Arrow, checkpointed and fsynced in a hidden temp file beside the published one; `os.replace`
-then swaps it in. A reader that opened the old file keeps reading it (POSIX rename keeps the
-open inode) and never blocks the writer; a publish that dies before the rename leaves the
-published file untouched and at most a temp file, which the next publish removes.
+Arrow and given the views of dgm.published_views, then checkpointed and fsynced in a hidden
+temp file beside the published one; `os.replace` then swaps it in. A reader that opened the
+old file keeps reading it (POSIX rename keeps the open inode) and never blocks the writer; a
+publish that dies before the rename leaves the published file untouched and at most a temp
+file, which the next publish removes.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from pyspark.sql import DataFrame
 
 from dgm.durable import fsync
 from dgm.published import PUBLISHED_FILE, TABLES, Table, published_path
+from dgm.published_views import create_views
 
 # A table's rows: Arrow, a Spark DataFrame, or a few rows as dicts (e.g. the runs row).
 Published: TypeAlias = pa.Table | DataFrame | Sequence[Mapping[str, Any]]
@@ -90,7 +92,8 @@ def remove_stale_temps(state_dir: Path) -> list[Path]:
 
 
 def write_tables(path: Path, tables: Mapping[str, Published]) -> None:
-    """A complete DuckDB file at `path`: every contract table, filled from `tables`."""
+    """A complete DuckDB file at `path`: every contract table, filled from `tables`, and the
+    views of dgm.published_views over them."""
     with duckdb.connect(str(path)) as connection:
         # A naive Arrow timestamp going into TIMESTAMPTZ is read as UTC, whatever the host says.
         connection.execute("SET TimeZone = 'UTC'")
@@ -111,6 +114,7 @@ def write_tables(path: Path, tables: Mapping[str, Published]) -> None:
                 f'INSERT INTO "{table.name}" ({columns}) SELECT {columns} FROM _rows'
             )
             connection.unregister("_rows")
+        create_views(connection)
         connection.execute("CHECKPOINT")
 
 

@@ -1,16 +1,14 @@
-"""A published dgm.duckdb built from the contract's DDL (dgm/published.py), with given rows."""
+"""A published dgm.duckdb written by the analysis' own publish (spark_jobs/analyze/publish.py),
+with given rows."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import duckdb
-
-from dgm.published import PUBLISHED_FILE, TABLES
+from spark_jobs.analyze.publish import publish as write_publication
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -20,22 +18,8 @@ def at(seconds: float) -> datetime:
 
 
 def publish(state_dir: Path, rows: Mapping[str, Sequence[Mapping[str, Any]]]) -> Path:
-    """Every table created by its DDL, `rows` inserted by column name, renamed into place."""
-    state_dir.mkdir(parents=True, exist_ok=True)
-    path = state_dir / PUBLISHED_FILE
-    new = state_dir / f".{PUBLISHED_FILE}.new"
-    new.unlink(missing_ok=True)
-    with duckdb.connect(str(new)) as db:
-        db.execute("SET TimeZone = 'UTC'")
-        for table in TABLES:
-            db.execute(table.ddl())
-        for name, table_rows in rows.items():
-            for row in table_rows:
-                columns = ", ".join(f'"{c}"' for c in row)
-                marks = ", ".join("?" for _ in row)
-                db.execute(f'INSERT INTO "{name}" ({columns}) VALUES ({marks})', list(row.values()))
-    os.replace(new, path)
-    return path
+    """Every table and view as `dgm analyze` publishes them (its own publish), with `rows`."""
+    return write_publication(rows, state_dir)
 
 
 def verdict(pipeline: str, **values: Any) -> dict[str, Any]:

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from alerts.metrics import RUN_SUBJECT, MetricsUnavailable, read_values
+from alerts.metrics import READERS, RUN_SUBJECT, MetricsUnavailable, read_values
+from dgm.alert_metrics import ALERT_METRICS, METRICS
 from dgm.alert_rules import AlertRule
 from tests.alerts.published_db import at, publish, verdict
 
@@ -132,3 +133,9 @@ def test_a_broken_table_fails_its_rule_only(state_dir: Path) -> None:
     values = read_values(state_dir, rules, now=at(150))
     assert isinstance(values["lag"], str) and "group_lag" in values["lag"]
     assert values["lost"] == {"orders": 3, "payments": 0, "fresh": 0}
+
+
+def test_every_declared_metric_has_a_reader_and_every_reader_a_declaration() -> None:
+    assert set(READERS) == set(ALERT_METRICS)
+    # The dashboard's help texts and `dgm alerts list`'s windows come from the same list.
+    assert [metric.name for metric in METRICS] == list(ALERT_METRICS)

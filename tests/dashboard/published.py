@@ -25,6 +25,7 @@ from typing import Any
 import duckdb
 
 from dgm.published import PUBLISHED_FILE, TABLES
+from dgm.published_views import create_views
 from spark_jobs.analyze.group_status import Sample, evaluate, summarize, worst
 
 WINDOW_S = 60
@@ -567,6 +568,7 @@ def build(state_dir: Path, *, now: datetime | None = None, finished_ago_s: int =
         for table in TABLES:
             con.execute(table.ddl())
             _insert(con, table.name, content.get(table.name, []), now)  # else empty
+        create_views(con)  # as spark_jobs/analyze/publish.py does
     os.replace(temp, path)
     expected = Expected(path, now)
     for d in dups:

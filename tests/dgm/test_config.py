@@ -28,6 +28,7 @@ from dgm.config import (
 )
 from dgm.config_schema import audit_start
 from dgm.errors import UserFacingError
+from dgm.vocabulary import DECLARABLE
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "dgm.toml"
 
@@ -566,6 +567,11 @@ def test_example_config_names_a_missing_variable(monkeypatch: pytest.MonkeyPatch
 
 def test_semantics_in_order() -> None:
     assert SEMANTICS == ("at-most-once", "at-least-once", "exactly-once")
+
+
+def test_declarable_semantics_are_the_vocabulary_ones() -> None:
+    # The config's Literal spells the words for mypy; the vocabulary is where they are defined.
+    assert tuple(DECLARABLE) == SEMANTICS
 
 
 def test_config_is_frozen() -> None:

@@ -16,6 +16,8 @@ import pytest
 from pyspark.sql import functions as F
 
 from dgm.published import FAULTS, TABLES, VERDICTS, open_read_only, published_path
+from dgm.published_views import VIEWS
+from dgm.vocabulary import GroupStatus
 from spark_jobs.analyze import publish as publish_module
 from spark_jobs.analyze.publish import publish
 
@@ -56,6 +58,57 @@ def test_every_table_is_created_with_the_contract_columns_even_when_empty(
         assert connection.execute('SELECT epoch_ms("at") FROM faults').fetchone() == (MS,)
         assert connection.execute("SELECT count(*) FROM verdicts").fetchone() == (0,)
     assert [p.name for p in tmp_path.iterdir()] == ["dgm.duckdb"]  # no temp or WAL left
+
+
+def test_the_views_resolve_in_the_read_only_publication(tmp_path: Path) -> None:
+    # Created inside the published file, the views read its tables through the read-only
+    # ATTACH of open_read_only: one level of detail each, the NULL markers gone.
+    later = datetime(2026, 1, 1, 12, 1, tzinfo=UTC)
+    publish(
+        {
+            "topic_windows": [
+                {"topic": "t", "window_start": None, "records": 10},
+                {"topic": "t", "window_start": AT, "records": 4},
+                {"topic": "t", "window_start": later, "records": 6},
+            ],
+            "group_status": [
+                {"group_id": "g", "status": GroupStatus.WARN, "severity": 1},
+                {"group_id": "g", "topic": "t", "partition": 0, "status": GroupStatus.WARN},
+                {"group_id": "g", "topic": "t", "partition": 1, "status": GroupStatus.OK},
+            ],
+            "partition_offsets": [
+                {"sampled_at": AT, "topic": "t", "partition": 0, "lso_lag": 5},
+                {"sampled_at": later, "topic": "t", "partition": 0, "lso_lag": 1},
+                {"sampled_at": AT, "topic": "gone", "partition": 0, "lso_lag": 7},
+            ],
+            "group_lag": [
+                {"sampled_at": AT, "group_id": "g", "topic": "t", "partition": 0},
+                {"sampled_at": later, "group_id": "g", "topic": "t", "partition": 0},
+            ],
+        },
+        tmp_path,
+    )
+    with open_read_only(published_path(tmp_path)) as db:
+        found = db.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()
+        names = {name for (name,) in found}
+        assert names == {view.name for view in VIEWS}
+
+        def rows(sql: str) -> list[tuple[Any, ...]]:
+            return db.execute(sql).fetchall()
+
+        assert rows("SELECT topic, records FROM cumulative_topics") == [("t", 10)]
+        assert "window_start" not in db.sql("SELECT * FROM cumulative_topics").columns
+        assert rows("SELECT records FROM topic_window_series ORDER BY 1") == [(4,), (6,)]
+        assert rows("SELECT group_id, status FROM group_status_by_group") == [("g", "WARN")]
+        assert "topic" not in db.sql("SELECT * FROM group_status_by_group").columns
+        assert rows('SELECT "partition" FROM group_status_by_partition ORDER BY 1') == [(0,), (1,)]
+        assert rows("SELECT topic, lso_lag FROM latest_partition_offsets ORDER BY 1") == [
+            ("gone", 7),
+            ("t", 1),
+        ]
+        assert rows("SELECT epoch_ms(sampled_at) FROM latest_group_lag") == [
+            (int(later.timestamp() * 1000),)
+        ]
 
 
 def test_columns_are_matched_by_name_and_extra_ones_are_ignored(tmp_path: Path) -> None:
