@@ -6,18 +6,17 @@ the jars and their SHA-256 are listed in kafka-jars.lock and fetched over HTTPS 
 
 from __future__ import annotations
 
-import fcntl
 import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from dgm.errors import UserFacingError
 from dgm.paths import user_cache_dir
+from embedded_kafka.jar_cache import exclusive
 from embedded_kafka.java import NO_BROKER_HINT
 from embedded_kafka.maven_central import (
     DownloadError,
@@ -95,25 +94,13 @@ def _from_kafka_home(home: Path) -> KafkaDistribution:
     return KafkaDistribution(libs, "KAFKA_HOME")
 
 
-@contextmanager
-def _exclusive(lock_path: Path) -> Iterator[None]:
-    """Two processes (two test sessions, demo and CI) must not download into one folder."""
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    with lock_path.open("w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 def download(
     target: Path,
     progress: Progress,
     jars: Sequence[LockedJar] | None = None,
     repository: str | None = None,
 ) -> KafkaDistribution:
-    with _exclusive(target.with_name(f"{target.name}.lock")):
+    with exclusive(target.with_name(f"{target.name}.lock")):
         if (target / COMPLETE_MARKER).exists():  # another process finished while we waited
             return KafkaDistribution(target / "libs", "cache")
         pinned = kafka_jars() if jars is None else jars

@@ -8,29 +8,27 @@ edited source is compiled afresh. Each appears whole (staged, then renamed) or n
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
 from dgm.errors import UserFacingError
 from dgm.paths import user_cache_dir
+from embedded_kafka.jar_cache import COMPLETE_MARKER, cached_jars, exclusive
 from embedded_kafka.java import find_java
-from embedded_kafka.maven_central import DownloadError, LockedJar, fetch_all, parse_lock
+from embedded_kafka.maven_central import DownloadError, LockedJar, parse_lock
 
 STREAMS_VERSION = "4.1.1"
 LOCK_FILE = "streams-jars.lock"
 SOURCE_FILE = "StreamsPipeline.java"
 LOG_CONFIG = "log4j2.properties"
 MAIN_CLASS = "StreamsPipeline"
-COMPLETE_MARKER = ".complete"
 
 Progress = Callable[[str], None]
 
@@ -61,7 +59,7 @@ def cache_dir() -> Path:
 def resolve_classpath(progress: Progress) -> StreamsClasspath:
     """The jars (downloaded once) and the compiled application (compiled once per source)."""
     root = cache_dir()
-    with _exclusive(root.with_name(f"{root.name}.lock")):
+    with exclusive(root.with_name(f"{root.name}.lock")):
         root.mkdir(parents=True, exist_ok=True)
         libs = _jars(root / "libs", progress)
         source = _resource(SOURCE_FILE).read_bytes()
@@ -75,34 +73,11 @@ def _resource(name: str) -> Path:
     return Path(str(resources.files("lab.streams").joinpath(name)))
 
 
-@contextmanager
-def _exclusive(lock_path: Path) -> Iterator[None]:
-    """Two test sessions must not download or compile into one folder at once."""
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    with lock_path.open("w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 def _jars(libs: Path, progress: Progress) -> Path:
-    if (libs / COMPLETE_MARKER).exists():
-        return libs
-    pinned = streams_jars()
-    progress(f"Fetching Kafka Streams {STREAMS_VERSION} ({len(pinned)} jars) into {libs}...")
-    staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=libs.parent))
     try:
-        fetch_all(pinned, staging, progress)
-        (staging / COMPLETE_MARKER).write_text(STREAMS_VERSION)
-        shutil.rmtree(libs, ignore_errors=True)
-        os.replace(staging, libs)
+        return cached_jars(libs, streams_jars(), f"Kafka Streams {STREAMS_VERSION}", progress)
     except DownloadError as error:
         raise StreamsBuildError(f"{error} (jars of lab/streams/{LOCK_FILE})") from error
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return libs
 
 
 def _compile(source: bytes, libs: Path, classes: Path, progress: Progress) -> None:

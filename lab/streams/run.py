@@ -27,10 +27,11 @@ from confluent_kafka import IsolationLevel, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]
 
 from dgm.waiting import TimedOut, wait_until
+from lab.java_child import JavaSupervisor
 from lab.offsets import group_offsets, source_lso
 from lab.pipeline import PipelineNames, say_on_stderr
 from lab.producer import ProducerResult, ProducerSettings, run_producer
-from lab.streams.app import GUARANTEES, AppSettings, Guarantee, StreamsSupervisor, app_command
+from lab.streams.app import GUARANTEES, AppSettings, Guarantee, app_command, streams_supervisor
 from lab.streams.jars import resolve_classpath
 from lab.topics import create_topic
 
@@ -116,7 +117,7 @@ def run_streams_lab(settings: StreamsLabSettings) -> StreamsLabReport:
         commit_interval_ms=settings.commit_interval_ms,
     )
     say(f"streams lab: {settings.guarantee}, source {names.source}, app {names.group}")
-    supervisor = StreamsSupervisor(app_command(classpath, app), run_dir / "logs", say)
+    supervisor = streams_supervisor(app_command(classpath, app), run_dir / "logs", say)
     producer = ProducerSettings(
         bootstrap_servers=settings.bootstrap_servers,
         topic=names.source,
@@ -163,7 +164,7 @@ def run_streams_lab(settings: StreamsLabSettings) -> StreamsLabReport:
 
 
 def _kill(
-    supervisor: StreamsSupervisor,
+    supervisor: JavaSupervisor,
     settings: StreamsLabSettings,
     producer_done: Callable[[], bool],
     sink_end: Callable[[], int],
