@@ -62,8 +62,11 @@ def overview(text: str = "", violating_only: bool = False) -> pd.DataFrame:
     return read(
         f"""WITH {_SINCE}, {_LSO}{cte}
         SELECT v.*, lso.lso_lag, since.window_verdict, since.holds_since,
-          coalesce(commits.group_commits, 0) AS group_commits, {status}
+          coalesce(commits.group_commits, 0) AS group_commits, {status},
+          stages.producer_achieved, stages.producer_duplicate_rate,
+          stages.producer_sequence_gaps, stages.end_to_end_achieved, stages.chain
         FROM verdicts v LEFT JOIN since USING (pipeline) LEFT JOIN lso USING (pipeline)
+        LEFT JOIN pipeline_stages stages USING (pipeline)
         LEFT JOIN commits ON commits.group_id = v.consumer_group {join}
         WHERE ($text = '' OR contains(lower(concat_ws(' ', v.pipeline, v.consumer_group,
             array_to_string(v.source_topics, ' '), array_to_string(v.sink, ' '))), lower($text)))

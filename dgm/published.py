@@ -214,6 +214,41 @@ LOST = _table(
     ),
 )
 
+PIPELINE_STAGES = _table(
+    "pipeline_stages",
+    "Per pipeline, cumulative: the producer stage (what reached the first source) and the "
+    "end-to-end semantic from the first source to this pipeline's sink (docs/design.md, "
+    '"Stages and the end-to-end semantic").',
+    ("pipeline", "VARCHAR", "pipeline name"),
+    (
+        "chain",
+        "VARCHAR[]",
+        "the pipelines from the first source to this one, in order (this one last); a "
+        "pipeline reads another's output when one of its source topics is the other's sink",
+    ),
+    ("first_sources", "VARCHAR[]", "the chain's first source topics (where producers write)"),
+    ("producer_records", "BIGINT", "committed records in the first source topics"),
+    (
+        "producer_duplicate_copies",
+        "BIGINT",
+        "extra committed copies of an id in the first source topics (producer retries and "
+        "any other duplicate the producers wrote)",
+    ),
+    ("producer_duplicate_rate", "DOUBLE", "producer_duplicate_copies / distinct ids there"),
+    (
+        "producer_sequence_gaps",
+        "BIGINT",
+        "records missing from the first sources' producer sessions (dgm-seq gaps)",
+    ),
+    ("producer_achieved", "VARCHAR", f"the producer stage's semantic: {listing(Achieved)}"),
+    (
+        "end_to_end_achieved",
+        "VARCHAR",
+        "the semantic from the first source to this sink: the producer stage and every "
+        "pipeline of the chain composed",
+    ),
+)
+
 PARTITION_OFFSETS = _table(
     "partition_offsets",
     "The collectors' offsets samples as a series (Transactions & LSO page).",
@@ -319,6 +354,7 @@ TABLES: tuple[Table, ...] = (
     PARTITION_WINDOWS,
     DUPLICATES,
     LOST,
+    PIPELINE_STAGES,
     PARTITION_OFFSETS,
     GROUP_LAG,
     GROUP_STATUS,

@@ -32,6 +32,18 @@ COLUMNS = {
     "duplicate_rate": st.column_config.NumberColumn("Duplicate rate", format="percent"),
     "loss_rate": st.column_config.NumberColumn("Loss rate", format="percent"),
     "aborted_reads": st.column_config.NumberColumn("Aborted reads", format="localized"),
+    "producer_achieved": st.column_config.TextColumn(
+        "Producer",
+        help="what reached the first source: the producer stage's semantic (its retries' "
+        "extra copies, its sequence gaps), which the pipeline's own verdict does not count",
+    ),
+    "producer_duplicate_rate": st.column_config.NumberColumn(
+        "Producer dup. rate", help="extra copies already in the first source", format="percent"
+    ),
+    "end_to_end_achieved": st.column_config.TextColumn(
+        "End to end",
+        help="the producer and every pipeline from the first source to this sink, composed",
+    ),
     "lso_lag": st.column_config.NumberColumn(
         "LSO lag", help="max over its topics' partitions at the newest sample", format="localized"
     ),
@@ -194,6 +206,7 @@ def _card(v: pd.Series, windows: pd.DataFrame, stale: bool) -> None:
                 evidence=evidence,
             )
         )
+        _stages(v)
         if v["why_not_judged"]:
             st.warning(f"**Not judged**: {v['why_not_judged']}.", icon=":material/hourglass_top:")
         if pd.notna(v["holds_since"]):
@@ -219,6 +232,19 @@ def _card(v: pd.Series, windows: pd.DataFrame, stale: bool) -> None:
                 query_params={"topic": topic},
                 icon=":material/search:",
             )
+
+
+def _stages(v: pd.Series) -> None:
+    """The producer stage and the end-to-end semantic beside the pipeline's own verdict."""
+    producer = v.get("producer_achieved")
+    if producer is None or pd.isna(producer):
+        return
+    chain = " → ".join(_topics(v.get("chain"))) or str(v["pipeline"])
+    st.markdown(
+        f"**Producer stage**: {producer} ({ui.rate(v['producer_duplicate_rate'])} extra copies "
+        f"already in the source, {ui.count(v['producer_sequence_gaps'])} records missing from "
+        f"its producers' sequences) · **end to end** ({chain}): {v['end_to_end_achieved']}"
+    )
 
 
 def _cluster() -> None:
