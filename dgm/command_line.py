@@ -28,6 +28,10 @@ class CommandParser(argparse.ArgumentParser):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.add_argument("--config", default=argparse.SUPPRESS, help=CONFIG_HELP)
+        # -v after the subcommand too (`dgm verdicts -v`); SUPPRESS keeps one given before it.
+        self.add_argument(
+            "-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="debug logging"
+        )
 
 
 def config_path(args: argparse.Namespace) -> str | None:

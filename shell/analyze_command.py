@@ -30,7 +30,7 @@ def register(commands: Any) -> None:
     )
     add_loop_arguments(analyze, "run", "analysis.interval_s")
     analyze.add_argument(
-        "--master", help="Spark master URL (default: analysis.spark_master, or DGM_SPARK_MASTER)"
+        "--master", help="Spark master URL (default: $DGM_SPARK_MASTER, else analysis.spark_master)"
     )
     analyze.set_defaults(handler=_analyze)
 

@@ -47,6 +47,7 @@ def _no_env_overrides(monkeypatch: pytest.MonkeyPatch) -> None:
     # CI may export these for integration tests; here they would change what is loaded.
     monkeypatch.delenv("DGM_STATE_DIR", raising=False)
     monkeypatch.delenv("DGM_BOOTSTRAP", raising=False)
+    monkeypatch.delenv("DGM_SPARK_MASTER", raising=False)
 
 
 def load_text(tmp_path: Path, text: str) -> DgmConfig:
@@ -130,6 +131,18 @@ def test_environment_overrides_state_dir_and_bootstrap(
     config = load_config(cwd=tmp_path)
     assert config.state_dir == tmp_path / "from-env"
     assert config.cluster.bootstrap_servers == "env:9092"
+
+
+def test_environment_overrides_the_spark_master_of_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The file's value, and the default when the file says nothing, both give way to it.
+    (tmp_path / "dgm.toml").write_text('[analysis]\nspark_master = "local[2]"\n')
+    assert load_config(cwd=tmp_path).analysis.spark_master == "local[2]"
+    monkeypatch.setenv("DGM_SPARK_MASTER", "spark://master:7077")
+    assert load_config(cwd=tmp_path).analysis.spark_master == "spark://master:7077"
+    (tmp_path / "dgm.toml").write_text("")
+    assert load_config(cwd=tmp_path).analysis.spark_master == "spark://master:7077"
 
 
 # --- error messages: file, key path, expected, found ------------------------------------
