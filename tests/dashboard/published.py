@@ -163,7 +163,7 @@ def _lost() -> list[Row]:
 
 
 def _verdicts() -> list[Row]:
-    common = {"unidentified": 0, "upstream_duplicates": 0, "aborted_reads": 0}
+    common: Row = {"unidentified": 0, "upstream_duplicates": 0, "aborted_reads": 0}
     common["beyond_retention"] = 0
     common |= {"late_records": 0, "claim": "group commits"}
     return [
