@@ -8,7 +8,7 @@ import pandas as pd
 from dashboard.queries import at_newest_sample, between, read
 from dashboard.timerange import TimeRange
 from dgm.published import TABLES
-from dgm.vocabulary import Achieved
+from dgm.vocabulary import Achieved, Claim
 
 NOT_JUDGED = Achieved.INSUFFICIENT_EVIDENCE.value
 
@@ -116,6 +116,11 @@ def _why_nothing_judged(row: pd.Series, grace_s: float, min_records: int) -> str
     checked = row.get("records_checked")
     checked = 0 if checked is None or pd.isna(checked) else int(checked)
     group = row.get("consumer_group")
+    if checked == 0 and row.get("claim") == Claim.DEADLINE:
+        return (
+            f"pending deadline: every source record is younger than its {row.get('claim_detail')} "
+            "(its sink copy may still come in time)"
+        )
     if checked == 0:
         if not row.get("group_commits"):
             return (

@@ -20,6 +20,7 @@ import duckdb
 from dgm.config import DgmConfig
 from dgm.vocabulary import (
     Achieved,
+    Claim,
     DuplicateCause,
     Evidence,
     GroupStatus,
@@ -90,7 +91,8 @@ VERDICTS = _table(
         "records_checked",
         "BIGINT",
         "committed source records below the group's committed "
-        "offset and past the grace period (the ones whose fate is known)",
+        "offset and past the grace period, or older than a deadline claim's max_delay (the "
+        "ones whose fate is known)",
     ),
     ("sink_records", "BIGINT", "committed sink records (rows of an external sink)"),
     ("distinct_ids", "BIGINT", "distinct message ids in the sink"),
@@ -127,7 +129,28 @@ VERDICTS = _table(
     ("last_record_at", "TIMESTAMPTZ", "newest checked source record"),
     ("source_topics", "VARCHAR[]", "the pipeline's source topics"),
     ("sink", "VARCHAR[]", "sink topics, or 'external:<table>' for an external sink"),
-    ("consumer_group", "VARCHAR", "the group whose committed offsets bound the check"),
+    (
+        "consumer_group",
+        "VARCHAR",
+        "the group whose committed offsets bound the check; for a deadline claim the group "
+        "whose faults count, null without one",
+    ),
+    (
+        "late_records",
+        "BIGINT",
+        "deadline claim: checked ids whose first sink copy is timestamped later than the "
+        "source record + max_delay (delivered late: not lost)",
+    ),
+    (
+        "claim",
+        "VARCHAR",
+        f"what says a source record should be in the sink: {listing(Claim)}",
+    ),
+    (
+        "claim_detail",
+        "VARCHAR",
+        "the claim's own words: 'group <id>', 'table <name>, group <id>', 'max_delay 5m'",
+    ),
 )
 
 PIPELINE_WINDOWS = _table(
@@ -145,6 +168,7 @@ PIPELINE_WINDOWS = _table(
     ("faults_observed", "BIGINT", "faults whose time is in this window"),
     ("achieved", "VARCHAR", "verdict of this window alone"),
     ("meets_declared", "BOOLEAN", "as in verdicts"),
+    ("late_records", "BIGINT", "as in verdicts, whose source record is in this window"),
 )
 
 TOPIC_WINDOWS = _table(
@@ -210,7 +234,8 @@ LOST = _table(
         "cause",
         "VARCHAR",
         f"{LossCause.NOT_IN_SINK} (below the committed offset, past the grace period) | "
-        f"{LossCause.SEQUENCE_GAP}",
+        f"{LossCause.SEQUENCE_GAP} | {LossCause.NOT_IN_SINK_WITHIN_MAX_DELAY} (a deadline "
+        "claim: no sink copy once older than max_delay)",
     ),
 )
 

@@ -9,7 +9,7 @@ import uuid
 from collections import Counter
 from dataclasses import dataclass
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, TopicPartition
 
 from dgm.headers import ID, header_map
 from dgm.waiting import wait_until
@@ -22,6 +22,7 @@ class Record:
     key: bytes | None
     value: bytes | None
     headers: dict[str, bytes]
+    timestamp_ms: int | None = None  # the Kafka timestamp (None when the record has none)
 
     @property
     def header_id(self) -> str:
@@ -52,7 +53,9 @@ def read_records(
             partition, offset = message.partition(), message.offset()
             assert partition is not None and offset is not None
             headers = header_map(message.headers())
-            records.append(Record(partition, offset, message.key(), message.value(), headers))
+            kind, stamp = message.timestamp()
+            at = None if kind == TIMESTAMP_NOT_AVAILABLE else stamp
+            records.append(Record(partition, offset, message.key(), message.value(), headers, at))
         positions = consumer.position([TopicPartition(topic, p) for p in ends])
         return all(tp.offset >= ends[tp.partition] for tp in positions)
 

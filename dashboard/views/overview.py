@@ -49,6 +49,12 @@ COLUMNS = {
     ),
     "faults_observed": st.column_config.NumberColumn("Faults", format="localized"),
     "evidence": st.column_config.TextColumn("Evidence", help="tested | untested | none"),
+    "claim_shown": st.column_config.TextColumn(
+        "Claim", help="what says a source record should already be in the sink"
+    ),
+    "late_records": st.column_config.NumberColumn(
+        "Late", help="deadline claim: copies written later than max_delay", format="localized"
+    ),
     "window_verdict": st.column_config.TextColumn(
         "Latest windows", help="the verdict of the newest judged windows"
     ),
@@ -113,6 +119,7 @@ def _table(stale: bool) -> pd.DataFrame:
     rows["verdict"] = [
         _verdict(m, a, stale) for m, a in zip(rows["meets_declared"], rows["achieved"], strict=True)
     ]
+    rows["claim_shown"] = [claim_text(r) for _, r in rows.iterrows()]
     rows["why_not_judged"] = [
         pipeline_queries.why_not_judged(r, settings.grace_s, settings.min_records)
         for _, r in rows.iterrows()
@@ -142,6 +149,25 @@ def _table(stale: bool) -> pd.DataFrame:
         if picked and picked[0] < total:
             st.query_params["pipeline"] = str(rows.iloc[picked[0]]["pipeline"])
     return rows
+
+
+def claim_text(row: pd.Series) -> str:
+    """'deadline (max_delay 5m)': the verdict's claim and its detail ('' from a publication
+    of an older dgm, which had no claim column)."""
+    claim, detail = row.get("claim"), row.get("claim_detail")
+    if claim is None or pd.isna(claim):
+        return ""
+    return f"{claim} ({detail})" if detail is not None and not pd.isna(detail) else str(claim)
+
+
+def _late(v: pd.Series) -> str:
+    late = v.get("late_records")
+    if late is None or pd.isna(late) or int(late) == 0:
+        return ""
+    return (
+        f" **{ui.count(late)}** late records: their sink copy came later than max_delay "
+        "(delivered, not lost)."
+    )
 
 
 def _details(rows: pd.DataFrame, stale: bool) -> None:
@@ -205,6 +231,8 @@ def _card(v: pd.Series, windows: pd.DataFrame, stale: bool) -> None:
                 checked=ui.count(v["records_checked"]),
                 evidence=evidence,
             )
+            + (f" Claim: **{claim_text(v)}**." if claim_text(v) else "")
+            + _late(v)
         )
         _stages(v)
         if v["why_not_judged"]:

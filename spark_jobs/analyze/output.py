@@ -32,6 +32,7 @@ PIPELINE_COUNTS = (
     "sink_records",
     "unidentified",
     "beyond_retention",
+    "late_records",
 )
 COUNTS = tuple(dict.fromkeys((*TOPIC_COUNTS, *PIPELINE_COUNTS)))
 SCHEMA = pa.schema(

@@ -163,8 +163,9 @@ def _lost() -> list[Row]:
 
 
 def _verdicts() -> list[Row]:
-    common = {"unidentified": 0, "upstream_duplicates": 0, "aborted_reads": 0}
+    common: Row = {"unidentified": 0, "upstream_duplicates": 0, "aborted_reads": 0}
     common["beyond_retention"] = 0
+    common |= {"late_records": 0, "claim": "group commits"}
     return [
         {
             **common,
@@ -186,6 +187,7 @@ def _verdicts() -> list[Row]:
             "source_topics": ["orders"],
             "sink": ["orders-enriched"],
             "consumer_group": "orders-enricher",
+            "claim_detail": "group orders-enricher",
         },
         {
             **common,
@@ -208,6 +210,7 @@ def _verdicts() -> list[Row]:
             "source_topics": ["payments"],
             "sink": ["payments-ledger"],
             "consumer_group": "payments-processor",
+            "claim_detail": "group payments-processor",
         },
         {
             **common,
@@ -229,6 +232,7 @@ def _verdicts() -> list[Row]:
             "source_topics": ["audit-in"],
             "sink": ["audit-out"],
             "consumer_group": "audit-copier",
+            "claim_detail": "group audit-copier",
         },
     ]
 
@@ -269,6 +273,7 @@ def _windows(verdicts: list[Row]) -> list[Row]:
                     "loss_rate": lost / checked if checked else None,
                     "aborted_reads": 0,
                     "beyond_retention": 0,
+                    "late_records": 0,
                     "faults_observed": 1 if w in (2, 5) and v["faults_observed"] else 0,
                     "achieved": "no guarantee" if bad else v["achieved"],
                     "meets_declared": False if bad else v["meets_declared"],

@@ -26,9 +26,9 @@ from dgm.config import (
     is_secret_key,
     load_config,
 )
-from dgm.config_schema import audit_start
+from dgm.config_schema import CLAIMS, audit_start
 from dgm.errors import UserFacingError
-from dgm.vocabulary import DECLARABLE
+from dgm.vocabulary import DECLARABLE, ClaimKind
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "dgm.toml"
 
@@ -221,10 +221,51 @@ def test_duplicate_pipeline_names(tmp_path: Path) -> None:
 
 
 def test_missing_required_key(tmp_path: Path) -> None:
-    message = error_for(tmp_path, PIPELINE.replace('consumer_group = "orders-app"\n', ""))
-    assert (
-        message == "dgm.toml: pipelines[0].consumer_group: missing required key (expected a string)"
+    message = error_for(tmp_path, PIPELINE.replace('declared_semantic = "exactly-once"\n', ""))
+    assert message == (
+        "dgm.toml: pipelines[0].declared_semantic: missing required key (expected one of "
+        "'at-most-once', 'at-least-once', 'exactly-once')"
     )
+
+
+def test_a_group_claim_needs_its_group(tmp_path: Path) -> None:
+    message = error_for(tmp_path, PIPELINE.replace('consumer_group = "orders-app"\n', ""))
+    assert message == (
+        'dgm.toml: pipelines[0].consumer_group: missing required key with claim = "group" '
+        '(expected a consumer group id, or claim = "deadline" with a max_delay)'
+    )
+    blank = error_for(tmp_path, PIPELINE.replace('"orders-app"', '" "'))
+    assert blank == "dgm.toml: pipelines[0].consumer_group: expected a consumer group id, got ' '"
+    delay = error_for(tmp_path, PIPELINE + 'max_delay = "5m"\n')
+    assert delay == 'dgm.toml: pipelines[0].max_delay: only for claim = "deadline"'
+
+
+DEADLINE = PIPELINE.replace('consumer_group = "orders-app"\n', 'claim = "deadline"\n')
+
+
+def test_a_deadline_claim_needs_no_group_and_a_max_delay(tmp_path: Path) -> None:
+    loaded = load_text(tmp_path, DEADLINE + 'max_delay = "5m"\n').pipelines[0]
+    assert (loaded.claim, loaded.consumer_group) == ("deadline", "")
+    assert loaded.deadline() == timedelta(minutes=5)
+    with_group = load_text(tmp_path, DEADLINE + 'max_delay = "1.5s"\nconsumer_group = "g"\n')
+    assert with_group.pipelines[0].deadline() == timedelta(seconds=1.5)
+    assert pipeline().deadline() is None
+    assert error_for(tmp_path, DEADLINE) == (
+        'dgm.toml: pipelines[0].max_delay: missing required key with claim = "deadline" '
+        '(expected a duration like "30s", "5m", "1h")'
+    )
+    for wrong in ("0s", "-5m", "5 minutes", "5"):
+        assert error_for(tmp_path, DEADLINE + f'max_delay = "{wrong}"\n') == (
+            'dgm.toml: pipelines[0].max_delay: expected a duration > 0 like "30s", "5m", '
+            f'"1h" (s, m, h or d), got {wrong!r}'
+        )
+    assert error_for(tmp_path, PIPELINE + 'claim = "offsets"\n') == (
+        "dgm.toml: pipelines[0].claim: expected one of 'group', 'deadline', got 'offsets'"
+    )
+
+
+def test_claim_kinds_are_the_vocabulary_ones() -> None:
+    assert tuple(ClaimKind) == CLAIMS
 
 
 def test_pipeline_needs_a_source_and_a_sink(tmp_path: Path) -> None:
