@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 
 from dgm.config_schema import DgmConfig
-from spark_jobs.audit import fingerprint_store
 from spark_jobs.audit.fingerprint_store import FingerprintStore
 from spark_jobs.audit.jdbc_audit import audit_jdbc, positions
 from tests.postgres import PostgresUnderTest
@@ -49,7 +48,7 @@ def test_cycles_store_added_rows_once_and_the_position_commits_with_them(
     def killed(source: Any, target: Any) -> None:
         raise KeyboardInterrupt("killed before the commit")
 
-    monkeypatch.setattr(fingerprint_store.os, "rename", killed)
+    monkeypatch.setattr("spark_jobs.audit.fingerprint_store.os.rename", killed)
     with pytest.raises(KeyboardInterrupt):
         run(spark, config)
     monkeypatch.undo()
