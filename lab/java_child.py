@@ -13,16 +13,12 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
 
-from lab.supervisor import _die_with_parent
+from lab import child_process
 
 RESTART_DELAY = 1.0  # seconds before restarting an instance that died on its own
-# PR_SET_PDEATHSIG fires when the forking *thread* ends: fork every instance from this one.
-_SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lab-java-spawner")
 Progress = Callable[[str], None]
 Readiness = Callable[[str], bool | None]
 
@@ -63,40 +59,23 @@ class JavaChild:
 
     def __post_init__(self) -> None:
         self.spec.log_dir.mkdir(parents=True, exist_ok=True)
-        self.popen = _SPAWNER.submit(self._spawn).result()
-        transcript = (self.spec.log_dir / f"{self.spec.name}.out").open("a")
-        reader = threading.Thread(target=self._read, args=(self.popen.stdout, transcript))
-        reader.daemon = True
-        reader.start()
-
-    def _spawn(self) -> subprocess.Popen[str]:
-        with (self.spec.log_dir / f"{self.spec.name}.log").open("a") as stderr:
-            return subprocess.Popen(
-                self.spec.command,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=stderr,
-                text=True,
-                bufsize=1,
-                start_new_session=True,
-                preexec_fn=_die_with_parent,
-            )
+        log_dir, name = self.spec.log_dir, self.spec.name
+        self.popen = child_process.spawn(
+            self.spec.command, log_dir / f"{name}.log", subprocess.DEVNULL
+        )
+        child_process.transcribe(self.popen, log_dir / f"{name}.out", self._read)
 
     @property
     def pid(self) -> int:
         return self.popen.pid
 
-    def _read(self, stdout: IO[str], transcript: IO[str]) -> None:
-        with transcript:
-            for line in stdout:
-                transcript.write(f"{time.time():.3f} {self.pid} {line}")
-                transcript.flush()
-                ready = self.spec.readiness(line)
-                if ready is True:
-                    self.running_since = time.monotonic()
-                    self.running.set()
-                elif ready is False:
-                    self.running.clear()
+    def _read(self, line: str) -> None:
+        ready = self.spec.readiness(line)
+        if ready is True:
+            self.running_since = time.monotonic()
+            self.running.set()
+        elif ready is False:
+            self.running.clear()
 
     def kill(self) -> Kill:
         now = time.monotonic()
@@ -109,13 +88,7 @@ class JavaChild:
 
     def stop(self, timeout: float = 60.0) -> int:
         """SIGTERM (the application closes cleanly), SIGKILL after `timeout`."""
-        if self.popen.poll() is None:
-            self.popen.send_signal(signal.SIGTERM)
-            try:
-                return self.popen.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.popen.kill()
-        return self.popen.wait()
+        return child_process.stop(self.popen, timeout)
 
 
 class JavaSupervisor:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from lab.mirror.config import POLICIES
 from lab.mirror.run import FAULTS, MirrorLabSettings, run_mirror_lab
+from lab.runner import add_folder_options, add_production_options, run_and_print
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -26,11 +27,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--policy", choices=POLICIES, default="default", help="replica name: a.<topic> or same"
     )
-    parser.add_argument("--messages", type=int, default=3000, help="source records")
-    parser.add_argument("--rate", type=float, default=100.0, help="records/s (0 = no limit)")
-    parser.add_argument("--kills", type=int, default=3, help="SIGKILLs of MirrorMaker 2")
-    parser.add_argument("--lab-dir", default="lab-runs", help="where each run gets a folder")
-    parser.add_argument("--seed", type=int, help="seed of the random fault moments")
+    add_production_options(parser, "MirrorMaker 2")
+    add_folder_options(parser, "fault moments")
     args = parser.parse_args(argv)
     settings = MirrorLabSettings(
         source_bootstrap=args.source_bootstrap,
@@ -44,11 +42,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         kills=args.kills,
         seed=args.seed,
     )
-    problems = settings.problems()
-    if problems:
-        parser.error("; ".join(problems))
-    report = run_mirror_lab(settings)
-    print(report.to_json())
+    report = run_and_print(parser, settings, run_mirror_lab)
     return 0 if report.caught_up or args.fault == "stop" else 1
 
 

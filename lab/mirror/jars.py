@@ -9,14 +9,12 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 
 from dgm.errors import UserFacingError
-from dgm.paths import user_cache_dir
 from embedded_kafka.distribution import resolve_distribution
-from embedded_kafka.jar_cache import cached_jars, exclusive
-from embedded_kafka.maven_central import DownloadError, LockedJar, parse_lock
+from embedded_kafka.jar_cache import PinnedJars, locked
+from embedded_kafka.maven_central import LockedJar
 
 MIRROR_VERSION = "4.1.1"
 LOCK_FILE = "mirror-jars.lock"
@@ -41,27 +39,22 @@ class MirrorClasspath:
         return f"{self.libs / '*'}{os.pathsep}{self.broker_libs / '*'}"
 
 
+PINNED = PinnedJars(
+    "lab.mirror", LOCK_FILE, "connect-mirror", MIRROR_VERSION, f"connect-mirror {MIRROR_VERSION}"
+)
+
+
 def mirror_jars() -> tuple[LockedJar, ...]:
-    return parse_lock(_resource(LOCK_FILE).read_text())
+    return PINNED.jars()
 
 
 def cache_dir() -> Path:
-    return user_cache_dir() / "connect-mirror" / MIRROR_VERSION
+    return PINNED.cache_dir()
 
 
 def resolve_classpath(progress: Progress) -> MirrorClasspath:
     """The broker's jars and MirrorMaker 2's own, each downloaded once."""
     broker = resolve_distribution(progress=progress)
-    root = cache_dir()
-    with exclusive(root.with_name(f"{root.name}.lock")):
-        try:
-            libs = cached_jars(
-                root / "libs", mirror_jars(), f"connect-mirror {MIRROR_VERSION}", progress
-            )
-        except DownloadError as error:
-            raise MirrorBuildError(f"{error} (jars of lab/mirror/{LOCK_FILE})") from error
-    return MirrorClasspath(libs, broker.libs, _resource(LOG_CONFIG))
-
-
-def _resource(name: str) -> Path:
-    return Path(str(resources.files("lab.mirror").joinpath(name)))
+    with locked(cache_dir()) as root:
+        libs = PINNED.libs(root, progress, MirrorBuildError)
+    return MirrorClasspath(libs, broker.libs, PINNED.resource(LOG_CONFIG))

@@ -15,10 +15,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import random
-import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args
@@ -26,14 +24,13 @@ from typing import Any, Literal, get_args
 from confluent_kafka.admin import AdminClient
 
 from dgm.ports import free_ports
-from dgm.waiting import TimedOut, wait_until
+from dgm.waiting import wait_until
 from embedded_kafka.java import find_java
 from lab.java_child import ChildSpec, JavaSupervisor
 from lab.mirror.config import POLICIES, MirrorSettings, ReplicationPolicy, mm2_properties, render
 from lab.mirror.jars import MAIN_CLASS, MirrorClasspath, resolve_classpath
 from lab.mirror.tails import TopicTail
-from lab.pipeline import PipelineNames, say_on_stderr
-from lab.producer import ProducerResult, ProducerSettings, run_producer
+from lab.runner import LabRun, produced, production_problems
 from lab.topics import create_topic
 
 Progress = Callable[[str], None]
@@ -63,18 +60,16 @@ class MirrorLabSettings:
     progress: Progress | None = field(default=None, compare=False)
 
     def problems(self) -> list[str]:
-        return [
-            message
-            for broken, message in (
+        return production_problems(
+            self.messages,
+            self.kills,
+            self.rate,
+            self.partitions,
+            [
                 (self.fault not in FAULTS, f"fault: one of {', '.join(FAULTS)}"),
                 (self.policy not in POLICIES, f"policy: one of {', '.join(POLICIES)}"),
-                (self.messages < 1, f"messages: expected >= 1, got {self.messages}"),
-                (self.kills < 0, f"kills: expected >= 0, got {self.kills}"),
-                (self.rate is not None and self.rate <= 0, "rate: expected > 0"),
-                (self.partitions < 1, "partitions: expected >= 1"),
-            )
-            if broken
-        ]
+            ],
+        )
 
 
 @dataclass(frozen=True)
@@ -103,14 +98,8 @@ class MirrorLabReport:
 
 
 def run_mirror_lab(settings: MirrorLabSettings) -> MirrorLabReport:
-    problems = settings.problems()
-    if problems:
-        raise ValueError("; ".join(problems))
-    say = settings.progress or say_on_stderr
-    names = PipelineNames.derive(settings.name)
-    run_dir = (settings.lab_dir / names.group).absolute()
-    run_dir.mkdir(parents=True, exist_ok=True)
-    started_at = time.time()
+    run = LabRun.begin(settings.name, settings.lab_dir, settings.progress, settings.problems())
+    names, run_dir, say = run.names, run.run_dir, run.say
     classpath = resolve_classpath(say)
     create_topic(
         AdminClient({"bootstrap.servers": settings.source_bootstrap}),
@@ -135,67 +124,50 @@ def run_mirror_lab(settings: MirrorLabSettings) -> MirrorLabReport:
         mirror_command(classpath, run_dir / "mm2.properties"), run_dir / "logs", "mm2", task_started
     )
     supervisor = JavaSupervisor(spec, say)
-    producer = ProducerSettings(
-        bootstrap_servers=settings.source_bootstrap,
-        topic=names.source,
-        messages=settings.messages,
-        ledger_path=run_dir / "ledger.jsonl",
-        rate=settings.rate,
-    )
-    stop = threading.Event()
-    stopped_at: float | None = None
-    caught_up = False
+    producer = run.producer(settings.source_bootstrap, settings.messages, settings.rate)
     replica = TopicTail(settings.target_bootstrap, mirror.replica_topic, settings.partitions)
+
+    def faults(producer_done: Callable[[], bool]) -> tuple[int, float | None]:
+        """How many kills came before the producer had finished; when it was stopped."""
+        chosen = random.Random(settings.seed)
+        if settings.fault == "kill":
+            return _kill(supervisor, settings.kills, replica, producer_done, chosen), None
+        _await_replication(supervisor, replica, "MirrorMaker 2")
+        time.sleep(chosen.uniform(*FAULT_AFTER))  # a drawn moment, not a wait
+        supervisor.stop()
+        stopped_at = time.time()
+        say(f"MirrorMaker 2 stopped for good after {replica.records} replica records")
+        return 0, stopped_at
+
+    caught_up = False
     supervisor.start()
     try:
         # Records flow from here on: every fault lands while MirrorMaker 2 is replicating.
         wait_until(supervisor.current.running.is_set, READY_TIMEOUT, "MirrorMaker 2 to start")
-        with ThreadPoolExecutor(1) as pool:
-            try:
-                produced = pool.submit(run_producer, producer, stop)
-                chosen = random.Random(settings.seed)
-                if settings.fault == "kill":
-                    while_producing = _kill(
-                        supervisor, settings.kills, replica, produced.done, chosen
-                    )
-                else:
-                    while_producing = 0
-                    _await_replication(supervisor, replica, "MirrorMaker 2")
-                    time.sleep(chosen.uniform(*FAULT_AFTER))  # a drawn moment, not a wait
-                    supervisor.stop()
-                    stopped_at = time.time()
-                    say(f"MirrorMaker 2 stopped for good after {replica.records} replica records")
-                result: ProducerResult = produced.result()
-            finally:
-                stop.set()
-        say(f"producer done: {result.sent} sent, {result.acked} acked")
+        result, (while_producing, stopped_at) = run.produce(producer, faults)
         if settings.fault == "kill":
-            caught_up = _catch_up(settings, names.source, replica, say)
+            caught_up = _catch_up(settings, run, replica)
     finally:
         supervisor.stop()
         replica.close()
-    report = MirrorLabReport(
-        fault=settings.fault,
-        exactly_once=settings.exactly_once,
-        policy=settings.policy,
-        source_bootstrap=settings.source_bootstrap,
-        target_bootstrap=settings.target_bootstrap,
-        source_topic=names.source,
-        replica_topic=mirror.replica_topic,
-        messages={"requested": settings.messages, **_counts(result)},
-        producer_session=result.session,
-        ledger_path=str(producer.ledger_path),
-        kills=[dataclasses.asdict(k) for k in supervisor.kills],
-        kills_while_producing=while_producing,
-        exits=[dataclasses.asdict(e) for e in supervisor.exits],
-        stopped_at=stopped_at,
-        caught_up=caught_up,
-        started_at=started_at,
-        finished_at=time.time(),
-        run_dir=str(run_dir),
+    return run.write(
+        MirrorLabReport(
+            fault=settings.fault,
+            exactly_once=settings.exactly_once,
+            policy=settings.policy,
+            source_bootstrap=settings.source_bootstrap,
+            target_bootstrap=settings.target_bootstrap,
+            source_topic=names.source,
+            replica_topic=mirror.replica_topic,
+            **produced(result, producer),
+            kills=[dataclasses.asdict(k) for k in supervisor.kills],
+            kills_while_producing=while_producing,
+            exits=[dataclasses.asdict(e) for e in supervisor.exits],
+            stopped_at=stopped_at,
+            caught_up=caught_up,
+            **run.timing(),
+        )
     )
-    (run_dir / "report.json").write_text(report.to_json() + "\n")
-    return report
 
 
 def mirror_command(classpath: MirrorClasspath, properties: Path) -> list[str]:
@@ -239,11 +211,11 @@ def _kill(
     return while_producing
 
 
-def _catch_up(
-    settings: MirrorLabSettings, source_topic: str, replica: TopicTail, say: Progress
-) -> bool:
+def _catch_up(settings: MirrorLabSettings, run: LabRun, replica: TopicTail) -> bool:
     """Until the replica's last committed record of each partition is the source's last."""
-    try:
+    source_topic = run.names.source
+
+    def wait() -> None:
         with TopicTail(settings.source_bootstrap, source_topic, settings.partitions) as source:
             wait_until(source.at_end, 60, f"reading {source_topic} to its end", 0)
             wait_until(
@@ -252,12 +224,5 @@ def _catch_up(
                 "the replica to catch up",
                 0,
             )
-    except TimedOut as error:
-        say(f"not caught up: {error}")
-        return False
-    say("the replica caught up with the source")
-    return True
 
-
-def _counts(result: ProducerResult) -> dict[str, int]:
-    return {k: v for k, v in dataclasses.asdict(result).items() if k != "session"}
+    return run.caught_up(wait, "the replica caught up with the source")

@@ -12,17 +12,14 @@ import hashlib
 import os
 import shutil
 import subprocess
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 
 from dgm.errors import UserFacingError
-from dgm.paths import user_cache_dir
-from embedded_kafka.jar_cache import COMPLETE_MARKER, cached_jars, exclusive
+from embedded_kafka.jar_cache import COMPLETE_MARKER, PinnedJars, locked, replace_whole
 from embedded_kafka.java import find_java
-from embedded_kafka.maven_central import DownloadError, LockedJar, parse_lock
+from embedded_kafka.maven_central import LockedJar
 
 STREAMS_VERSION = "4.1.1"
 LOCK_FILE = "streams-jars.lock"
@@ -48,36 +45,29 @@ class StreamsClasspath:
         return f"{self.libs / '*'}{os.pathsep}{self.classes}"
 
 
+PINNED = PinnedJars(
+    "lab.streams", LOCK_FILE, "kafka-streams", STREAMS_VERSION, f"Kafka Streams {STREAMS_VERSION}"
+)
+
+
 def streams_jars() -> tuple[LockedJar, ...]:
-    return parse_lock(_resource(LOCK_FILE).read_text())
+    return PINNED.jars()
 
 
 def cache_dir() -> Path:
-    return user_cache_dir() / "kafka-streams" / STREAMS_VERSION
+    return PINNED.cache_dir()
 
 
 def resolve_classpath(progress: Progress) -> StreamsClasspath:
     """The jars (downloaded once) and the compiled application (compiled once per source)."""
-    root = cache_dir()
-    with exclusive(root.with_name(f"{root.name}.lock")):
+    with locked(cache_dir()) as root:
         root.mkdir(parents=True, exist_ok=True)
-        libs = _jars(root / "libs", progress)
-        source = _resource(SOURCE_FILE).read_bytes()
+        libs = PINNED.libs(root, progress, StreamsBuildError)
+        source = PINNED.resource(SOURCE_FILE).read_bytes()
         classes = root / f"classes-{hashlib.sha256(source).hexdigest()[:16]}"
         if not (classes / COMPLETE_MARKER).exists():
             _compile(source, libs, classes, progress)
-    return StreamsClasspath(libs, classes, _resource(LOG_CONFIG))
-
-
-def _resource(name: str) -> Path:
-    return Path(str(resources.files("lab.streams").joinpath(name)))
-
-
-def _jars(libs: Path, progress: Progress) -> Path:
-    try:
-        return cached_jars(libs, streams_jars(), f"Kafka Streams {STREAMS_VERSION}", progress)
-    except DownloadError as error:
-        raise StreamsBuildError(f"{error} (jars of lab/streams/{LOCK_FILE})") from error
+    return StreamsClasspath(libs, classes, PINNED.resource(LOG_CONFIG))
 
 
 def _compile(source: bytes, libs: Path, classes: Path, progress: Progress) -> None:
@@ -91,8 +81,8 @@ def _compile(source: bytes, libs: Path, classes: Path, progress: Progress) -> No
             )
         javac = Path(found)
     progress(f"Compiling {SOURCE_FILE} into {classes}...")
-    staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=classes.parent))
-    try:
+
+    def compile_into(staging: Path) -> None:
         (staging / SOURCE_FILE).write_bytes(source)
         result = subprocess.run(
             [str(javac), "-J-Xmx256m", "-d", str(staging), "-cp", str(libs / "*"),
@@ -102,8 +92,5 @@ def _compile(source: bytes, libs: Path, classes: Path, progress: Progress) -> No
         if result.returncode != 0:
             raise StreamsBuildError(f"javac failed on {SOURCE_FILE}:\n{result.stderr.strip()}")
         (staging / SOURCE_FILE).unlink()
-        (staging / COMPLETE_MARKER).write_text(STREAMS_VERSION)
-        shutil.rmtree(classes, ignore_errors=True)
-        os.replace(staging, classes)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+
+    replace_whole(classes, STREAMS_VERSION, compile_into)
