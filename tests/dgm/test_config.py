@@ -567,6 +567,7 @@ EXAMPLE_ENV = {
     "KAFKA_PASSWORD": "hunter2-kafka",
     "TRUSTSTORE_PASSWORD": "hunter2-truststore",
     "ALERTMANAGER_TOKEN": "hunter2-token",
+    "POSTGRES_PASSWORD": "hunter2-postgres",
 }
 
 
@@ -579,6 +580,9 @@ def test_example_config_loads(monkeypatch: pytest.MonkeyPatch) -> None:
     assert 'password="hunter2-kafka"' in config.cluster.java_client["sasl.jaas.config"]
     assert {p.message_id.kind for p in config.pipelines} == {"header", "json_field"}
     assert any(p.external_sink is not None for p in config.pipelines)
+    (postgres,) = (p.external_sink for p in config.pipelines if p.name == "orders-to-postgres")
+    assert postgres is not None and postgres.kind == "postgresql"
+    assert postgres.password == "hunter2-postgres"
     assert config.analysis.interval_s == 10 and config.analysis.start == "earliest"
     assert [rule.name for rule in config.alerts] == [
         "orders-duplicates",
