@@ -119,7 +119,10 @@ def test_rules_cover_down_stale_violated_and_lso_lag() -> None:
     assert re.fullmatch(r"absent\(dgm_\w+\)", rules["DgmDown"]["expr"])
     assert "dgm_last_analysis_timestamp_seconds" in rules["DgmAnalysisStale"]["expr"]
     assert "dgm_pipeline_meets_declared == 0" in rules["DgmVerdictViolated"]["expr"]
-    assert "dgm_partition_lso_lag" in rules["DgmLsoLagHigh"]["expr"]
+    assert "dgm_analysis_stale_after_seconds" in rules["DgmAnalysisStale"]["expr"]
+    assert "dgm_topic_max_lso_lag" in rules["DgmLsoLagHigh"]["expr"]
+    # Alerts on analysis counts read the last closed window, whose series clears.
+    assert "_last_window_" in rules["DgmAbortedReads"]["expr"]
     for name, rule in rules.items():
         assert rule["labels"]["severity"] in ("warning", "critical"), name
         assert rule["annotations"]["summary"], name
