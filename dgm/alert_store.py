@@ -288,7 +288,6 @@ class AlertStore:
                 ),
             )
 
-
     # --- a local receiver's inbox ---------------------------------------------------------
 
     def receive(self, body: Any, at: datetime | None = None) -> int:
