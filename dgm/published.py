@@ -128,6 +128,18 @@ VERDICTS = _table(
     ("source_topics", "VARCHAR[]", "the pipeline's source topics"),
     ("sink", "VARCHAR[]", "sink topics, or 'external:<table>' for an external sink"),
     ("consumer_group", "VARCHAR", "the group whose committed offsets bound the check"),
+    (
+        "filtered",
+        "BIGINT",
+        "committed source records the pipeline's `expected` predicate excludes: never checked, "
+        "never lost",
+    ),
+    (
+        "filter_undecided",
+        "BIGINT",
+        "committed source records the predicate could not evaluate (NULL, e.g. malformed "
+        "JSON): expected, so checked like any other",
+    ),
 )
 
 PIPELINE_WINDOWS = _table(
@@ -145,6 +157,8 @@ PIPELINE_WINDOWS = _table(
     ("faults_observed", "BIGINT", "faults whose time is in this window"),
     ("achieved", "VARCHAR", "verdict of this window alone"),
     ("meets_declared", "BOOLEAN", "as in verdicts"),
+    ("filtered", "BIGINT", "as in verdicts, source records of this window"),
+    ("filter_undecided", "BIGINT", "as in verdicts, source records of this window"),
 )
 
 TOPIC_WINDOWS = _table(

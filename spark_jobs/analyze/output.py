@@ -32,6 +32,8 @@ PIPELINE_COUNTS = (
     "sink_records",
     "unidentified",
     "beyond_retention",
+    "filtered",
+    "filter_undecided",
 )
 COUNTS = tuple(dict.fromkeys((*TOPIC_COUNTS, *PIPELINE_COUNTS)))
 SCHEMA = pa.schema(

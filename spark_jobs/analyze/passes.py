@@ -136,6 +136,7 @@ def context(
         sink_held_from=loss.sink_held_from(config, known.held_from),
         cutoff_us=loss.cutoff_us(now, config.analysis.grace_s),
         window_us=config.analysis.window_s * _MICROS,
+        expected={p.name: p.expected.strip() for p in config.pipelines},
     )
 
 

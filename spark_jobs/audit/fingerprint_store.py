@@ -193,13 +193,16 @@ class FingerprintStore:
         replaces: Sequence[str] = (),
         topic_ids: Mapping[str, str] | None = None,
         reaudits: Sequence[str] = (),
+        expected: Mapping[str, str] | None = None,
     ) -> Batch:
         """Write `frame` (FINGERPRINT rows of `ranges`) as one committed batch; call under
-        `writer_lock`. The manifest counts the records per range from what was written."""
+        `writer_lock`. The manifest counts the records per range from what was written;
+        `expected`: pipeline -> the predicate its source records were marked under."""
         folder = self.folder
         temp = folder / f".tmp-{uuid.uuid4().hex}"
         frame.select(*(f.name for f in FINGERPRINT.fields)).write.parquet(str(temp))
         manifest = _manifest(spark, temp, ranges, id_rules, replaces, topic_ids, reaudits)
+        manifest["expected"] = dict(sorted((expected or {}).items()))
         (temp / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True))
         for path in temp.iterdir():
             fsync(path)
@@ -286,7 +289,10 @@ class FingerprintStore:
         }
         ids = {t: i for t, i in recorded_topic_ids(chosen).items() if t not in without}
         names = [b.path.name for b in chosen]
-        batch = self.write_batch(spark, rows, ranges, rules, names, ids, sorted(reaudited(chosen)))
+        expected = {p: e for b in chosen for p, e in b.manifest.get("expected", {}).items()}
+        batch = self.write_batch(
+            spark, rows, ranges, rules, names, ids, sorted(reaudited(chosen)), expected
+        )
         retire(chosen)
         return batch
 

@@ -122,7 +122,8 @@ def fingerprint_row(
     lineage = None if src is None else f"s/{src[0]}/{src[1]}"
     values = (topic, partition, offset, T0 + timedelta(seconds=second), message_id, None)
     values += (producer, seq, lineage, *((None,) * 3 if src is None else ("s", *src)))
-    return dict(zip([f.name for f in FINGERPRINT.fields], (*values, committed), strict=True))
+    names = [f.name for f in FINGERPRINT.fields]
+    return dict(zip(names, (*values, committed, None, None), strict=True))
 
 
 def small_tables(
