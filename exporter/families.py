@@ -122,6 +122,22 @@ PIPELINE_VALUES: tuple[tuple[Family, str], ...] = (
         ),
         "faults_observed",
     ),
+    (
+        Family(
+            "dgm_pipeline_filtered",
+            "Source records the pipeline's expected predicate excludes (never checked)",
+            PIPELINE,
+        ),
+        "filtered",
+    ),
+    (
+        Family(
+            "dgm_pipeline_filter_undecided",
+            "Source records the expected predicate could not evaluate (checked)",
+            PIPELINE,
+        ),
+        "filter_undecided",
+    ),
 )
 
 # Per partition at its topic's newest collector sample (partition_offsets).

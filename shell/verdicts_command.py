@@ -29,6 +29,7 @@ _SHOWN = (
     ("achieved", "achieved"),
     ("meets", "meets"),
     ("records_checked", "records"),
+    ("filtered", "filtered"),
     ("duplicate_copies", "duplicates"),
     ("lost", "lost"),
     ("aborted_reads", "aborted reads"),

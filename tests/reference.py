@@ -141,6 +141,7 @@ WITH sink_partitions AS (
     SELECT s.* FROM source s JOIN claimed c ON s.topic = c.topic AND s."partition" = c."partition"
     WHERE s.committed AND s.message_id IS NOT NULL AND s.timestamp < $cutoff
       AND s."offset" < c.claimed_offset
+      AND NOT coalesce(list_contains(s.filtered_by, $pipeline), false)
 ), missing AS (
     SELECT k.*, coalesce(k.timestamp < (SELECT held_from FROM sink_from), false) AS beyond
     FROM checked k
@@ -175,6 +176,13 @@ WITH sink_partitions AS (
 SELECT * FROM not_in_sink
 UNION ALL
 SELECT * FROM gaps WHERE missing > 0 AND window_at < $cutoff
+"""
+# Filtered (docs/design.md): committed source records whose filtered_by names the pipeline
+# (never checked), and those whose filter_undecided_by does (checked like any record).
+FILTERED = """
+SELECT count(*) FILTER (WHERE list_contains(filtered_by, $pipeline)) AS filtered,
+       count(*) FILTER (WHERE list_contains(filter_undecided_by, $pipeline)) AS filter_undecided
+FROM source WHERE committed
 """
 # The checked records of LOST's query that are beyond retention, counted.
 BEYOND_RETENTION = LOST[: LOST.index("SELECT * FROM not_in_sink")] + (
@@ -221,12 +229,14 @@ def lost(
     committed: Fingerprints,
     cutoff: datetime,
     external: bool = False,
+    pipeline: str = "p",
 ) -> pa.Table:
-    """Lost ids and sequence gaps of one pipeline; `committed` as (topic, partition,
-    committed_offset) rows, `cutoff` aware (now - grace)."""
+    """Lost ids and sequence gaps of one pipeline (named `pipeline`: its filtered source
+    records are not checked); `committed` as (topic, partition, committed_offset) rows,
+    `cutoff` aware (now - grace)."""
     return query(
         LOST,
-        {"cutoff": cutoff, "external": external},
+        {"cutoff": cutoff, "external": external, "pipeline": pipeline},
         source=source_fingerprints,
         sink=sink_fingerprints,
         committed=committed,
@@ -239,13 +249,20 @@ def beyond_retention(
     committed: Fingerprints,
     cutoff: datetime,
     external: bool = False,
+    pipeline: str = "p",
 ) -> int:
     """How many checked records of lost()'s pipeline are beyond retention."""
     table = query(
         BEYOND_RETENTION,
-        {"cutoff": cutoff, "external": external},
+        {"cutoff": cutoff, "external": external, "pipeline": pipeline},
         source=source_fingerprints,
         sink=sink_fingerprints,
         committed=committed,
     )
     return int(table.column(0)[0].as_py())
+
+
+def filtered(source_fingerprints: Fingerprints, pipeline: str = "p") -> tuple[int, int]:
+    """(filtered, filter_undecided) committed source records of `pipeline`."""
+    row = query(FILTERED, {"pipeline": pipeline}, source=source_fingerprints).to_pylist()[0]
+    return int(row["filtered"]), int(row["filter_undecided"])
