@@ -624,12 +624,17 @@ def test_per_side_id_rules_and_expected_load_and_conflicts_name_both_pipelines(
     assert loaded.sink_id_rule().kind == "key"
     assert loaded.message_id == MessageIdRule()
     # A second pipeline reading the sink with the default (header) rule: one topic, two rules.
-    downstream = PIPELINE.replace('"orders"', '"audit"').replace(
-        'source_topics = ["audit"]', 'source_topics = ["orders-out"]'
-    ).replace('"orders-out"]\nconsumer', '"audit-out"]\nconsumer')
+    downstream = (
+        PIPELINE.replace('"orders"', '"audit"')
+        .replace('source_topics = ["audit"]', 'source_topics = ["orders-out"]')
+        .replace('"orders-out"]\nconsumer', '"audit-out"]\nconsumer')
+    )
     path.write_text(rekeying + downstream, encoding="utf-8")
-    with pytest.raises(ConfigError, match=r"pipelines\[1\]\.message_id: topic 'orders-out'.*"
-                       r"pipeline 'orders' sink_message_id says key.*pipeline 'audit' message_id"):
+    with pytest.raises(
+        ConfigError,
+        match=r"pipelines\[1\]\.message_id: topic 'orders-out'.*"
+        r"pipeline 'orders' sink_message_id says key.*pipeline 'audit' message_id",
+    ):
         load_config(path)
     path.write_text(PIPELINE + 'expected = "(n > 1"\n', encoding="utf-8")
     with pytest.raises(ConfigError, match=r"pipelines\[0\]\.expected: unbalanced '\('"):

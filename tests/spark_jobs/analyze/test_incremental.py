@@ -80,7 +80,9 @@ def filtering(source: pa.Table, rng: np.random.Generator) -> pa.Table:
     kind = pa.list_(pa.string())
     filtered = pa.array([["p"] if d < 0.1 else None for d in draw], kind)
     undecided = pa.array([["p"] if 0.1 <= d < 0.13 else None for d in draw], kind)
-    source = source.set_column(source.schema.get_field_index("filtered_by"), "filtered_by", filtered)
+    source = source.set_column(
+        source.schema.get_field_index("filtered_by"), "filtered_by", filtered
+    )
     at = source.schema.get_field_index("filter_undecided_by")
     return source.set_column(at, "filter_undecided_by", undecided)
 
@@ -183,7 +185,8 @@ def test_random_splits_publish_what_a_rebuild_and_the_reference_do(
     filtered = reference.filtered(engine_run.of_topics(everything, "s"), "p")
     assert filtered[0] > 100 and filtered[1] > 30
     assert (
-        sum(r["filtered"] for r in counted), sum(r["filter_undecided"] for r in counted)
+        sum(r["filtered"] for r in counted),
+        sum(r["filter_undecided"] for r in counted),
     ) == filtered
     # The late copy is its id's first copy now, and the original an extra one.
     copy = late.to_pylist()[0]
