@@ -96,7 +96,10 @@ def run(
     if isinstance(fingerprints, pa.Table):
         frame = spark.createDataFrame(fingerprints)
     elif isinstance(fingerprints, list):
-        frame = spark.createDataFrame(fingerprints, FINGERPRINT)
+        # Tuples without the trailing filter columns: no pipeline filtered the record.
+        width = len(FINGERPRINT.fields)
+        padded = [(*r, *(None,) * (width - len(r))) for r in fingerprints]
+        frame = spark.createDataFrame(padded, FINGERPRINT)
     dgm_config = dgm_config or config()
     claims = {(k if len(k) == 3 else ("p", *k)): o for k, o in (committed or {}).items()}
     tables, counts = Engine().cycle(dgm_config, Fingerprints(frame), claims, now)
