@@ -165,6 +165,7 @@ def _lost() -> list[Row]:
 def _verdicts() -> list[Row]:
     common = {"unidentified": 0, "upstream_duplicates": 0, "aborted_reads": 0}
     common["beyond_retention"] = 0
+    common |= {"filtered": 0, "filter_undecided": 0}
     return [
         {
             **common,
@@ -255,6 +256,8 @@ def _windows(verdicts: list[Row]) -> list[Row]:
                     "faults_observed": 1 if w in (2, 5) and v["faults_observed"] else 0,
                     "achieved": "no guarantee" if bad else v["achieved"],
                     "meets_declared": False if bad else v["meets_declared"],
+                    "filtered": 0,
+                    "filter_undecided": 0,
                 }
             )
     return rows
