@@ -2,10 +2,13 @@
 
 Fills a table shaped like the lab's PostgreSQL sink (row_id BIGSERIAL, message_id, source
 topic/partition/offset, stored_at) to each `--sizes` count with COPY, then for each
-`--added` count appends that many rows and times `read_incremental` from the previous
-position: the upper bound query, the rows above the position, turned into fingerprints and
-counted (what a cycle would pay). A full read of the table (position None) is timed once per
-size for comparison. The first read of the run warms Spark up and is left out.
+`--added` count appends that many rows and times two things from the previous position:
+`reader`, read_incremental with its rows brought to the driver (toArrow: every row really
+transferred, not only counted), and `audit`, the real audit step (jdbc_audit.audit_jdbc:
+the rows read and written as a committed fingerprint batch with its manifest). A full read
+of the table is timed once per size for comparison: the audit path's first read (no
+position yet), written as a batch (a full read brought to the driver would need the driver
+to hold 10M rows). The first read of the run warms Spark up and is left out.
 
 Uses the server at `--dsn`, or starts a throw-away one from Debian's `postgresql` package
 (tests/postgres.py).
@@ -21,14 +24,18 @@ import io
 import json
 import os
 import platform
+import tempfile
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import psycopg
 from psycopg import sql
 
-from dgm.config_schema import POSTGRESQL_DRIVER_PACKAGE, ExternalSink, PipelineConfig
+from dgm.config_schema import POSTGRESQL_DRIVER_PACKAGE, DgmConfig, ExternalSink, PipelineConfig
 from spark_jobs.audit.external_jdbc import Position, read_incremental
+from spark_jobs.audit.fingerprint_store import FingerprintStore
+from spark_jobs.audit.jdbc_audit import audit_jdbc
 from spark_jobs.session import build_session
 from tests.postgres import PostgresUnderTest, external, local_server
 
@@ -70,8 +77,17 @@ def timed_read(
 ) -> dict[str, object]:
     began = time.perf_counter()
     read = read_incremental(spark, pipeline, after)  # type: ignore[arg-type]
-    rows = read.fingerprints.count()
+    rows = read.fingerprints.toArrow().num_rows
     return {"rows": rows, "seconds": round(time.perf_counter() - began, 3), "upto": read.upto}
+
+
+def timed_audit(spark: object, config: DgmConfig) -> dict[str, object]:
+    """One real audit step: the rows added since the stored position, written as a batch."""
+    began = time.perf_counter()
+    records: dict[str, int] = {}
+    with FingerprintStore(config.state_dir).writer_lock():
+        audit_jdbc(spark, config, records, lambda line: None)  # type: ignore[arg-type]
+    return {"rows": sum(records.values()), "seconds": round(time.perf_counter() - began, 3)}
 
 
 def main() -> None:
@@ -123,15 +139,18 @@ def main() -> None:
             total = size
             db.execute(sql.SQL("ANALYZE {}").format(sql.Identifier(TABLE)))
             filled = round(time.perf_counter() - began, 1)
-            position = timed_read(spark, pipeline, None)
-            print(json.dumps({"size": size, "fill_s": filled, "full_read": position}), flush=True)
-            after = position["upto"]
-            for count in added:
-                fill(db, count, total)
-                total += count
-                read = timed_read(spark, pipeline, after)  # type: ignore[arg-type]
-                after = read["upto"]
-                print(json.dumps({"size": total, "added": count, "read": read}), flush=True)
+            with tempfile.TemporaryDirectory(prefix="bench-pg-") as state:
+                config = DgmConfig(state_dir=Path(state), pipelines=(pipeline,))
+                full = timed_audit(spark, config)
+                print(json.dumps({"size": size, "fill_s": filled, "full_audit": full}), flush=True)
+                for count in added:
+                    before = total
+                    fill(db, count, total)
+                    total += count
+                    audited = timed_audit(spark, config)  # the rows above its stored position
+                    read = timed_read(spark, pipeline, before)  # the same rows, to the driver
+                    line = {"size": total, "added": count, "reader": read, "audit": audited}
+                    print(json.dumps(line), flush=True)
     spark.stop()
 
 

@@ -8,7 +8,7 @@ import pandas as pd
 from dashboard.queries import at_newest_sample, between, read
 from dashboard.timerange import TimeRange
 from dgm.published import TABLES
-from dgm.vocabulary import Achieved
+from dgm.vocabulary import Achieved, Claim
 
 NOT_JUDGED = Achieved.INSUFFICIENT_EVIDENCE.value
 
@@ -62,8 +62,11 @@ def overview(text: str = "", violating_only: bool = False) -> pd.DataFrame:
     return read(
         f"""WITH {_SINCE}, {_LSO}{cte}
         SELECT v.*, lso.lso_lag, since.window_verdict, since.holds_since,
-          coalesce(commits.group_commits, 0) AS group_commits, {status}
+          coalesce(commits.group_commits, 0) AS group_commits, {status},
+          stages.producer_achieved, stages.producer_duplicate_rate,
+          stages.producer_sequence_gaps, stages.end_to_end_achieved, stages.chain
         FROM verdicts v LEFT JOIN since USING (pipeline) LEFT JOIN lso USING (pipeline)
+        LEFT JOIN pipeline_stages stages USING (pipeline)
         LEFT JOIN commits ON commits.group_id = v.consumer_group {join}
         WHERE ($text = '' OR contains(lower(concat_ws(' ', v.pipeline, v.consumer_group,
             array_to_string(v.source_topics, ' '), array_to_string(v.sink, ' '))), lower($text)))
@@ -113,6 +116,11 @@ def _why_nothing_judged(row: pd.Series, grace_s: float, min_records: int) -> str
     checked = row.get("records_checked")
     checked = 0 if checked is None or pd.isna(checked) else int(checked)
     group = row.get("consumer_group")
+    if checked == 0 and row.get("claim") == Claim.DEADLINE:
+        return (
+            f"pending deadline: every source record is younger than its {row.get('claim_detail')} "
+            "(its sink copy may still come in time)"
+        )
     if checked == 0:
         if not row.get("group_commits"):
             return (

@@ -246,3 +246,28 @@ def run_page(render: Callable[[], None], where: str) -> None:
         guarded(checked, where)
 
     body()
+
+
+def pick_from_url(
+    label: str, options: list[str], param: str, help: str | None = None
+) -> str | None:
+    """A selectbox that opens at the URL's `?param=NAME` (a shared link, an alert's link) and
+    writes a choice back into the URL; a NAME that is not among `options` is said, and the
+    first option is shown. The widget keeps its own state (a choice survives the reruns it
+    causes) and follows the URL only when the URL names something it did not write."""
+    wanted = st.query_params.get(param)
+    if wanted and wanted not in options:
+        st.warning(f"`{wanted}` is not in the published tables; pick another.")
+    key, written = f"pick-{param}", f"pick-{param}-written"
+    if wanted in options and (
+        st.session_state.get(written) != wanted or key not in st.session_state
+    ):
+        st.session_state[key] = wanted
+    elif st.session_state.get(key) not in options:
+        st.session_state.pop(key, None)
+    picked: str | None = st.selectbox(label, options, key=key, help=help)
+    if picked is not None:
+        st.session_state[written] = picked
+        if picked != wanted:
+            st.query_params[param] = picked
+    return picked

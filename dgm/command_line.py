@@ -28,6 +28,10 @@ class CommandParser(argparse.ArgumentParser):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.add_argument("--config", default=argparse.SUPPRESS, help=CONFIG_HELP)
+        # -v after the subcommand too (`dgm verdicts -v`); SUPPRESS keeps one given before it.
+        self.add_argument(
+            "-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="debug logging"
+        )
 
 
 def config_path(args: argparse.Namespace) -> str | None:
@@ -73,3 +77,31 @@ def add_listen_arguments(parser: argparse.ArgumentParser, default_port: int) -> 
         default="127.0.0.1",
         help="address to bind (default 127.0.0.1; 0.0.0.0 exposes it to the network)",
     )
+
+
+def add_stack_arguments(parser: argparse.ArgumentParser) -> None:
+    """--host, --port and --exporter-port of the commands that run the whole stack (`dgm run`,
+    `dgm demo`): the dashboard's address and the exporter's port beside it."""
+    parser.add_argument("--host", default="127.0.0.1", help="dashboard address (default 127.0.0.1)")
+    parser.add_argument(
+        "--port",
+        type=port_number,
+        default=DASHBOARD_PORT,
+        help=f"dashboard port (default {DASHBOARD_PORT})",
+    )
+    parser.add_argument(
+        "--exporter-port",
+        type=port_number,
+        default=EXPORTER_PORT,
+        help=f"Prometheus exporter port, on --host (default {EXPORTER_PORT})",
+    )
+
+
+def add_loop_arguments(parser: argparse.ArgumentParser, unit: str, interval_key: str) -> None:
+    """--once, --interval and --bootstrap of a command that repeats its work (`dgm collect`,
+    `dgm analyze`)."""
+    parser.add_argument("--once", action="store_true", help=f"one {unit}, then exit")
+    parser.add_argument(
+        "--interval", type=seconds, help=f"seconds between {unit}s (default: {interval_key})"
+    )
+    parser.add_argument("--bootstrap", help="host:port[,...] (default: from dgm.toml)")

@@ -57,6 +57,7 @@ CONFIG_FILE_NAME = "dgm.toml"
 ENV_CONFIG = "DGM_CONFIG"  # the config file, when no --config is given
 ENV_STATE_DIR = "DGM_STATE_DIR"
 ENV_BOOTSTRAP = "DGM_BOOTSTRAP"
+ENV_SPARK_MASTER = "DGM_SPARK_MASTER"  # replaces analysis.spark_master; --master wins
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -288,6 +289,9 @@ def load_config(path: str | Path | None = None, *, cwd: Path | None = None) -> D
     if bootstrap := os.environ.get(ENV_BOOTSTRAP):
         cluster = dataclasses.replace(config.cluster, bootstrap_servers=bootstrap)
         config = dataclasses.replace(config, cluster=cluster)
+    if master := os.environ.get(ENV_SPARK_MASTER):
+        analysis = dataclasses.replace(config.analysis, spark_master=master)
+        config = dataclasses.replace(config, analysis=analysis)
     return config
 
 

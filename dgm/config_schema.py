@@ -32,6 +32,10 @@ class ConfigError(UserFacingError):
 Semantic = Literal["at-most-once", "at-least-once", "exactly-once"]
 SEMANTICS: tuple[str, ...] = get_args(Semantic)
 IdKind = Literal["header", "json_field", "key", "hash"]
+# The claim kinds: dgm.vocabulary.ClaimKind's words, in order (tests/dgm/test_config.py holds
+# the two equal).
+ClaimName = Literal["group", "deadline"]
+CLAIMS: tuple[str, ...] = get_args(ClaimName)
 
 # A failed check: (key relative to the checked table, "" for the table itself; what is wrong).
 Problem = tuple[str, str]
@@ -235,12 +239,24 @@ class PipelineConfig:
     source_topics: tuple[str, ...]
     sink_topics: tuple[str, ...] = ()
     # The group whose committed offsets say what the pipeline claims to have processed.
-    consumer_group: str
+    # Required with claim = "group"; with claim = "deadline" optional, and then only the
+    # group's rebalances and member changes are counted as faults.
+    consumer_group: str = ""
     # What the team configured the pipeline for; the verdict is compared against it.
     declared_semantic: Semantic
     message_id: MessageIdRule = MessageIdRule()
     # Set when the pipeline writes to a table instead of (or as well as) sink topics.
     external_sink: ExternalSink | None = None
+    # What says a source record should already be in the sink (docs/design.md, "claim"):
+    # "group": it is below consumer_group's committed offset (or, for an external sink, below
+    # the highest source offset its rows store + 1); "deadline": it is older than max_delay,
+    # for processors whose offsets Kafka cannot see (MirrorMaker 2, Flink, Spark Structured
+    # Streaming, Kafka Connect, a processor keeping its own position).
+    claim: ClaimName = "group"
+    # claim = "deadline": a duration like "30s", "5m", "1h" (s, m, h or d), > 0. A record
+    # with no sink copy once it is older than this is lost ("not in sink within max_delay");
+    # a copy timestamped later than the record + max_delay is a late record (not lost).
+    max_delay: str = ""
     # Which source records the pipeline is meant to deliver: a Spark SQL predicate over the
     # source record as Spark's Kafka source gives it (key, value, topic, partition, offset,
     # timestamp, headers), e.g. "get_json_object(CAST(value AS STRING), '$.type') !=
@@ -259,8 +275,7 @@ class PipelineConfig:
             yield "source_topics", "expected at least one topic, got []"
         yield from _empty_names("source_topics", self.source_topics)
         yield from _empty_names("sink_topics", self.sink_topics)
-        if not self.consumer_group.strip():
-            yield "consumer_group", "expected a consumer group id, got ''"
+        yield from self._claim_problems()
         if not self.sink_topics and self.external_sink is None:
             yield "", "expected sink_topics or an external_sink table, got neither"
         yield from (("expected", problem) for problem in predicate_problems(self.expected))
@@ -281,6 +296,35 @@ class PipelineConfig:
             yield topic, self.source_id_rule(), source_key
         for topic in self.sink_topics:
             yield topic, self.sink_id_rule(), sink_key
+
+    def _claim_problems(self) -> Iterator[Problem]:
+        if self.consumer_group and not self.consumer_group.strip():
+            yield "consumer_group", f"expected a consumer group id, got {self.consumer_group!r}"
+        if self.claim == "group":
+            if not self.consumer_group:
+                yield (
+                    "consumer_group",
+                    'missing required key with claim = "group" (expected a consumer group '
+                    'id, or claim = "deadline" with a max_delay)',
+                )
+            if self.max_delay:
+                yield "max_delay", 'only for claim = "deadline"'
+            return
+        if not self.max_delay:
+            yield (
+                "max_delay",
+                'missing required key with claim = "deadline" (expected a duration like "30s", '
+                '"5m", "1h")',
+            )
+            return
+        try:
+            duration(self.max_delay)
+        except ValueError as error:
+            yield "max_delay", str(error)
+
+    def deadline(self) -> timedelta | None:
+        """max_delay of a deadline claim; None for a group claim."""
+        return duration(self.max_delay) if self.claim == "deadline" else None
 
     def sink_names(self) -> tuple[str, ...]:
         """The sink topics, and for an external sink the name its fingerprints carry as their
@@ -378,6 +422,17 @@ class CollectorSettings:
 
 _DURATION = re.compile(r"([0-9]+(?:\.[0-9]+)?)(s|m|h|d)")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def duration(text: str) -> timedelta:
+    """A positive duration as the config writes them ("90s", "30m", "1h", "7d", "1.5h");
+    ValueError with what was expected otherwise."""
+    match = _DURATION.fullmatch(text.strip().lower())
+    if match is None or float(match[1]) <= 0:
+        raise ValueError(
+            f'expected a duration > 0 like "30s", "5m", "1h" (s, m, h or d), got {text!r}'
+        )
+    return timedelta(seconds=float(match[1]) * _UNIT_S[match[2]])
 
 
 def audit_start(text: str) -> Literal["earliest", "latest"] | timedelta:

@@ -20,6 +20,7 @@ import duckdb
 from dgm.config import DgmConfig
 from dgm.vocabulary import (
     Achieved,
+    Claim,
     DuplicateCause,
     Evidence,
     GroupStatus,
@@ -90,7 +91,8 @@ VERDICTS = _table(
         "records_checked",
         "BIGINT",
         "committed source records below the group's committed "
-        "offset and past the grace period (the ones whose fate is known)",
+        "offset and past the grace period, or older than a deadline claim's max_delay (the "
+        "ones whose fate is known)",
     ),
     ("sink_records", "BIGINT", "committed sink records (rows of an external sink)"),
     ("distinct_ids", "BIGINT", "distinct message ids in the sink"),
@@ -127,7 +129,28 @@ VERDICTS = _table(
     ("last_record_at", "TIMESTAMPTZ", "newest checked source record"),
     ("source_topics", "VARCHAR[]", "the pipeline's source topics"),
     ("sink", "VARCHAR[]", "sink topics, or 'external:<table>' for an external sink"),
-    ("consumer_group", "VARCHAR", "the group whose committed offsets bound the check"),
+    (
+        "consumer_group",
+        "VARCHAR",
+        "the group whose committed offsets bound the check; for a deadline claim the group "
+        "whose faults count, null without one",
+    ),
+    (
+        "late_records",
+        "BIGINT",
+        "deadline claim: checked ids whose first sink copy is timestamped later than the "
+        "source record + max_delay (delivered late: not lost)",
+    ),
+    (
+        "claim",
+        "VARCHAR",
+        f"what says a source record should be in the sink: {listing(Claim)}",
+    ),
+    (
+        "claim_detail",
+        "VARCHAR",
+        "the claim's own words: 'group <id>', 'table <name>, group <id>', 'max_delay 5m'",
+    ),
     (
         "filtered",
         "BIGINT",
@@ -157,6 +180,7 @@ PIPELINE_WINDOWS = _table(
     ("faults_observed", "BIGINT", "faults whose time is in this window"),
     ("achieved", "VARCHAR", "verdict of this window alone"),
     ("meets_declared", "BOOLEAN", "as in verdicts"),
+    ("late_records", "BIGINT", "as in verdicts, whose source record is in this window"),
     ("filtered", "BIGINT", "as in verdicts, source records of this window"),
     ("filter_undecided", "BIGINT", "as in verdicts, source records of this window"),
 )
@@ -224,7 +248,43 @@ LOST = _table(
         "cause",
         "VARCHAR",
         f"{LossCause.NOT_IN_SINK} (below the committed offset, past the grace period) | "
-        f"{LossCause.SEQUENCE_GAP}",
+        f"{LossCause.SEQUENCE_GAP} | {LossCause.NOT_IN_SINK_WITHIN_MAX_DELAY} (a deadline "
+        "claim: no sink copy once older than max_delay)",
+    ),
+)
+
+PIPELINE_STAGES = _table(
+    "pipeline_stages",
+    "Per pipeline, cumulative: the producer stage (what reached the first source) and the "
+    "end-to-end semantic from the first source to this pipeline's sink (docs/design.md, "
+    '"Stages and the end-to-end semantic").',
+    ("pipeline", "VARCHAR", "pipeline name"),
+    (
+        "chain",
+        "VARCHAR[]",
+        "the pipelines from the first source to this one, in order (this one last); a "
+        "pipeline reads another's output when one of its source topics is the other's sink",
+    ),
+    ("first_sources", "VARCHAR[]", "the chain's first source topics (where producers write)"),
+    ("producer_records", "BIGINT", "committed records in the first source topics"),
+    (
+        "producer_duplicate_copies",
+        "BIGINT",
+        "extra committed copies of an id in the first source topics (producer retries and "
+        "any other duplicate the producers wrote)",
+    ),
+    ("producer_duplicate_rate", "DOUBLE", "producer_duplicate_copies / distinct ids there"),
+    (
+        "producer_sequence_gaps",
+        "BIGINT",
+        "records missing from the first sources' producer sessions (dgm-seq gaps)",
+    ),
+    ("producer_achieved", "VARCHAR", f"the producer stage's semantic: {listing(Achieved)}"),
+    (
+        "end_to_end_achieved",
+        "VARCHAR",
+        "the semantic from the first source to this sink: the producer stage and every "
+        "pipeline of the chain composed",
     ),
 )
 
@@ -333,6 +393,7 @@ TABLES: tuple[Table, ...] = (
     PARTITION_WINDOWS,
     DUPLICATES,
     LOST,
+    PIPELINE_STAGES,
     PARTITION_OFFSETS,
     GROUP_LAG,
     GROUP_STATUS,

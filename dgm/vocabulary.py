@@ -68,6 +68,24 @@ class LossCause(StrEnum):
 
     NOT_IN_SINK = "not in sink"
     SEQUENCE_GAP = "sequence gap"
+    # a deadline claim's loss: no sink copy by the time the record is older than max_delay
+    NOT_IN_SINK_WITHIN_MAX_DELAY = "not in sink within max_delay"
+
+
+class ClaimKind(StrEnum):
+    """What a pipeline's `claim` setting names (dgm.toml; docs/design.md, "claim"): which
+    source records should already be in its sink."""
+
+    GROUP = "group"  # below its consumer group's committed offset (or its sink's offsets)
+    DEADLINE = "deadline"  # older than its max_delay
+
+
+class Claim(StrEnum):
+    """The claim a verdict's records were checked against (the published `claim`)."""
+
+    GROUP_COMMITS = "group commits"
+    SINK_OFFSETS = "sink offsets"  # an external sink's stored offsets (with any group's)
+    DEADLINE = "deadline"
 
 
 class GroupStatus(StrEnum):

@@ -89,6 +89,12 @@ class EmbeddedCluster:
         return self.state_dir / "broker"
 
     @property
+    def process_marker(self) -> str:
+        """What the command line of each of this cluster's JVMs, and of no other cluster's,
+        contains: several clusters run side by side, one state_dir each."""
+        return f"{self.folder}{os.sep}"
+
+    @property
     def bootstrap_servers(self) -> str:
         return ",".join(f"{LOOPBACK}:{n.ports.port}" for n in self.nodes)
 
@@ -152,10 +158,11 @@ class EmbeddedCluster:
     def stop(self, timeout: float = 45.0) -> list[int]:
         """Stop every broker (clean shutdown, SIGKILL after `timeout`); idempotent."""
         # Found by command line, not by recorded pid: a half-started or forgotten broker of
-        # this cluster is stopped too.
-        stubborn = processes.terminate(
-            processes.find_pids(str(self.folder)), str(self.folder), timeout
-        )
+        # this cluster is stopped too. The marker ends with a separator, so a second cluster
+        # whose path merely starts with this one's folder (state dirs `s` and `s/broker-b`)
+        # is left running.
+        marker = self.process_marker
+        stubborn = processes.terminate(processes.find_pids(marker), marker, timeout)
         for node in self.nodes:
             if node.process is not None:
                 node.process.wait()

@@ -6,18 +6,16 @@ the jars and their SHA-256 are listed in kafka-jars.lock and fetched over HTTPS 
 
 from __future__ import annotations
 
-import fcntl
 import os
-import shutil
 import sys
-import tempfile
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from dgm.errors import UserFacingError
-from dgm.paths import user_cache_dir
+from embedded_kafka import jar_cache
+from embedded_kafka.jar_cache import COMPLETE_MARKER as COMPLETE_MARKER  # callers import it here
+from embedded_kafka.jar_cache import locked, replace_whole
 from embedded_kafka.java import NO_BROKER_HINT
 from embedded_kafka.maven_central import (
     DownloadError,
@@ -36,7 +34,6 @@ LOG4J_VERSION = "2.24.3"
 
 BROKER_MAIN = "kafka.Kafka"
 STORAGE_TOOL = "kafka.tools.StorageTool"
-COMPLETE_MARKER = ".complete"
 
 Progress = Callable[[str], None]
 
@@ -81,7 +78,7 @@ def resolve_distribution(
 
 
 def cache_dir() -> Path:
-    return user_cache_dir() / "kafka" / KAFKA_VERSION
+    return jar_cache.cache_dir("kafka", KAFKA_VERSION)
 
 
 def _from_kafka_home(home: Path) -> KafkaDistribution:
@@ -95,25 +92,13 @@ def _from_kafka_home(home: Path) -> KafkaDistribution:
     return KafkaDistribution(libs, "KAFKA_HOME")
 
 
-@contextmanager
-def _exclusive(lock_path: Path) -> Iterator[None]:
-    """Two processes (two test sessions, demo and CI) must not download into one folder."""
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    with lock_path.open("w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 def download(
     target: Path,
     progress: Progress,
     jars: Sequence[LockedJar] | None = None,
     repository: str | None = None,
 ) -> KafkaDistribution:
-    with _exclusive(target.with_name(f"{target.name}.lock")):
+    with locked(target):
         if (target / COMPLETE_MARKER).exists():  # another process finished while we waited
             return KafkaDistribution(target / "libs", "cache")
         pinned = kafka_jars() if jars is None else jars
@@ -122,17 +107,13 @@ def download(
             f"Fetching Apache Kafka {KAFKA_VERSION} ({len(pinned)} jars, {megabytes:.0f} MB) "
             f"from {repository or repository_url()} into {target} (first run only)..."
         )
-        target.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=target.parent))
         try:
-            fetch_all(pinned, staging / "libs", progress, repository)
-            if target.exists():
-                shutil.rmtree(target)
-            (staging / COMPLETE_MARKER).write_text(KAFKA_VERSION)
-            os.replace(staging, target)  # the cache appears whole or not at all
+            replace_whole(  # the cache appears whole or not at all
+                target,
+                KAFKA_VERSION,
+                lambda staging: fetch_all(pinned, staging / "libs", progress, repository),
+            )
         except DownloadError as error:
             raise DistributionError(f"{error} {NO_BROKER_HINT}") from error
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
         progress(f"Kafka {KAFKA_VERSION} ready: {len(pinned)} jars in {target / 'libs'}")
         return KafkaDistribution(target / "libs", "Maven Central")

@@ -118,6 +118,15 @@ PIPELINE_VALUES: tuple[tuple[Family, str], ...] = (
     ),
     (
         Family(
+            "dgm_pipeline_late_records",
+            "Deadline claim: checked records whose sink copy came later than max_delay "
+            "(delivered, not lost)",
+            PIPELINE,
+        ),
+        "late_records",
+    ),
+    (
+        Family(
             "dgm_pipeline_faults_observed", "Faults seen while the checked records flowed", PIPELINE
         ),
         "faults_observed",

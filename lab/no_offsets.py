@@ -18,23 +18,19 @@ import argparse
 import dataclasses
 import json
 import sys
-import threading
-import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from confluent_kafka.admin import AdminClient  # type: ignore[attr-defined]
 
-from dgm.waiting import TimedOut, wait_until
-from lab.ledger import read_ledger
+from dgm.waiting import wait_until
 from lab.offsets import source_lso
-from lab.pipeline import PipelineNames, say_on_stderr
 from lab.processors.position_file import parse_claim, read_positions
 from lab.processors.settings import ProcessorSettings
-from lab.producer import ProducerResult, ProducerSettings, run_producer
+from lab.producer import ProducerSettings
+from lab.runner import LabRun, produced, wait_for_share
 from lab.supervisor import Crash, Supervisor
 from lab.topics import create_topic
 
@@ -95,11 +91,8 @@ class NoOffsetsReport:
 
 
 def run_no_offsets(settings: NoOffsetsSettings) -> NoOffsetsReport:
-    say = settings.progress or say_on_stderr
-    names = PipelineNames.derive(settings.name)
-    run_dir = (settings.lab_dir / names.group).absolute()
-    run_dir.mkdir(parents=True, exist_ok=True)
-    started_at = time.time()
+    run = LabRun.begin(settings.name, settings.lab_dir, settings.progress)
+    names, run_dir, say = run.names, run.run_dir, run.say
     admin = AdminClient({"bootstrap.servers": settings.bootstrap_servers})
     for topic in (names.source, names.sink):
         create_topic(admin, topic, settings.partitions)
@@ -114,51 +107,35 @@ def run_no_offsets(settings: NoOffsetsSettings) -> NoOffsetsReport:
         step_delay=settings.step_delay,
         static_member=False,
     )
-    producer = ProducerSettings(
-        bootstrap_servers=settings.bootstrap_servers,
-        topic=names.source,
-        messages=settings.messages,
-        ledger_path=run_dir / "ledger.jsonl",
-        rate=settings.rate,
-    )
+    producer = run.producer(settings.bootstrap_servers, settings.messages, settings.rate)
     say(f"no-offsets lab: source {names.source}, position file {position_path}")
     supervisor = Supervisor(
         "at-most-once", processor, run_dir / "logs", "between-commit-and-produce",
         settings.seed, say, command=COMMAND,
     )  # fmt: skip
-    stop = threading.Event()
     supervisor.start()
     try:
         wait_until(supervisor.main.ready.is_set, 120, "the processor to start")
-        with ThreadPoolExecutor(1) as pool:
-            try:
-                produced = pool.submit(run_producer, producer, stop)
-                _crash(supervisor, producer, produced.done, settings.crashes, say)
-                result: ProducerResult = produced.result()
-            finally:
-                stop.set()
-        say(f"producer done: {result.sent} sent, {result.acked} acked")
-        caught_up = _catch_up(admin, names.source, position_path, settings, say)
+        result, _ = run.produce(
+            producer, lambda done: _crash(supervisor, producer, done, settings.crashes, say)
+        )
+        caught_up = _catch_up(admin, run, position_path, settings)
     finally:
         supervisor.stop()
-    report = NoOffsetsReport(
-        bootstrap_servers=settings.bootstrap_servers,
-        source_topic=names.source,
-        sink_topic=names.sink,
-        group=names.group,
-        position_path=str(position_path),
-        messages={"requested": settings.messages, **_counts(result)},
-        producer_session=result.session,
-        ledger_path=str(producer.ledger_path),
-        crashes=[dataclasses.asdict(c) for c in supervisor.crashes],
-        lost_claims=lost_claims(supervisor.crashes, run_dir / "logs"),
-        caught_up=caught_up,
-        started_at=started_at,
-        finished_at=time.time(),
-        run_dir=str(run_dir),
+    return run.write(
+        NoOffsetsReport(
+            bootstrap_servers=settings.bootstrap_servers,
+            source_topic=names.source,
+            sink_topic=names.sink,
+            group=names.group,
+            position_path=str(position_path),
+            **produced(result, producer),
+            crashes=[dataclasses.asdict(c) for c in supervisor.crashes],
+            lost_claims=lost_claims(supervisor.crashes, run_dir / "logs"),
+            caught_up=caught_up,
+            **run.timing(),
+        )
     )
-    (run_dir / "report.json").write_text(report.to_json() + "\n")
-    return report
 
 
 def _crash(
@@ -171,12 +148,7 @@ def _crash(
     """A kill at each of `crashes` evenly spaced points of the production, aimed right after
     the processor has kept a batch's position."""
     for number in range(1, crashes + 1):
-        fraction = number / (crashes + 1)
-
-        def reached(share: float = fraction) -> bool:
-            return producer_done() or _sent(producer) >= share * producer.messages
-
-        wait_until(reached, 600, f"{fraction:.0%} of the messages to be sent", interval=0.2)
+        wait_for_share(producer, number / (crashes + 1), producer_done)
         if supervisor.crash() is None:
             say(f"crash {number}: no batch to kill within the timeout")
 
@@ -195,31 +167,20 @@ def lost_claims(crashes: list[Crash], log_dir: Path) -> list[LostClaim]:
     return found
 
 
-def _sent(producer: ProducerSettings) -> int:
-    if not producer.ledger_path.exists():
-        return 0
-    return len(read_ledger(producer.ledger_path).sent_ids)
-
-
 def _catch_up(
-    admin: AdminClient, source: str, position_path: Path, settings: NoOffsetsSettings, say: Progress
+    admin: AdminClient, run: LabRun, position_path: Path, settings: NoOffsetsSettings
 ) -> bool:
     def kept_to_end() -> bool:
         kept = read_positions(position_path)
-        lso = source_lso(admin, source, settings.partitions)
+        lso = source_lso(admin, run.names.source, settings.partitions)
         return all(kept.get(p, 0) >= end for p, end in lso.items())
 
-    try:
-        wait_until(kept_to_end, settings.catch_up_timeout, "the position file to reach the LSO")
-    except TimedOut as error:
-        say(f"not caught up: {error}")
-        return False
-    say("the processor's position file reached the source's LSO")
-    return True
-
-
-def _counts(result: ProducerResult) -> dict[str, int]:
-    return {k: v for k, v in dataclasses.asdict(result).items() if k != "session"}
+    return run.caught_up(
+        lambda: wait_until(
+            kept_to_end, settings.catch_up_timeout, "the position file to reach the LSO"
+        ),
+        "the processor's position file reached the source's LSO",
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

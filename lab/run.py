@@ -15,7 +15,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,8 +27,8 @@ from dgm.config import ExternalSink, PipelineConfig
 from dgm.errors import UserFacingError
 from dgm.waiting import wait_until
 from embedded_kafka.cluster import EmbeddedCluster
+from lab import runner
 from lab.faults import CRASH_WAIT, FAULT_KINDS, FaultDone, FaultKind, do_fault, drop_acks
-from lab.ledger import read_ledger
 from lab.offsets import group_offsets, source_lso
 from lab.pipeline import (
     DECLARED,
@@ -217,11 +217,11 @@ def run_lab(settings: LabSettings) -> LabReport:
         producing_since = time.time()
         produced = pool.submit(run_producer, producer_settings, stop_producer)
         for fraction, kind in fault_plan(settings.planned_crashes, settings.faults):
-            _wait_for_progress(producer_settings, fraction, produced)
+            runner.wait_for_share(producer_settings, fraction, produced.done)
             say(f"{fraction:.0%} of the messages sent: {kind}")
             faults += do_fault(kind, supervisor, admin, names.source, settings.cluster, say)
         while not wait_futures([produced], timeout=PROGRESS_EVERY).done:
-            say(f"sent {_sent(producer_settings)}/{settings.messages} messages")
+            say(f"sent {runner.sent(producer_settings)}/{settings.messages} messages")
         result: ProducerResult = produced.result()
         say(f"producer done: {result.sent} sent, {result.acked} acked, {result.aborted} aborted")
         if proxies:
@@ -241,16 +241,12 @@ def run_lab(settings: LabSettings) -> LabReport:
         sink_topic=names.sink if has_sink_topic(settings.mode) else None,
         external_sink=_external_sink_json(pipeline.external_sink),
         consumer_group=names.group,
-        messages={"requested": settings.messages, **_counts(result)},
-        producer_session=result.session,
-        ledger_path=str(producer_settings.ledger_path),
+        **runner.produced(result, producer_settings),
         crashes=[dataclasses.asdict(c) for c in supervisor.crashes],
         faults=[dataclasses.asdict(f) for f in faults],
         processor_exits=[dataclasses.asdict(e) for e in supervisor.exits],
         caught_up=caught_up,
-        started_at=started_at,
-        finished_at=time.time(),
-        run_dir=str(run_dir),
+        **runner.timing(started_at, run_dir),
         config_path=str(settings.config_path) if settings.config_path else None,
         config_error=config_error,
     )
@@ -302,21 +298,6 @@ def _drop_acks(settings: LabSettings, cleanup: contextlib.ExitStack) -> list[Fau
     return drop_acks(settings.cluster, settings.drop_probability, cleanup)
 
 
-def _wait_for_progress(producer: ProducerSettings, fraction: float, done: Future[Any]) -> None:
-    """Until `fraction` of the messages are sent (per the ledger) or the producer is done."""
-
-    def reached() -> bool:
-        return done.done() or _sent(producer) >= fraction * producer.messages
-
-    wait_until(reached, 600, f"{fraction:.0%} of the messages to be sent", interval=0.2)
-
-
-def _sent(producer: ProducerSettings) -> int:
-    if not producer.ledger_path.exists():
-        return 0
-    return len(read_ledger(producer.ledger_path).sent_ids)
-
-
 def _catch_up(
     settings: LabSettings,
     admin: AdminClient,
@@ -360,10 +341,6 @@ def _tell_processor_logs(log_dir: Path, say: Progress, lines: int = 10) -> None:
     say(f"the newest processor log, {logs[-1]}, ends with:")
     for line in tail:
         say(f"  {line}")
-
-
-def _counts(result: ProducerResult) -> dict[str, int]:
-    return {k: v for k, v in dataclasses.asdict(result).items() if k != "session"}
 
 
 def _external_sink_json(sink: ExternalSink | None) -> dict[str, Any] | None:

@@ -8,7 +8,6 @@ reading `phase produced` lands between produce and commit (see lab.processors.an
 
 from __future__ import annotations
 
-import ctypes
 import dataclasses
 import os
 import random
@@ -18,12 +17,12 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Literal, get_args
+from typing import Literal, get_args
 
 import dgm
+from lab import child_process
 from lab.processors.announce import PHASES, Phase, parse_partitions, parse_phase
 from lab.processors.settings import Mode, ProcessorSettings
 
@@ -76,17 +75,6 @@ class Visit:
     returncode: int
 
 
-# PR_SET_PDEATHSIG fires when the *thread* that forked the child ends: an instance restarted by
-# the monitor thread was SIGKILLed when Supervisor.stop ended that thread, instead of stopping
-# cleanly. Every instance is forked from this one thread, which lives as long as the process.
-_SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lab-processor-spawner")
-
-
-def _die_with_parent() -> None:
-    # A processor must not outlive its supervisor, even one that is SIGKILLed itself.
-    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-
-
 def child_env() -> dict[str, str]:
     """The environment with dgm importable, installed or not."""
     root = str(Path(dgm.__file__).resolve().parents[1])
@@ -115,60 +103,36 @@ class ProcessorProcess:
     def __post_init__(self) -> None:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         name = self.settings.instance
-        self.popen = _SPAWNER.submit(self._spawn, name).result()
-        assert self.popen.stdin is not None and self.popen.stdout is not None
+        command = [
+            *(self.command or (*PROCESSOR_COMMAND, "--mode", self.mode)),
+            "--settings-json",
+            "-",
+        ]
+        self.popen = child_process.spawn(
+            command, self.log_dir / f"{name}.log", subprocess.PIPE, child_env()
+        )
+        assert self.popen.stdin is not None
         self.popen.stdin.write(self.settings.to_json())
         self.popen.stdin.close()
-        transcript = (self.log_dir / f"{name}.out").open("a")
-        threading.Thread(
-            target=self._read, args=(self.popen.stdout, transcript), daemon=True
-        ).start()
-
-    def _spawn(self, name: str) -> subprocess.Popen[str]:
-        with (self.log_dir / f"{name}.log").open("a") as stderr:
-            return subprocess.Popen(
-                [
-                    *(self.command or (*PROCESSOR_COMMAND, "--mode", self.mode)),
-                    "--settings-json",
-                    "-",
-                ],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=stderr,
-                text=True,
-                bufsize=1,
-                env=child_env(),
-                start_new_session=True,  # Ctrl-C of the lab must not reach it: we stop it
-                preexec_fn=_die_with_parent,
-            )
+        child_process.transcribe(self.popen, self.log_dir / f"{name}.out", self._read)
 
     @property
     def pid(self) -> int:
         return self.popen.pid
 
-    def _read(self, stdout: IO[str], transcript: IO[str]) -> None:
-        with transcript:
-            for line in stdout:
-                transcript.write(f"{time.time():.3f} {self.pid} {line}")
-                transcript.flush()
-                partitions = parse_partitions(line, "assigned")
-                if partitions is not None:
-                    self.partitions, self.assigned_at = tuple(partitions), time.time()
-                elif line.startswith("ready"):
-                    self.ready.set()
-                elif parse_phase(line) is not None and line.split()[1] == "produced":
-                    self.batches += 1
-                self.on_line(self, line)
+    def _read(self, line: str) -> None:
+        partitions = parse_partitions(line, "assigned")
+        if partitions is not None:
+            self.partitions, self.assigned_at = tuple(partitions), time.time()
+        elif line.startswith("ready"):
+            self.ready.set()
+        elif parse_phase(line) is not None and line.split()[1] == "produced":
+            self.batches += 1
+        self.on_line(self, line)
 
     def stop(self, timeout: float = 30.0) -> int:
         """SIGTERM (the processor finishes its step and closes), SIGKILL after `timeout`."""
-        if self.popen.poll() is None:
-            self.popen.send_signal(signal.SIGTERM)
-            try:
-                return self.popen.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.popen.kill()
-        return self.popen.wait()
+        return child_process.stop(self.popen, timeout)
 
 
 class Supervisor:

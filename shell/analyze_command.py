@@ -9,7 +9,7 @@ import sys
 import threading
 from typing import Any
 
-from dgm.command_line import seconds
+from dgm.command_line import add_loop_arguments
 from dgm.config import DgmConfig, load_config
 from dgm.signals import interrupt, stop_on_signals
 from shell.connection import bootstrap_servers
@@ -28,14 +28,10 @@ def register(commands: Any) -> None:
         "<state_dir>/dgm.duckdb. Stops cleanly on SIGTERM or Ctrl-C (a run in progress is "
         "abandoned; its range is audited again by the next run, never twice).",
     )
-    analyze.add_argument("--once", action="store_true", help="one run, then exit")
+    add_loop_arguments(analyze, "run", "analysis.interval_s")
     analyze.add_argument(
-        "--interval", type=seconds, help="seconds between runs (default: analysis.interval_s)"
+        "--master", help="Spark master URL (default: $DGM_SPARK_MASTER, else analysis.spark_master)"
     )
-    analyze.add_argument(
-        "--master", help="Spark master URL (default: analysis.spark_master, or DGM_SPARK_MASTER)"
-    )
-    analyze.add_argument("--bootstrap", help="host:port[,...] (default: from dgm.toml)")
     analyze.set_defaults(handler=_analyze)
 
 

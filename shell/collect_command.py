@@ -12,7 +12,7 @@ from typing import Any
 from collectors.clients import Clients, check_bootstrap
 from collectors.cycle import Collector
 from collectors.runner import Runner
-from dgm.command_line import seconds
+from dgm.command_line import add_loop_arguments, seconds
 from dgm.config import load_config
 from dgm.errors import UserFacingError
 from dgm.sample_upkeep import keep_bounded
@@ -32,11 +32,7 @@ def register(commands: Any) -> None:
         "partition's active producers and open transactions, into "
         "<state_dir>/samples/<kind>/. Stops cleanly on SIGTERM or Ctrl-C.",
     )
-    collect.add_argument("--once", action="store_true", help="one cycle, then exit")
-    collect.add_argument(
-        "--interval", type=seconds, help="seconds between cycles (default: collectors.interval_s)"
-    )
-    collect.add_argument("--bootstrap", help="host:port[,...] (default: from dgm.toml)")
+    add_loop_arguments(collect, "cycle", "collectors.interval_s")
     collect.add_argument(
         "--request-timeout",
         type=seconds,

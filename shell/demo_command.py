@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from dgm.command_line import DASHBOARD_PORT, EXPORTER_PORT, port_number, say
+from dgm.command_line import add_stack_arguments, say
 from dgm.config import CONFIG_FILE_NAME, ENV_BOOTSTRAP, ENV_STATE_DIR
 from dgm.errors import UserFacingError
 from dgm.ports import check_port_free
@@ -67,19 +67,7 @@ def register(commands: Any) -> None:
         "collectors, periodic analysis and the dashboard. Ctrl-C stops everything.",
     )
     demo.add_argument("--brokers", type=int, choices=(1, 3), default=1, help="Kafka brokers")
-    demo.add_argument(
-        "--port",
-        type=port_number,
-        default=DASHBOARD_PORT,
-        help=f"dashboard port (default {DASHBOARD_PORT})",
-    )
-    demo.add_argument("--host", default="127.0.0.1", help="dashboard address (default 127.0.0.1)")
-    demo.add_argument(
-        "--exporter-port",
-        type=port_number,
-        default=EXPORTER_PORT,
-        help=f"Prometheus exporter port, on --host (default {EXPORTER_PORT})",
-    )
+    add_stack_arguments(demo)
     demo.add_argument(
         "--state-dir",
         default=DEFAULT_STATE_DIR,

@@ -10,7 +10,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from dgm.command_line import DASHBOARD_PORT, EXPORTER_PORT, port_number, say
+from dgm.command_line import add_stack_arguments, say
 from dgm.config import ENV_STATE_DIR, load_config
 from dgm.ports import check_port_free
 from dgm.signals import please_wait, stop_on_signals
@@ -35,19 +35,7 @@ def register(commands: Any) -> None:
         "Ctrl-C or SIGTERM stops everything.",
     )
     run.add_argument("--no-dashboard", action="store_true", help="collect and analyze only")
-    run.add_argument("--host", default="127.0.0.1", help="dashboard address (default 127.0.0.1)")
-    run.add_argument(
-        "--port",
-        type=port_number,
-        default=DASHBOARD_PORT,
-        help=f"dashboard port (default {DASHBOARD_PORT})",
-    )
-    run.add_argument(
-        "--exporter-port",
-        type=port_number,
-        default=EXPORTER_PORT,
-        help=f"Prometheus exporter port, on --host (default {EXPORTER_PORT})",
-    )
+    add_stack_arguments(run)
     run.add_argument("--no-exporter", action="store_true", help="no Prometheus exporter")
     run.set_defaults(handler=_run)
 

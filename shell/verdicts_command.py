@@ -34,8 +34,10 @@ _SHOWN = (
     ("lost", "lost"),
     ("aborted_reads", "aborted reads"),
     ("beyond_retention", "beyond retention"),
+    ("late_records", "late"),
     ("faults_observed", "faults"),
     ("evidence", "evidence"),
+    ("claim_shown", "claim"),
 )
 
 
@@ -80,6 +82,9 @@ def _meets(row: dict[str, Any]) -> str:
 def _cell(row: dict[str, Any], column: str) -> str:
     if column == "meets":
         return _meets(row)
+    if column == "claim_shown":
+        claim, detail = row.get("claim"), row.get("claim_detail")
+        return "" if claim is None else f"{claim} ({detail})" if detail else str(claim)
     value = row.get(column)  # a publication of an older dgm may lack a newer column
     return "" if value is None else str(value)
 

@@ -85,11 +85,16 @@ class AnalysisJob:
     @property
     def spark(self) -> SparkSession:
         if self._spark is None:
+            from spark_jobs.audit.external_jdbc import driver_packages
             from spark_jobs.session import build_session
 
             began = time.monotonic()
             self.progress(f"analyze: starting Spark ({self.master})")
-            self._spark = build_session(master=self.master, app_name="dgm-analyze")
+            self._spark = build_session(
+                master=self.master,
+                app_name="dgm-analyze",
+                packages=driver_packages(self.config.pipelines),
+            )
             self.progress(f"analyze: Spark ready in {time.monotonic() - began:.1f}s")
         return self._spark
 

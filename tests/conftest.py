@@ -1,4 +1,4 @@
-"""Session-scoped fixtures: one real Kafka cluster (or DGM_BOOTSTRAP) and one SparkSession.
+"""Session-scoped fixtures: real Kafka clusters (or DGM_BOOTSTRAP) and one SparkSession.
 
 Like confluent-kafka-python's integration conftest: an external cluster when one is named,
 otherwise dgm's own embedded Apache Kafka on loopback, started once and stopped at the end.
@@ -81,6 +81,22 @@ def kafka3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaUnderTest]
 
 
 @pytest.fixture(scope="session")
+def second_kafka(
+    kafka: KafkaUnderTest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[KafkaUnderTest]:
+    """A second, independent 1-broker cluster (its own state folder, ports and cluster id),
+    beside `kafka`: for replication between clusters. Started only if a test asks for it;
+    DGM_SECOND_BOOTSTRAP names an external one (with DGM_BOOTSTRAP for the first)."""
+    external = os.environ.get("DGM_SECOND_BOOTSTRAP")
+    if external:
+        yield KafkaUnderTest(external, None)
+        return
+    if kafka.embedded is None:
+        pytest.skip("DGM_BOOTSTRAP names an external cluster: set DGM_SECOND_BOOTSTRAP too")
+    yield from _embedded(tmp_path_factory.mktemp("kafka-second"), brokers=1)
+
+
+@pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
     from dgm.config_schema import POSTGRESQL_DRIVER_PACKAGE
     from spark_jobs.session import build_session
@@ -127,7 +143,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # A test is an integration test exactly when it uses a broker: the marker follows the fixture.
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
-        if fixtures & {"kafka", "kafka3"}:
+        if fixtures & {"kafka", "kafka3", "second_kafka"}:
             item.add_marker(pytest.mark.integration)
         if "spark" in fixtures:
             item.add_marker(pytest.mark.spark)

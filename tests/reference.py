@@ -10,7 +10,7 @@ so the differential test compares two readings of the definitions, not one twice
 from __future__ import annotations
 
 import os
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, TypeAlias
 
 import duckdb
@@ -189,6 +189,49 @@ BEYOND_RETENTION = LOST[: LOST.index("SELECT * FROM not_in_sink")] + (
     "SELECT count(*) AS beyond_retention FROM missing WHERE beyond"
 )
 
+# A deadline claim (claim = "deadline"): no claimed offset, a committed identified source
+# record is checked once its timestamp is before $deadline (now - max_delay), unless the
+# pipeline's predicate filtered it (never expected in the sink: never lost, never late). A
+# checked id without a committed sink copy is lost ('not in sink within max_delay', beyond
+# retention as in LOST); one whose earliest sink copy is timestamped after its first checked
+# record + $max_delay is late. One row per id at its first (missing: first counted) checked
+# record; `kind` says lost or late. Sequence gaps stay LOST's (grace cutoff): pass no commits
+# there.
+DEADLINE = """
+WITH sink_partitions AS (
+    SELECT min("offset") AS first_offset, arg_min(timestamp, "offset") AS first_at
+    FROM sink GROUP BY topic, "partition"
+), sink_from AS (
+    SELECT max(first_at) AS held_from FROM sink_partitions WHERE first_offset > 0
+), checked AS (
+    SELECT * FROM source
+    WHERE committed AND message_id IS NOT NULL AND timestamp < $deadline
+      AND NOT coalesce(list_contains(filtered_by, $pipeline), false)
+), copies AS (
+    SELECT message_id, min(timestamp) AS first_copy_at
+    FROM sink WHERE committed AND message_id IS NOT NULL GROUP BY message_id
+), judged AS (
+    SELECT k.*, c.message_id IS NULL AS missing, c.first_copy_at,
+           coalesce(k.timestamp < (SELECT held_from FROM sink_from), false) AS beyond
+    FROM checked k LEFT JOIN copies c ON c.message_id = k.message_id
+), firsts AS (
+    SELECT *, row_number() OVER (
+        PARTITION BY message_id, missing AND NOT beyond
+        ORDER BY timestamp ASC NULLS FIRST, topic, "partition", "offset"
+    ) AS n
+    FROM judged WHERE NOT (missing AND beyond)
+)
+SELECT CASE WHEN missing THEN 'lost' ELSE 'late' END AS kind, message_id, topic,
+       "partition", "offset", timestamp, producer, seq, 1::BIGINT AS missing,
+       'not in sink within max_delay' AS cause, timestamp AS window_at
+FROM firsts
+WHERE n = 1 AND (missing OR first_copy_at > timestamp + $max_delay)
+"""
+# Records a deadline claim checks, beyond retention excluded (records_checked).
+DEADLINE_CHECKED = DEADLINE[: DEADLINE.index("), firsts AS (")] + (
+    ") SELECT count(*) AS records_checked FROM judged WHERE NOT (missing AND beyond)"
+)
+
 
 def _scan(connection: duckdb.DuckDBPyConnection, name: str, data: Fingerprints) -> None:
     if isinstance(data, str | os.PathLike):
@@ -258,6 +301,41 @@ def beyond_retention(
         source=source_fingerprints,
         sink=sink_fingerprints,
         committed=committed,
+    )
+    return int(table.column(0)[0].as_py())
+
+
+def deadline(
+    source_fingerprints: Fingerprints,
+    sink_fingerprints: Fingerprints,
+    now: datetime,
+    max_delay: timedelta,
+    pipeline: str = "p",
+) -> pa.Table:
+    """A deadline claim's lost ids and late records (column `kind`) of one topic pipeline
+    (named `pipeline`: its filtered source records are not checked), judged at `now`
+    (aware); sequence gaps are lost()'s."""
+    return query(
+        DEADLINE,
+        {"deadline": now - max_delay, "max_delay": max_delay, "pipeline": pipeline},
+        source=source_fingerprints,
+        sink=sink_fingerprints,
+    )
+
+
+def deadline_checked(
+    source_fingerprints: Fingerprints,
+    sink_fingerprints: Fingerprints,
+    now: datetime,
+    max_delay: timedelta,
+    pipeline: str = "p",
+) -> int:
+    """How many source records deadline() checks (beyond retention excluded)."""
+    table = query(
+        DEADLINE_CHECKED,
+        {"deadline": now - max_delay, "pipeline": pipeline},
+        source=source_fingerprints,
+        sink=sink_fingerprints,
     )
     return int(table.column(0)[0].as_py())
 

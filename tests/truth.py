@@ -6,18 +6,33 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, TopicPartition
 
 from dgm.headers import ID, SRC, header_map
 from dgm.waiting import wait_until
 
 
-def read_headers(
+@dataclass(frozen=True)
+class Record:
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    headers: dict[str, bytes]
+    timestamp_ms: int | None = None  # the Kafka timestamp (None when the record has none)
+
+    @property
+    def header_id(self) -> str:
+        return self.headers[ID].decode()
+
+
+def read_records(
     bootstrap_servers: str, topic: str, isolation: str = "read_committed"
-) -> list[dict[str, bytes]]:
-    """The headers of every record a consumer with `isolation` reads in `topic`, to its end."""
+) -> list[Record]:
+    """Every record a consumer with `isolation` reads in `topic`, to its end."""
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap_servers,
@@ -30,12 +45,17 @@ def read_headers(
     partitions = [TopicPartition(topic, p, 0) for p in metadata.partitions]
     consumer.assign(partitions)
     ends = {tp.partition: consumer.get_watermark_offsets(tp, timeout=10)[1] for tp in partitions}
-    records: list[dict[str, bytes]] = []
+    records: list[Record] = []
 
     def at_end() -> bool:
         for message in consumer.consume(500, 0.2):
             assert message.error() is None, message.error()
-            records.append(header_map(message.headers()))
+            partition, offset = message.partition(), message.offset()
+            assert partition is not None and offset is not None
+            headers = header_map(message.headers())
+            kind, stamp = message.timestamp()
+            at = None if kind == TIMESTAMP_NOT_AVAILABLE else stamp
+            records.append(Record(partition, offset, message.key(), message.value(), headers, at))
         positions = consumer.position([TopicPartition(topic, p) for p in ends])
         return all(tp.offset >= ends[tp.partition] for tp in positions)
 
@@ -44,6 +64,13 @@ def read_headers(
     finally:
         consumer.close()
     return records
+
+
+def read_headers(
+    bootstrap_servers: str, topic: str, isolation: str = "read_committed"
+) -> list[dict[str, bytes]]:
+    """The headers of every record a consumer with `isolation` reads in `topic`, to its end."""
+    return [record.headers for record in read_records(bootstrap_servers, topic, isolation)]
 
 
 def topic_ids(

@@ -5,62 +5,12 @@ analysis and without the lab's own accounting, recomputing the application's dec
 from __future__ import annotations
 
 import json
-import uuid
 from collections import Counter
 from dataclasses import dataclass
 
-from confluent_kafka import Consumer, TopicPartition
+from tests.truth import Record, read_records
 
-from dgm.headers import ID, header_map
-from dgm.waiting import wait_until
-
-
-@dataclass(frozen=True)
-class Record:
-    partition: int
-    offset: int
-    key: bytes | None
-    value: bytes | None
-    headers: dict[str, bytes]
-
-    @property
-    def header_id(self) -> str:
-        return self.headers[ID].decode()
-
-
-def read_records(
-    bootstrap_servers: str, topic: str, isolation: str = "read_committed"
-) -> list[Record]:
-    """Every record a consumer with `isolation` reads in `topic`, to its end."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap_servers,
-            "group.id": f"truth-{uuid.uuid4().hex[:8]}",
-            "isolation.level": isolation,
-            "enable.auto.commit": False,
-        }
-    )
-    metadata = consumer.list_topics(topic, timeout=10).topics[topic]
-    partitions = [TopicPartition(topic, p, 0) for p in metadata.partitions]
-    consumer.assign(partitions)
-    ends = {tp.partition: consumer.get_watermark_offsets(tp, timeout=10)[1] for tp in partitions}
-    records: list[Record] = []
-
-    def at_end() -> bool:
-        for message in consumer.consume(500, 0.2):
-            assert message.error() is None, message.error()
-            partition, offset = message.partition(), message.offset()
-            assert partition is not None and offset is not None
-            headers = header_map(message.headers())
-            records.append(Record(partition, offset, message.key(), message.value(), headers))
-        positions = consumer.position([TopicPartition(topic, p) for p in ends])
-        return all(tp.offset >= ends[tp.partition] for tp in positions)
-
-    try:
-        wait_until(at_end, 60, f"reading {topic} to its end", interval=0)
-    finally:
-        consumer.close()
-    return records
+__all__ = ["Delivery", "Record", "delivery", "dropped_by_rule", "read_records"]
 
 
 def dropped_by_rule(record: Record) -> bool:

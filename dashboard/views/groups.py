@@ -40,7 +40,7 @@ def render() -> None:
         st.info("No consumer group offsets sampled yet: is `dgm collect` running?")
         return
     help_text = "ordered by how much HW lag exceeds LSO lag, largest first"
-    group = str(st.selectbox("Group", groups, index=0, help=help_text))
+    group = str(ui.pick_from_url("Group", groups, "group", help=help_text))
     mine = queries.group_lag(group)
     latest = mine[mine["sampled_at"] == mine["sampled_at"].max()]
     state = latest["group_state"].dropna()

@@ -38,11 +38,29 @@ COLUMNS = {
     "duplicate_rate": st.column_config.NumberColumn("Duplicate rate", format="percent"),
     "loss_rate": st.column_config.NumberColumn("Loss rate", format="percent"),
     "aborted_reads": st.column_config.NumberColumn("Aborted reads", format="localized"),
+    "producer_achieved": st.column_config.TextColumn(
+        "Producer",
+        help="what reached the first source: the producer stage's semantic (its retries' "
+        "extra copies, its sequence gaps), which the pipeline's own verdict does not count",
+    ),
+    "producer_duplicate_rate": st.column_config.NumberColumn(
+        "Producer dup. rate", help="extra copies already in the first source", format="percent"
+    ),
+    "end_to_end_achieved": st.column_config.TextColumn(
+        "End to end",
+        help="the producer and every pipeline from the first source to this sink, composed",
+    ),
     "lso_lag": st.column_config.NumberColumn(
         "LSO lag", help="max over its topics' partitions at the newest sample", format="localized"
     ),
     "faults_observed": st.column_config.NumberColumn("Faults", format="localized"),
     "evidence": st.column_config.TextColumn("Evidence", help="tested | untested | none"),
+    "claim_shown": st.column_config.TextColumn(
+        "Claim", help="what says a source record should already be in the sink"
+    ),
+    "late_records": st.column_config.NumberColumn(
+        "Late", help="deadline claim: copies written later than max_delay", format="localized"
+    ),
     "window_verdict": st.column_config.TextColumn(
         "Latest windows", help="the verdict of the newest judged windows"
     ),
@@ -107,6 +125,7 @@ def _table(stale: bool) -> pd.DataFrame:
     rows["verdict"] = [
         _verdict(m, a, stale) for m, a in zip(rows["meets_declared"], rows["achieved"], strict=True)
     ]
+    rows["claim_shown"] = [claim_text(r) for _, r in rows.iterrows()]
     rows["why_not_judged"] = [
         pipeline_queries.why_not_judged(r, settings.grace_s, settings.min_records)
         for _, r in rows.iterrows()
@@ -136,6 +155,25 @@ def _table(stale: bool) -> pd.DataFrame:
         if picked and picked[0] < total:
             st.query_params["pipeline"] = str(rows.iloc[picked[0]]["pipeline"])
     return rows
+
+
+def claim_text(row: pd.Series) -> str:
+    """'deadline (max_delay 5m)': the verdict's claim and its detail ('' from a publication
+    of an older dgm, which had no claim column)."""
+    claim, detail = row.get("claim"), row.get("claim_detail")
+    if claim is None or pd.isna(claim):
+        return ""
+    return f"{claim} ({detail})" if detail is not None and not pd.isna(detail) else str(claim)
+
+
+def _late(v: pd.Series) -> str:
+    late = v.get("late_records")
+    if late is None or pd.isna(late) or int(late) == 0:
+        return ""
+    return (
+        f" **{ui.count(late)}** late records: their sink copy came later than max_delay "
+        "(delivered, not lost)."
+    )
 
 
 def _details(rows: pd.DataFrame, stale: bool) -> None:
@@ -199,7 +237,10 @@ def _card(v: pd.Series, windows: pd.DataFrame, stale: bool) -> None:
                 checked=ui.count(v["records_checked"]),
                 evidence=evidence,
             )
+            + (f" Claim: **{claim_text(v)}**." if claim_text(v) else "")
+            + _late(v)
         )
+        _stages(v)
         if v["why_not_judged"]:
             st.warning(f"**Not judged**: {v['why_not_judged']}.", icon=":material/hourglass_top:")
         if pd.notna(v["holds_since"]):
@@ -225,6 +266,19 @@ def _card(v: pd.Series, windows: pd.DataFrame, stale: bool) -> None:
                 query_params={"topic": topic},
                 icon=":material/search:",
             )
+
+
+def _stages(v: pd.Series) -> None:
+    """The producer stage and the end-to-end semantic beside the pipeline's own verdict."""
+    producer = v.get("producer_achieved")
+    if producer is None or pd.isna(producer):
+        return
+    chain = " → ".join(_topics(v.get("chain"))) or str(v["pipeline"])
+    st.markdown(
+        f"**Producer stage**: {producer} ({ui.rate(v['producer_duplicate_rate'])} extra copies "
+        f"already in the source, {ui.count(v['producer_sequence_gaps'])} records missing from "
+        f"its producers' sequences) · **end to end** ({chain}): {v['end_to_end_achieved']}"
+    )
 
 
 def _cluster() -> None:

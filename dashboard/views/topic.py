@@ -39,18 +39,6 @@ LOST_COLUMNS = [
 ]
 
 
-def _pick_topic(topics: list[str]) -> str | None:
-    wanted = st.query_params.get("topic")
-    if wanted and wanted not in topics:
-        st.warning(f"Topic `{wanted}` is not in the published tables; pick another.")
-    index = topics.index(wanted) if wanted in topics else 0
-    # No key: the widget follows the URL, and a choice goes back into it (a shareable link).
-    topic: str | None = st.selectbox("Topic", topics, index=index)
-    if topic is not None and topic != wanted:
-        st.query_params["topic"] = topic
-    return topic
-
-
 def _matching(frame: pd.DataFrame, key: str, text_label: str) -> pd.Series:
     """Row mask from the filter widgets: text (id or key), partitions, causes."""
     left, middle, right = st.columns([2, 1, 2])
@@ -155,7 +143,7 @@ def render() -> None:
     if not topics:
         st.info("The published tables name no topic yet.")
         return
-    topic = _pick_topic(topics)
+    topic = ui.pick_from_url("Topic", topics, "topic")
     if topic is None:
         return
     _totals(topic)

@@ -15,7 +15,6 @@ import threading
 
 from confluent_kafka import Consumer, Message, Producer
 
-from lab.processors.announce import say
 from lab.processors.loop import (
     Offsets,
     advanced,
@@ -28,7 +27,7 @@ from lab.processors.loop import (
     open_producer,
     positions,
     produce_results,
-    run_loop,
+    serve,
 )
 from lab.processors.settings import ProcessorSettings
 
@@ -76,13 +75,7 @@ class CommitOrdered:
 def run(settings: ProcessorSettings, stop: threading.Event, commit_first: bool) -> int:
     consumer = open_consumer(settings, "read_committed")
     step = CommitOrdered(settings, consumer, commit_first)
-    say("ready")
-    try:
-        run_loop(consumer, step, settings, stop)
-    finally:
-        step.close()
-        consumer.close()
-    return 0
+    return serve(consumer, step, settings, stop, step.close, consumer.close)
 
 
 def run_at_most_once(settings: ProcessorSettings, stop: threading.Event) -> int:

@@ -16,7 +16,6 @@ from pathlib import Path
 from confluent_kafka import Consumer, Message, TopicPartition
 
 from dgm.headers import ID, format_src, header_map
-from lab.processors.announce import say
 from lab.processors.loop import (
     Offsets,
     advanced,
@@ -25,7 +24,8 @@ from lab.processors.loop import (
     commit_offsets,
     open_consumer,
     positions,
-    run_loop,
+    seek_to_stored,
+    serve,
     transform,
 )
 from lab.processors.settings import ProcessorSettings
@@ -46,20 +46,9 @@ def as_rows(partitions: list[TopicPartition]) -> list[tuple[str, int, int]]:
 
 
 class IdempotentSink:
-    def __init__(self, settings: ProcessorSettings, store: SinkStore) -> None:
-        self.settings, self.store = settings, store
+    def __init__(self, settings: ProcessorSettings, store: SinkStore, consumer: Consumer) -> None:
+        self.settings, self.store, self.consumer = settings, store, consumer
         self.stored: Offsets = {}
-
-    def seek_to_stored(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        """On assignment: start where the store says, not where the group says."""
-        stored = self.store.next_offsets(self.settings.source_topic)
-        for tp in partitions:
-            if tp.partition in stored:
-                tp.offset = stored[tp.partition]
-        consumer.assign(partitions)
-
-    def attach(self, consumer: Consumer) -> None:
-        self.consumer = consumer
 
     def batch(self, records: list[Message], number: int) -> None:
         offsets = positions(self.consumer)
@@ -79,13 +68,7 @@ class IdempotentSink:
 
 def run(settings: ProcessorSettings, stop: threading.Event) -> int:
     store = SinkStore(Path(settings.sink_path), settings.sink_table)
-    step = IdempotentSink(settings, store)
-    consumer = open_consumer(settings, "read_committed", on_assign=step.seek_to_stored)
-    step.attach(consumer)
-    say("ready")
-    try:
-        run_loop(consumer, step, settings, stop)
-    finally:
-        consumer.close()
-        store.close()
-    return 0
+    hook = seek_to_stored(store, settings.source_topic)
+    consumer = open_consumer(settings, "read_committed", on_assign=hook)
+    step = IdempotentSink(settings, store, consumer)
+    return serve(consumer, step, settings, stop, consumer.close, store.close)

@@ -162,6 +162,42 @@ class Step(Protocol):
     def idle(self) -> None: ...
 
 
+class OffsetStore(Protocol):
+    """An external store that keeps, with the rows, the next source offset per partition."""
+
+    def next_offsets(self, topic: str) -> dict[int, int]: ...
+
+
+def seek_to_stored(store: OffsetStore, topic: str) -> AssignHook:
+    """An on-assignment hook: start where the store says, not where the group says."""
+
+    def seek(consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        stored = store.next_offsets(topic)
+        for tp in partitions:
+            if tp.partition in stored:
+                tp.offset = stored[tp.partition]
+        consumer.assign(partitions)
+
+    return seek
+
+
+def serve(
+    consumer: Consumer,
+    step: Step,
+    settings: ProcessorSettings,
+    stop: threading.Event,
+    *closing: Callable[[], object],
+) -> int:
+    """Say `ready`, run the loop until `stop`, then close what the mode opened, in order."""
+    say("ready")
+    try:
+        run_loop(consumer, step, settings, stop)
+    finally:
+        for close in closing:
+            close()
+    return 0
+
+
 def run_loop(
     consumer: Consumer, step: Step, settings: ProcessorSettings, stop: threading.Event
 ) -> None:

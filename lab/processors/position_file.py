@@ -35,7 +35,7 @@ from lab.processors.loop import (
     open_producer,
     positions,
     produce_results,
-    run_loop,
+    serve,
 )
 from lab.processors.settings import ProcessorSettings, SettingsError
 
@@ -148,13 +148,7 @@ def open_assigned(settings: ProcessorSettings, kept: Positions) -> Consumer:
 def run(settings: ProcessorSettings, stop: threading.Event) -> int:
     consumer = open_assigned(settings, read_positions(Path(settings.position_path)))
     step = PositionFileStep(settings, consumer)
-    say("ready")
-    try:
-        run_loop(consumer, step, settings, stop)
-    finally:
-        step.close()
-        consumer.close()
-    return 0
+    return serve(consumer, step, settings, stop, step.close, consumer.close)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -17,9 +17,8 @@ from __future__ import annotations
 
 import threading
 
-from confluent_kafka import Consumer, Message, TopicPartition
+from confluent_kafka import Consumer, Message
 
-from lab.processors.announce import say
 from lab.processors.idempotent_sink import as_rows, sink_row
 from lab.processors.loop import (
     Offsets,
@@ -29,7 +28,8 @@ from lab.processors.loop import (
     commit_offsets,
     open_consumer,
     positions,
-    run_loop,
+    seek_to_stored,
+    serve,
 )
 from lab.processors.postgres_sink import PostgresSink
 from lab.processors.settings import ProcessorSettings
@@ -37,21 +37,15 @@ from lab.processors.settings import ProcessorSettings
 
 class PostgresStep:
     def __init__(
-        self, settings: ProcessorSettings, store: PostgresSink, offsets_in_store: bool
+        self,
+        settings: ProcessorSettings,
+        store: PostgresSink,
+        consumer: Consumer,
+        offsets_in_store: bool,
     ) -> None:
-        self.settings, self.store, self.offsets_in_store = settings, store, offsets_in_store
+        self.settings, self.store, self.consumer = settings, store, consumer
+        self.offsets_in_store = offsets_in_store
         self.done: Offsets = {}  # what was last stored (and committed to the group)
-
-    def seek_to_stored(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        """On assignment: start where the store says, not where the group says."""
-        stored = self.store.next_offsets(self.settings.source_topic)
-        for tp in partitions:
-            if tp.partition in stored:
-                tp.offset = stored[tp.partition]
-        consumer.assign(partitions)
-
-    def attach(self, consumer: Consumer) -> None:
-        self.consumer = consumer
 
     def batch(self, records: list[Message], number: int) -> None:
         offsets = positions(self.consumer)
@@ -76,17 +70,10 @@ class PostgresStep:
 
 def run(settings: ProcessorSettings, stop: threading.Event, offsets_in_store: bool) -> int:
     store = PostgresSink(settings.sink_dsn, settings.sink_table)
-    step = PostgresStep(settings, store, offsets_in_store)
-    hook = step.seek_to_stored if offsets_in_store else None
+    hook = seek_to_stored(store, settings.source_topic) if offsets_in_store else None
     consumer = open_consumer(settings, "read_committed", on_assign=hook)
-    step.attach(consumer)
-    say("ready")
-    try:
-        run_loop(consumer, step, settings, stop)
-    finally:
-        consumer.close()
-        store.close()
-    return 0
+    step = PostgresStep(settings, store, consumer, offsets_in_store)
+    return serve(consumer, step, settings, stop, consumer.close, store.close)
 
 
 def run_exactly_once(settings: ProcessorSettings, stop: threading.Event) -> int:

@@ -8,6 +8,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from lab.runner import add_folder_options, add_production_options, run_and_print
 from lab.streams.app import GUARANTEES
 from lab.streams.run import StreamsLabSettings, run_streams_lab
 
@@ -21,12 +22,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="the application drops every record whose JSON field n is a multiple of 10",
     )
-    parser.add_argument("--messages", type=int, default=3000, help="source records")
-    parser.add_argument("--rate", type=float, default=100.0, help="records/s (0 = no limit)")
-    parser.add_argument("--kills", type=int, default=3, help="SIGKILLs of the application")
+    add_production_options(parser, "the application")
     parser.add_argument("--commit-interval-ms", type=int, help="default: Kafka Streams' own")
-    parser.add_argument("--lab-dir", default="lab-runs", help="where each run gets a folder")
-    parser.add_argument("--seed", type=int, help="seed of the random kill moments")
+    add_folder_options(parser, "kill moments")
     args = parser.parse_args(argv)
     settings = StreamsLabSettings(
         bootstrap_servers=args.bootstrap,
@@ -39,11 +37,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         commit_interval_ms=args.commit_interval_ms,
         seed=args.seed,
     )
-    problems = settings.problems()
-    if problems:
-        parser.error("; ".join(problems))
-    report = run_streams_lab(settings)
-    print(report.to_json())
+    report = run_and_print(parser, settings, run_streams_lab)
     return 0 if report.caught_up else 1
 
 

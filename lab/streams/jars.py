@@ -8,29 +8,24 @@ edited source is compiled afresh. Each appears whole (staged, then renamed) or n
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import os
 import shutil
 import subprocess
-import tempfile
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 
 from dgm.errors import UserFacingError
-from dgm.paths import user_cache_dir
+from embedded_kafka.jar_cache import COMPLETE_MARKER, PinnedJars, locked, replace_whole
 from embedded_kafka.java import find_java
-from embedded_kafka.maven_central import DownloadError, LockedJar, fetch_all, parse_lock
+from embedded_kafka.maven_central import LockedJar
 
 STREAMS_VERSION = "4.1.1"
 LOCK_FILE = "streams-jars.lock"
 SOURCE_FILE = "StreamsPipeline.java"
 LOG_CONFIG = "log4j2.properties"
 MAIN_CLASS = "StreamsPipeline"
-COMPLETE_MARKER = ".complete"
 
 Progress = Callable[[str], None]
 
@@ -50,59 +45,29 @@ class StreamsClasspath:
         return f"{self.libs / '*'}{os.pathsep}{self.classes}"
 
 
+PINNED = PinnedJars(
+    "lab.streams", LOCK_FILE, "kafka-streams", STREAMS_VERSION, f"Kafka Streams {STREAMS_VERSION}"
+)
+
+
 def streams_jars() -> tuple[LockedJar, ...]:
-    return parse_lock(_resource(LOCK_FILE).read_text())
+    return PINNED.jars()
 
 
 def cache_dir() -> Path:
-    return user_cache_dir() / "kafka-streams" / STREAMS_VERSION
+    return PINNED.cache_dir()
 
 
 def resolve_classpath(progress: Progress) -> StreamsClasspath:
     """The jars (downloaded once) and the compiled application (compiled once per source)."""
-    root = cache_dir()
-    with _exclusive(root.with_name(f"{root.name}.lock")):
+    with locked(cache_dir()) as root:
         root.mkdir(parents=True, exist_ok=True)
-        libs = _jars(root / "libs", progress)
-        source = _resource(SOURCE_FILE).read_bytes()
+        libs = PINNED.libs(root, progress, StreamsBuildError)
+        source = PINNED.resource(SOURCE_FILE).read_bytes()
         classes = root / f"classes-{hashlib.sha256(source).hexdigest()[:16]}"
         if not (classes / COMPLETE_MARKER).exists():
             _compile(source, libs, classes, progress)
-    return StreamsClasspath(libs, classes, _resource(LOG_CONFIG))
-
-
-def _resource(name: str) -> Path:
-    return Path(str(resources.files("lab.streams").joinpath(name)))
-
-
-@contextmanager
-def _exclusive(lock_path: Path) -> Iterator[None]:
-    """Two test sessions must not download or compile into one folder at once."""
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    with lock_path.open("w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def _jars(libs: Path, progress: Progress) -> Path:
-    if (libs / COMPLETE_MARKER).exists():
-        return libs
-    pinned = streams_jars()
-    progress(f"Fetching Kafka Streams {STREAMS_VERSION} ({len(pinned)} jars) into {libs}...")
-    staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=libs.parent))
-    try:
-        fetch_all(pinned, staging, progress)
-        (staging / COMPLETE_MARKER).write_text(STREAMS_VERSION)
-        shutil.rmtree(libs, ignore_errors=True)
-        os.replace(staging, libs)
-    except DownloadError as error:
-        raise StreamsBuildError(f"{error} (jars of lab/streams/{LOCK_FILE})") from error
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return libs
+    return StreamsClasspath(libs, classes, PINNED.resource(LOG_CONFIG))
 
 
 def _compile(source: bytes, libs: Path, classes: Path, progress: Progress) -> None:
@@ -116,8 +81,8 @@ def _compile(source: bytes, libs: Path, classes: Path, progress: Progress) -> No
             )
         javac = Path(found)
     progress(f"Compiling {SOURCE_FILE} into {classes}...")
-    staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=classes.parent))
-    try:
+
+    def compile_into(staging: Path) -> None:
         (staging / SOURCE_FILE).write_bytes(source)
         result = subprocess.run(
             [str(javac), "-J-Xmx256m", "-d", str(staging), "-cp", str(libs / "*"),
@@ -127,8 +92,5 @@ def _compile(source: bytes, libs: Path, classes: Path, progress: Progress) -> No
         if result.returncode != 0:
             raise StreamsBuildError(f"javac failed on {SOURCE_FILE}:\n{result.stderr.strip()}")
         (staging / SOURCE_FILE).unlink()
-        (staging / COMPLETE_MARKER).write_text(STREAMS_VERSION)
-        shutil.rmtree(classes, ignore_errors=True)
-        os.replace(staging, classes)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+
+    replace_whole(classes, STREAMS_VERSION, compile_into)

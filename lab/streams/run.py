@@ -15,10 +15,8 @@ import dataclasses
 import functools
 import json
 import random
-import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,11 +24,11 @@ from typing import Any
 from confluent_kafka import IsolationLevel, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]
 
-from dgm.waiting import TimedOut, wait_until
+from dgm.waiting import wait_until
+from lab.java_child import JavaSupervisor
 from lab.offsets import group_offsets, source_lso
-from lab.pipeline import PipelineNames, say_on_stderr
-from lab.producer import ProducerResult, ProducerSettings, run_producer
-from lab.streams.app import GUARANTEES, AppSettings, Guarantee, StreamsSupervisor, app_command
+from lab.runner import LabRun, produced, production_problems
+from lab.streams.app import GUARANTEES, AppSettings, Guarantee, app_command, streams_supervisor
 from lab.streams.jars import resolve_classpath
 from lab.topics import create_topic
 
@@ -56,17 +54,13 @@ class StreamsLabSettings:
     progress: Progress | None = field(default=None, compare=False)
 
     def problems(self) -> list[str]:
-        return [
-            message
-            for broken, message in (
-                (self.guarantee not in GUARANTEES, f"guarantee: one of {', '.join(GUARANTEES)}"),
-                (self.messages < 1, f"messages: expected >= 1, got {self.messages}"),
-                (self.kills < 0, f"kills: expected >= 0, got {self.kills}"),
-                (self.rate is not None and self.rate <= 0, "rate: expected > 0"),
-                (self.partitions < 1, "partitions: expected >= 1"),
-            )
-            if broken
-        ]
+        return production_problems(
+            self.messages,
+            self.kills,
+            self.rate,
+            self.partitions,
+            [(self.guarantee not in GUARANTEES, f"guarantee: one of {', '.join(GUARANTEES)}")],
+        )
 
 
 @dataclass(frozen=True)
@@ -93,15 +87,9 @@ class StreamsLabReport:
 
 
 def run_streams_lab(settings: StreamsLabSettings) -> StreamsLabReport:
-    problems = settings.problems()
-    if problems:
-        raise ValueError("; ".join(problems))
-    say = settings.progress or say_on_stderr
-    names = PipelineNames.derive(settings.name)
-    run_dir = (settings.lab_dir / names.group).absolute()
-    run_dir.mkdir(parents=True, exist_ok=True)
-    started_at = time.time()
-    classpath = resolve_classpath(say)
+    run = LabRun.begin(settings.name, settings.lab_dir, settings.progress, settings.problems())
+    names, run_dir = run.names, run.run_dir
+    classpath = resolve_classpath(run.say)
     admin = AdminClient({"bootstrap.servers": settings.bootstrap_servers})
     for topic in (names.source, names.sink):
         create_topic(admin, topic, settings.partitions)
@@ -115,55 +103,39 @@ def run_streams_lab(settings: StreamsLabSettings) -> StreamsLabReport:
         drop_every_tenth=settings.drop_every_tenth,
         commit_interval_ms=settings.commit_interval_ms,
     )
-    say(f"streams lab: {settings.guarantee}, source {names.source}, app {names.group}")
-    supervisor = StreamsSupervisor(app_command(classpath, app), run_dir / "logs", say)
-    producer = ProducerSettings(
-        bootstrap_servers=settings.bootstrap_servers,
-        topic=names.source,
-        messages=settings.messages,
-        ledger_path=run_dir / "ledger.jsonl",
-        rate=settings.rate,
-    )
-    stop = threading.Event()
+    run.say(f"streams lab: {settings.guarantee}, source {names.source}, app {names.group}")
+    supervisor = streams_supervisor(app_command(classpath, app), run_dir / "logs", run.say)
+    producer = run.producer(settings.bootstrap_servers, settings.messages, settings.rate)
+    sink_end = functools.partial(_sink_end, admin, names.sink, settings.partitions)
     supervisor.start()
     try:
         wait_until(supervisor.current.running.is_set, 120, "the Streams application to run")
-        with ThreadPoolExecutor(1) as pool:
-            try:
-                produced = pool.submit(run_producer, producer, stop)
-                sink_end = functools.partial(_sink_end, admin, names.sink, settings.partitions)
-                while_producing = _kill(supervisor, settings, produced.done, sink_end)
-                result: ProducerResult = produced.result()
-            finally:
-                stop.set()
-        say(f"producer done: {result.sent} sent, {result.acked} acked")
-        caught_up = _catch_up(admin, names, settings, say)
+        result, while_producing = run.produce(
+            producer, lambda producer_done: _kill(supervisor, settings, producer_done, sink_end)
+        )
+        caught_up = _catch_up(admin, run, settings)
     finally:
         supervisor.stop()
-    report = StreamsLabReport(
-        guarantee=settings.guarantee,
-        drop_every_tenth=settings.drop_every_tenth,
-        bootstrap_servers=settings.bootstrap_servers,
-        source_topic=names.source,
-        sink_topic=names.sink,
-        application_id=names.group,
-        messages={"requested": settings.messages, **_counts(result)},
-        producer_session=result.session,
-        ledger_path=str(producer.ledger_path),
-        kills=[dataclasses.asdict(k) for k in supervisor.kills],
-        kills_while_producing=while_producing,
-        exits=[dataclasses.asdict(e) for e in supervisor.exits],
-        caught_up=caught_up,
-        started_at=started_at,
-        finished_at=time.time(),
-        run_dir=str(run_dir),
+    return run.write(
+        StreamsLabReport(
+            guarantee=settings.guarantee,
+            drop_every_tenth=settings.drop_every_tenth,
+            bootstrap_servers=settings.bootstrap_servers,
+            source_topic=names.source,
+            sink_topic=names.sink,
+            application_id=names.group,
+            **produced(result, producer),
+            kills=[dataclasses.asdict(k) for k in supervisor.kills],
+            kills_while_producing=while_producing,
+            exits=[dataclasses.asdict(e) for e in supervisor.exits],
+            caught_up=caught_up,
+            **run.timing(),
+        )
     )
-    (run_dir / "report.json").write_text(report.to_json() + "\n")
-    return report
 
 
 def _kill(
-    supervisor: StreamsSupervisor,
+    supervisor: JavaSupervisor,
     settings: StreamsLabSettings,
     producer_done: Callable[[], bool],
     sink_end: Callable[[], int],
@@ -189,11 +161,10 @@ def _grows(measure: Callable[[], int]) -> Callable[[], bool]:
     return lambda: measure() > before
 
 
-def _catch_up(
-    admin: AdminClient, names: PipelineNames, settings: StreamsLabSettings, say: Progress
-) -> bool:
+def _catch_up(admin: AdminClient, run: LabRun, settings: StreamsLabSettings) -> bool:
     """Until the application's group has committed the source's LSO on every partition and no
     transaction is open on the sink (its LSO is its high watermark)."""
+    names = run.names
 
     def done() -> bool:
         lso = source_lso(admin, names.source, settings.partitions)
@@ -201,13 +172,12 @@ def _catch_up(
         behind = sum(max(0, end - committed.get(p, 0)) for p, end in lso.items())
         return behind == 0 and _sink_settled(admin, names.sink, settings.partitions)
 
-    try:
-        wait_until(done, settings.catch_up_timeout, "the Streams application to catch up", 0.5)
-    except TimedOut as error:
-        say(f"not caught up: {error}")
-        return False
-    say("the Streams application caught up with the source")
-    return True
+    return run.caught_up(
+        lambda: wait_until(
+            done, settings.catch_up_timeout, "the Streams application to catch up", 0.5
+        ),
+        "the Streams application caught up with the source",
+    )
 
 
 def _sink_settled(admin: AdminClient, topic: str, partitions: int) -> bool:
@@ -224,7 +194,3 @@ def _ends(admin: AdminClient, topic: str, partitions: int) -> dict[int, int]:
     request = {TopicPartition(topic, p): latest for p in range(partitions)}
     futures = admin.list_offsets(request, isolation_level=IsolationLevel.READ_UNCOMMITTED)
     return {tp.partition: int(f.result(timeout=30).offset) for tp, f in futures.items()}
-
-
-def _counts(result: ProducerResult) -> dict[str, int]:
-    return {k: v for k, v in dataclasses.asdict(result).items() if k != "session"}

@@ -27,6 +27,7 @@ from spark_jobs.analyze.pipeline_metrics import counted_faults, pipeline_tables
 from spark_jobs.analyze.publish import Published
 from spark_jobs.analyze.runs import runs
 from spark_jobs.analyze.samples import sample_tables, with_every_kind
+from spark_jobs.analyze.stages import pipeline_stages
 from spark_jobs.fingerprints import Fingerprints
 
 
@@ -53,11 +54,15 @@ def analyze(
     record_tables, counts = engine.cycle(config, fingerprints, committed, now)
     fault_rows = faults(config, samples["events"], samples["producers"])
     verdicts, pipeline_windows = pipeline_tables(config, counts, counted_faults(config, fault_rows))
+    stages = pipeline_stages(
+        config, verdicts, record_tables[tables.TOPIC_WINDOWS.name], record_tables[tables.LOST.name]
+    )
     master = str(spark.sparkContext.master)
     return {
         tables.RUNS.name: runs(config, fingerprints.counted(), samples, master),
         tables.VERDICTS.name: verdicts,
         tables.PIPELINE_WINDOWS.name: pipeline_windows,
+        tables.PIPELINE_STAGES.name: stages,
         **record_tables,
         **sample_tables(samples),
         tables.GROUP_STATUS.name: group_status(

@@ -95,15 +95,54 @@ def rebuild_reason(
         return "oldest held records changed"
     if ctx.cutoff_us < old.cutoff_us:
         return "grace cutoff moved back"
+    if deadline_reason(old, ctx):
+        return deadline_reason(old, ctx)
     if any(ctx.claimed.get(key, -1) < offset for key, offset in old.claimed.items()):
         return "claimed offsets moved back"
     return ""
 
 
+def deadline_reason(old: Context, new: Context) -> str:
+    """Why deadline claims cannot be followed by difference: a pipeline's claim or max_delay
+    changed (its checked records are others), or its cutoff moved back ('' otherwise)."""
+    delays = {p: delay for p, (_, delay) in new.deadlines.items()}
+    if delays != {p: delay for p, (_, delay) in old.deadlines.items()}:
+        return "claims or max_delay changed"
+    if any(cut < old.deadlines[p][0] for p, (cut, _) in new.deadlines.items()):
+        return "deadline cutoff moved back"
+    return ""
+
+
+def newly_deadline_checked(frame: DataFrame, old: Context, new: Context) -> DataFrame | None:
+    """message_id of the source records in `frame` a deadline pipeline checks under `new`
+    but did not under `old`: committed, identified, timestamped between its old and its new
+    deadline cutoff (loss.moved_deadlines); None when no cutoff moved."""
+    moved = loss.moved_deadlines(old.deadlines, new.deadlines, new.source_topics)
+    if not moved:
+        return None
+    spans = frame.sparkSession.createDataFrame(moved, "topic string, before long, cutoff long")
+    ts = F.unix_micros(F.col("timestamp"))
+    return (
+        frame.where(F.col("committed") & F.col("message_id").isNotNull() & ts.isNotNull())
+        .join(F.broadcast(spans), "topic")
+        .where((ts >= F.col("before")) & (ts < F.col("cutoff")))
+        .select("message_id")
+    )
+
+
 def newly_checked(frame: DataFrame, old: Context, new: Context) -> DataFrame | None:
     """message_id of the source records in `frame` a pipeline checks under `new` but did not
     under `old` (the loss module's rule: committed, identified, timestamped before the
-    cutoff, below the claimed offset); None when none can be."""
+    cutoff, below the claimed offset; for a deadline claim, newly_deadline_checked); None
+    when none can be."""
+    by_deadline = newly_deadline_checked(frame, old, new)
+    by_claim = _newly_claimed(frame, old, new)
+    if by_deadline is None or by_claim is None:
+        return by_claim if by_deadline is None else by_deadline
+    return by_claim.unionByName(by_deadline)
+
+
+def _newly_claimed(frame: DataFrame, old: Context, new: Context) -> DataFrame | None:
     moved = loss.moved_claims(old.claimed, new.claimed, new.sources, old.cutoff_us, new.cutoff_us)
     if not moved:
         return None

@@ -28,7 +28,8 @@ def faults(config: DgmConfig, events: pa.Table, producers: pa.Table) -> pa.Table
     by_group: dict[str, list[str]] = defaultdict(list)
     by_topic: dict[str, list[str]] = defaultdict(list)
     for p in config.pipelines:
-        by_group[p.consumer_group].append(p.name)
+        if p.consumer_group:  # a deadline claim may name no group
+            by_group[p.consumer_group].append(p.name)
         for topic in dict.fromkeys((*p.source_topics, *p.sink_topics)):
             by_topic[topic].append(p.name)
     bumped = {

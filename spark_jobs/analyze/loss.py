@@ -13,6 +13,14 @@ session's dgm-seq run is lost too (cause 'sequence gap'), once the record after 
 past the cutoff (per_session.gaps). An **aborted read** is a committed sink record whose id
 the source holds only in aborted transactions.
 
+A pipeline with a **deadline** claim (claim = "deadline") has no claimed offset: its source
+record is checked once it is committed, identified and timestamped before now - max_delay (the
+deadline cutoff, per pipeline; the grace cutoff does not apply), and its id is lost when no
+sink copy exists by then (cause 'not in sink within max_delay'). A checked id whose first sink
+copy (by timestamp) is later than its first checked source record + max_delay is a **late
+record**: never lost, counted. One id is lost or late, never both: lost needs no copy, late a
+copy; a copy arriving after the loss was counted makes it late when its id is worked out again.
+
 **Beyond retention** (docs/design.md): dgm holds a partition's history from its first offset,
 or from a later one when older records are gone (Kafka retention, dgm's retention_h, an audit
 that started later); `held_from` is then the timestamp of the oldest record held. A checked
@@ -53,7 +61,8 @@ def latest_committed(
                                     "committed_offset"])  # fmt: skip
     pipelines: dict[str, list[str]] = {}
     for p in config.pipelines:
-        pipelines.setdefault(p.consumer_group, []).append(p.name)
+        if p.deadline() is None:  # a deadline claim's group (if any) claims nothing
+            pipelines.setdefault(p.consumer_group, []).append(p.name)
     sampled = sampled.filter(
         pc.and_(
             pc.is_valid(sampled["committed_offset"]),
@@ -84,9 +93,10 @@ def claimed_offsets(
     processed the source partition: the group's `committed` offset, and for an external sink
     the highest source offset its rows hold + 1 (`src_offsets`: (sink topic, source topic,
     source partition) -> highest committed dgm-src offset), the greater of the two."""
-    claimed = dict(committed)
+    deadline = {p.name for p in config.pipelines if p.deadline() is not None}
+    claimed = {key: offset for key, offset in committed.items() if key[0] not in deadline}
     for p in config.pipelines:
-        if p.external_sink is None:
+        if p.external_sink is None or p.name in deadline:
             continue
         external = p.sink_names()[-1]
         for (sink, src, part), offset in src_offsets.items():
@@ -128,6 +138,34 @@ def cutoff_us(now: datetime, grace_s: float) -> int:
     return round((now - timedelta(seconds=grace_s)).timestamp() * _MICROS)
 
 
+def deadline_cutoffs(config: DgmConfig, now: datetime) -> dict[str, tuple[int, int]]:
+    """pipeline -> (deadline cutoff, max_delay), both micros, of each deadline-claim pipeline:
+    its records timestamped before the cutoff (now - max_delay) are checked."""
+    found = {}
+    for p in config.pipelines:
+        delay = p.deadline()
+        if delay is not None:
+            micros = round(delay.total_seconds() * _MICROS)
+            found[p.name] = (round(now.timestamp() * _MICROS) - micros, micros)
+    return found
+
+
+def moved_deadlines(
+    old: Mapping[str, tuple[int, int]],
+    new: Mapping[str, tuple[int, int]],
+    source_topics: Mapping[str, tuple[str, ...]],
+) -> list[tuple[str, int, int]]:
+    """(topic, cutoff before, cutoff now) of the source topics of deadline pipelines whose
+    cutoff moved on: their records timestamped in [before, now) are checked now, not before.
+    A pipeline new to the deadline claim counts from the start of time."""
+    moved = []
+    for pipeline, (cutoff, _) in new.items():
+        before = old.get(pipeline, (NO_TIME, 0))[0]
+        if before != cutoff:
+            moved += [(topic, before, cutoff) for topic in source_topics.get(pipeline, ())]
+    return moved
+
+
 def moved_claims(
     old: Claims,
     new: Claims,
@@ -153,23 +191,39 @@ def _pairs(rows: pd.DataFrame) -> pd.Index:
     return pd.Index(rows["pipeline"].to_numpy(dtype="int64") * 2**32 + rows["message_id"])
 
 
+def deadline_checked(source: pd.DataFrame, deadlines: pd.DataFrame) -> pd.DataFrame:
+    """The committed, timed `source` rows of deadline pipelines timestamped before their
+    cutoff; `deadlines`: (pipeline, deadline_us, max_delay_us)."""
+    timed = source[source["has_ts"]].merge(deadlines, on="pipeline")
+    return timed[timed["ts"] < timed["deadline_us"]]
+
+
 def lost(
     sources: pd.DataFrame,
     sinks: pd.DataFrame,
     claims: pd.DataFrame,
     cutoff: int,
     held: Mapping[int, int],
+    deadlines: pd.DataFrame | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(checked, lost): checked source rows per pipeline with `is_beyond` (missing from the
     sink, beyond retention) and `counted` (missing, not beyond retention); lost rows, one
     per pipeline and id at its first checked source record. `sources`: identified source
     rows per pipeline; `sinks`: committed sink rows per pipeline; `claims`: (pipeline,
     topic, partition, claimed_offset); `cutoff`: the grace cutoff (micros); `held`:
-    pipeline -> its sink_held_from. Pipelines, topics and ids are per_id's integer codes."""
+    pipeline -> its sink_held_from; `deadlines`: (pipeline, deadline_us, max_delay_us) of
+    the deadline-claim pipelines, which have no claims (deadline_checked). Pipelines, topics
+    and ids are per_id's integer codes."""
     source = sources[sources["committed"]]
     timely = source[source["has_ts"] & (source["ts"] < cutoff)]
     checked = timely.merge(claims, on=["pipeline", "topic", "partition"])
     checked = checked[checked["offset"] < checked["claimed_offset"]]
+    if deadlines is not None and not deadlines.empty:
+        by_deadline = deadline_checked(source, deadlines)
+        if checked.empty or by_deadline.empty:  # no all-NA columns to concat
+            checked = by_deadline if checked.empty else checked
+        else:
+            checked = pd.concat([checked, by_deadline], ignore_index=True)
     missing = ~_pairs(checked).isin(_pairs(sinks[sinks["has_id"]]))
     horizon = checked["pipeline"].map(held).astype("float64")
     beyond = missing & horizon.notna() & (checked["ts"] < horizon.fillna(NO_TIME))
@@ -180,6 +234,22 @@ def lost(
         .drop_duplicates(["pipeline", "message_id"])
     )
     return checked, first
+
+
+def late(checked: pd.DataFrame, sinks: pd.DataFrame, deadlines: pd.DataFrame) -> pd.DataFrame:
+    """Late records: per deadline pipeline and checked id with a sink copy, its first checked
+    source row when the id's first committed sink copy (by timestamp) is later than that
+    row's timestamp + max_delay. `checked` as lost() gives it; untimed copies never count."""
+    found = checked[~checked["counted"] & ~checked["is_beyond"]]
+    found = found[found["pipeline"].isin(deadlines["pipeline"])]
+    first = found.sort_values(
+        ["pipeline", "message_id", "ts", "topic", "partition", "offset"]
+    ).drop_duplicates(["pipeline", "message_id"])
+    copies = sinks[sinks["has_id"] & sinks["has_ts"]]
+    arrived = copies.groupby(["pipeline", "message_id"])["ts"].min().rename("first_copy_us")
+    first = first.merge(arrived.reset_index(), on=["pipeline", "message_id"])
+    delay = first["pipeline"].map(deadlines.set_index("pipeline")["max_delay_us"])
+    return first[first["first_copy_us"] > first["ts"] + delay]
 
 
 def aborted_reads(sources: pd.DataFrame, sinks: pd.DataFrame) -> pd.DataFrame:

@@ -32,6 +32,7 @@ PIPELINE_COUNTS = (
     "sink_records",
     "unidentified",
     "beyond_retention",
+    "late_records",
     "filtered",
     "filter_undecided",
 )

@@ -116,7 +116,8 @@ def context(
 ) -> Context:
     """The Context of a cycle: roles from `config`; claims (loss.claimed_offsets) from the
     group's `committed` offsets (pipeline, topic, partition) and the external sinks' own
-    rows; each pipeline's loss.sink_held_from and the grace cutoff (loss.cutoff_us)."""
+    rows; each pipeline's loss.sink_held_from, the grace cutoff (loss.cutoff_us) and the
+    deadline-claim pipelines' cutoffs (loss.deadline_cutoffs)."""
     sources: dict[str, list[str]] = defaultdict(list)
     sinks: dict[str, list[str]] = defaultdict(list)
     for p in config.pipelines:
@@ -136,6 +137,7 @@ def context(
         sink_held_from=loss.sink_held_from(config, known.held_from),
         cutoff_us=loss.cutoff_us(now, config.analysis.grace_s),
         window_us=config.analysis.window_s * _MICROS,
+        deadlines=loss.deadline_cutoffs(config, now),
         expected={p.name: p.expected.strip() for p in config.pipelines},
     )
 

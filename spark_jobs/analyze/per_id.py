@@ -44,6 +44,8 @@ class Context:
     sink_held_from: Mapping[str, int] = field(default_factory=dict)
     cutoff_us: int = 0  # the grace cutoff (loss.cutoff_us)
     window_us: int = 60_000_000
+    # deadline-claim pipeline -> (deadline cutoff, max_delay), micros (loss.deadline_cutoffs)
+    deadlines: Mapping[str, tuple[int, int]] = field(default_factory=dict)
     # pipeline -> its `expected` predicate ("" for none): the fingerprints' filtered_by and
     # filter_undecided_by were marked under these (the engine rebuilds when they change)
     expected: Mapping[str, str] = field(default_factory=dict)
@@ -155,11 +157,21 @@ def duplicates(
     return copied, copied.merge(found, on=["topic", "message_id"])
 
 
+def deadlines(context: Context, names: Names) -> pd.DataFrame:
+    """(pipeline, deadline_us, max_delay_us) of the deadline-claim pipelines, in codes."""
+    return pd.DataFrame(
+        [(names.pipeline(p), cut, delay) for p, (cut, delay) in context.deadlines.items()],
+        columns=["pipeline", "deadline_us", "max_delay_us"],
+        dtype="int64",
+    )
+
+
 def loss(
     sources: pd.DataFrame, sinks: pd.DataFrame, context: Context, names: Names
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """loss.lost (checked, lost) of `sources` (identified source rows per pipeline) and `sinks`
-    (committed sink rows per pipeline), with the Context's claims in this partition's codes."""
+    (committed sink rows per pipeline), with the Context's claims and deadlines in this
+    partition's codes."""
     claims = pd.DataFrame(
         [
             (names.pipeline(p), names.topic(t), part, offset)
@@ -169,7 +181,29 @@ def loss(
         dtype="int64",
     )
     held = {names.pipeline(p): at for p, at in context.sink_held_from.items()}
-    return loss_rules.lost(sources, sinks, claims, context.cutoff_us, held)
+    return loss_rules.lost(
+        sources, sinks, claims, context.cutoff_us, held, deadlines(context, names)
+    )
+
+
+def late(
+    checked: pd.DataFrame, sinks: pd.DataFrame, context: Context, names: Names
+) -> pd.DataFrame:
+    """loss.late: the late records of the deadline pipelines (none without one)."""
+    if not context.deadlines:
+        return checked.iloc[0:0]
+    return loss_rules.late(checked, sinks, deadlines(context, names))
+
+
+def loss_causes(first_lost: pd.DataFrame, context: Context, names: Names) -> pd.Series:
+    """The cause of each lost row: a deadline claim's, or a group claim's."""
+    by_deadline = first_lost["pipeline"].isin([names.pipeline(p) for p in context.deadlines])
+    return by_deadline.map(
+        {
+            True: LossCause.NOT_IN_SINK_WITHIN_MAX_DELAY.value,
+            False: LossCause.NOT_IN_SINK.value,
+        }
+    ).astype(object)
 
 
 def window_of(ts: pd.Series, has_ts: pd.Series, window_us: int) -> pd.Series:
@@ -201,6 +235,7 @@ def pipeline_counts(
     aborted: pd.DataFrame,
     context: Context,
     names: Names,
+    late_rows: pd.DataFrame | None = None,
     marked: tuple[pd.DataFrame, pd.DataFrame] | None = None,
 ) -> pd.DataFrame:
     """Per (pipeline, window_us): output.PIPELINE_COUNTS, distinct_ids (sink ids per topic) and the
@@ -223,6 +258,8 @@ def pipeline_counts(
         counted(source, w, unidentified=1),
         counted(attributed, w, duplicate_copies=~upstream, upstream_duplicates=upstream),
     ]
+    if late_rows is not None and not late_rows.empty:
+        parts.append(counted(late_rows, w, late_records=1))
     if marked is not None:
         parts += [counted(marked[0], w, filtered=1), counted(marked[1], w, filter_undecided=1)]
     counts = pd.concat(parts, ignore_index=True).fillna(0)
@@ -366,12 +403,15 @@ def per_id_rows(batch: pa.Table, context: Context) -> pa.Table:
         loss_rules.aborted_reads(held, sinks),
         context,
         names,
+        late(checked, sinks, context, names),
         flagged,
     )
     return rows_of(
         batch,
         duplicates=_named(duplicate_rows, names),
-        lost=_named(first_lost.assign(missing=1, cause=LossCause.NOT_IN_SINK.value), names),
+        lost=_named(
+            first_lost.assign(missing=1, cause=loss_causes(first_lost, context, names)), names
+        ),
         pipeline=_named(counts, names),
         topic=_named(topic_counts(frame, copied, context.window_us), names),
         partition=_named(partition_counts(frame, copied, context.window_us), names),

@@ -14,7 +14,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from dgm.config_schema import DgmConfig
+from dgm.config_schema import DgmConfig, PipelineConfig
+from dgm.vocabulary import Claim
 from spark_jobs.analyze import verdict
 from spark_jobs.analyze.faults import CLUSTER_FAULTS, GROUP_FAULTS, PRODUCER_FAULTS, TOPIC_FAULTS
 from spark_jobs.analyze.output import PIPELINE_COUNTS
@@ -72,6 +73,26 @@ def _judged(row: Row, declared: str, min_records: int) -> Row:
     }
 
 
+def claim_of(pipeline: PipelineConfig) -> tuple[Claim, str]:
+    """(claim, detail) a pipeline's records are checked against, as the verdict names them:
+    a deadline and its max_delay, an external sink's stored offsets (with its group's
+    commits when it has a group), or the group's commits."""
+    if pipeline.deadline() is not None:
+        return Claim.DEADLINE, f"max_delay {pipeline.max_delay}"
+    if pipeline.external_sink is not None:
+        return Claim.SINK_OFFSETS, (
+            f"table {pipeline.external_sink.table}, group {pipeline.consumer_group}"
+        )
+    return Claim.GROUP_COMMITS, f"group {pipeline.consumer_group}"
+
+
+def _settle_us(pipeline: PipelineConfig, grace_s: float) -> int:
+    """How long after a checked record a fault still weighs: its max_delay for a deadline
+    claim (its copy may be written that late), the grace period otherwise."""
+    delay = pipeline.deadline()
+    return round((delay.total_seconds() if delay is not None else grace_s) * 1_000_000)
+
+
 def _add(into: Row, counts: Mapping[str, Any]) -> None:
     for name in (*COUNTS, "distinct_ids"):
         into[name] += counts.get(name) or 0
@@ -82,9 +103,10 @@ def pipeline_tables(
 ) -> tuple[list[Row], list[Row]]:
     """(verdicts, pipeline_windows) rows from the per-pipeline counts (counts.pipeline_counts:
     per window, plus `total` rows holding the distinct ids over all time) and the counted
-    faults; a fault weighs while the pipeline's checked records flowed (plus grace)."""
+    faults; a fault weighs while the pipeline's checked records flowed (plus grace, or a
+    deadline claim's max_delay)."""
     settings = config.analysis
-    grace = round(settings.grace_s * 1_000_000)
+    settle = {p.name: _settle_us(p, settings.grace_s) for p in config.pipelines}
     width = settings.window_s * 1_000_000
     zero = dict.fromkeys((*COUNTS, "distinct_ids"), 0)
     totals: dict[str, Row] = defaultdict(lambda: dict(zero))
@@ -102,7 +124,7 @@ def pipeline_tables(
             first, last = spans.get(name, (row["first_checked_us"], row["last_checked_us"]))
             spans[name] = (min(first, row["first_checked_us"]), max(last, row["last_checked_us"]))
     for name, at in faults:
-        if name in spans and spans[name][0] <= at <= spans[name][1] + grace:
+        if name in spans and spans[name][0] <= at <= spans[name][1] + settle.get(name, 0):
             totals[name]["faults_observed"] += 1
             windows[(name, at - at % width)]["faults_observed"] += 1
     verdicts = []
@@ -117,7 +139,9 @@ def pipeline_tables(
                 "last_record_at": _at(last),
                 "source_topics": list(p.source_topics),
                 "sink": list(p.sink_names()),
-                "consumer_group": p.consumer_group,
+                "consumer_group": p.consumer_group or None,
+                "claim": claim_of(p)[0].value,
+                "claim_detail": claim_of(p)[1],
             }
         )
     declared = {p.name: p.declared_semantic for p in config.pipelines}

@@ -8,7 +8,7 @@ Upstream duplicates are not passed in: they are reported, never counted against 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from dgm.vocabulary import MEETS, Achieved, Evidence
@@ -57,3 +57,19 @@ def evidence(records_checked: int, faults_observed: int) -> Evidence:
     if records_checked <= 0:
         return Evidence.NONE
     return Evidence.TESTED if faults_observed > 0 else Evidence.UNTESTED
+
+
+def compose(stages: Iterable[Achieved]) -> Achieved:
+    """The semantic of stages run one after the other (docs/design.md, "Stages and the
+    end-to-end semantic"): a loss anywhere and a duplicate anywhere make no guarantee; a
+    stage without evidence leaves the whole unjudged unless that already holds; otherwise the
+    weakest of at-most-once and at-least-once; exactly-once only when every stage is."""
+    seen = set(stages)
+    if Achieved.NO_GUARANTEE in seen or {Achieved.AT_MOST_ONCE, Achieved.AT_LEAST_ONCE} <= seen:
+        return Achieved.NO_GUARANTEE
+    if not seen or Achieved.INSUFFICIENT_EVIDENCE in seen:
+        return Achieved.INSUFFICIENT_EVIDENCE
+    for weaker in (Achieved.AT_MOST_ONCE, Achieved.AT_LEAST_ONCE):
+        if weaker in seen:
+            return weaker
+    return Achieved.EXACTLY_ONCE

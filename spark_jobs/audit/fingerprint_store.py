@@ -18,7 +18,11 @@ A batch whose manifest or a part file no longer reads (damaged on disk) is moved
 Compaction writes one new batch holding the kept fingerprints of the batches it replaces and
 their ranges (so the positions survive), listing them in `replaces`; readers ignore a batch a
 complete batch replaces, so a crash before the old dirs are gone duplicates nothing.
-External sinks are snapshots, `external/<pipeline>.parquet`, each replaced atomically.
+File external sinks (SQLite, DuckDB) are snapshots, `external/<pipeline>.parquet`, each
+replaced atomically. A JDBC sink's new rows are a batch like a Kafka range's; its manifest's
+`external` names, per pipeline, the sink (a hash of what shapes its rows), its topic and the
+position read up to (`upto`), so the position commits with the rows (audit/jdbc_audit.py); a
+rewrite carries the newest entry of each pipeline over.
 Run audit, compact and FingerprintStore.load's reads from one process one after another: a
 compaction removes files a lazy DataFrame from an earlier load may still want to read.
 
@@ -193,16 +197,24 @@ class FingerprintStore:
         replaces: Sequence[str] = (),
         topic_ids: Mapping[str, str] | None = None,
         reaudits: Sequence[str] = (),
+        external: Mapping[str, Mapping[str, Any]] | None = None,
         expected: Mapping[str, str] | None = None,
     ) -> Batch:
-        """Write `frame` (FINGERPRINT rows of `ranges`) as one committed batch; call under
-        `writer_lock`. The manifest counts the records per range from what was written;
-        `expected`: pipeline -> the predicate its source records were marked under."""
+        """Write `frame` (FINGERPRINT rows of `ranges`, and of the JDBC sinks `external`
+        names: pipeline -> {"topic", "sink", "upto"}) as one committed batch; call under
+        `writer_lock`. The manifest counts the records per range (and per external entry)
+        from what was written; `expected`: pipeline -> the predicate its source records were
+        marked under."""
         folder = self.folder
         temp = folder / f".tmp-{uuid.uuid4().hex}"
         frame.select(*(f.name for f in FINGERPRINT.fields)).write.parquet(str(temp))
         manifest = _manifest(spark, temp, ranges, id_rules, replaces, topic_ids, reaudits)
         manifest["expected"] = dict(sorted((expected or {}).items()))
+        if external:
+            manifest["external"] = {
+                name: {**entry, "records": _records_of(manifest, entry["topic"])}
+                for name, entry in sorted(external.items())
+            }
         (temp / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True))
         for path in temp.iterdir():
             fsync(path)
@@ -272,9 +284,11 @@ class FingerprintStore:
         chosen: Sequence[Batch],
         keep: Column | None = None,
         without: Collection[str] = (),
+        forget_external: Collection[str] = (),
     ) -> Batch:
         """Rewrite `chosen` as one batch holding their rows that match `keep` (all without
-        it), and their ranges, id rules and topic ids except those of the topics `without`;
+        it), and their ranges, id rules and topic ids except those of the topics `without`,
+        and the newest JDBC sink entry of each pipeline but those `forget_external` names;
         then retire them. Call under `writer_lock`. Crash-safe: the new batch lists those it
         replaces."""
         rows = spark.read.schema(FINGERPRINT).parquet(*(str(b.path) for b in chosen))
@@ -289,9 +303,15 @@ class FingerprintStore:
         }
         ids = {t: i for t, i in recorded_topic_ids(chosen).items() if t not in without}
         names = [b.path.name for b in chosen]
+        external = {
+            name: {k: v for k, v in entry.items() if k != "records"}
+            for name, entry in newest_external(chosen).items()
+            if name not in forget_external
+        }
         expected = {p: e for b in chosen for p, e in b.manifest.get("expected", {}).items()}
+        reaudits = sorted(reaudited(chosen))
         batch = self.write_batch(
-            spark, rows, ranges, rules, names, ids, sorted(reaudited(chosen)), expected
+            spark, rows, ranges, rules, names, ids, reaudits, external, expected=expected
         )
         retire(chosen)
         return batch
@@ -307,6 +327,18 @@ def _all_batches(folder: Path) -> list[Batch]:
             except (OSError, ValueError):
                 continue  # a damaged manifest: set_aside_damaged moves the batch away
     return found
+
+
+def newest_external(batches: Sequence[Batch]) -> dict[str, dict[str, Any]]:
+    """pipeline -> the JDBC sink entry of the newest of `batches` (oldest first) naming it."""
+    found: dict[str, dict[str, Any]] = {}
+    for batch in batches:
+        found.update(batch.manifest.get("external", {}))
+    return found
+
+
+def _records_of(manifest: Mapping[str, Any], topic: str) -> int:
+    return int(manifest["external_records"].get(topic, 0))
 
 
 def reaudited(batches: Sequence[Batch]) -> set[str]:
@@ -346,6 +378,10 @@ def _manifest(
     return {
         "version": 1,
         "created_at": datetime.now(UTC).isoformat(),
+        # Rows per topic that is no Kafka topic (a JDBC sink's `external:` name).
+        "external_records": {
+            t: int(s["n"]) for (t, _), s in sorted(counted.items()) if t.startswith("external:")
+        },
         "ranges": [
             {**asdict(r), "records": int(counted[r.key]["n"]) if r.key in counted else 0}
             for r in ranges

@@ -11,7 +11,9 @@ or aborted.
 returned fewer records than its range has offsets (control markers take offsets); an LSO
 sampled below the high watermark; or a transactional producer in the `producers` sample.
 Everything goes into one batch: the whole audit commits or none of it does.
-External sink tables are read whole each run and stored as a snapshot per pipeline.
+External sink files (SQLite, DuckDB) are read whole each run and stored as a snapshot per
+pipeline; PostgreSQL/JDBC sinks are read incrementally into a batch of their own
+(jdbc_audit).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from dgm.config_schema import DgmConfig, MessageIdRule, id_rule_conflicts
+from dgm.config_schema import FILE_KINDS, DgmConfig, MessageIdRule, id_rule_conflicts
 from dgm.errors import UserFacingError
 from dgm.samples import Key, PartitionOffsets
 from spark_jobs.audit.expected import (
@@ -44,6 +46,7 @@ from spark_jobs.audit.fingerprint_store import (
     empty_fingerprints,
     recorded_topic_ids,
 )
+from spark_jobs.audit.jdbc_audit import audit_jdbc
 from spark_jobs.audit.ranges import (
     OffsetRange,
     assign_json,
@@ -80,8 +83,10 @@ class AuditResult:
     seconds: float
     # Topics read twice (read_uncommitted and read_committed) because they saw transactions.
     transactional: tuple[str, ...] = ()
-    # Pipeline -> its external sink snapshot.
+    # Pipeline -> its external sink snapshot (file sinks).
     external: dict[str, Path] = field(default_factory=dict)
+    # The batch of the rows the JDBC sinks added; None when they added none.
+    jdbc_batch: Path | None = None
 
     @property
     def skipped(self) -> int:
@@ -219,7 +224,7 @@ def _fingerprint_kafka(
         store = FingerprintStore(state_dir)
         judged = recorded_predicates(config, {r.topic for r in ranges}) if config else {}
         batch = store.write_batch(
-            spark, _union(parts), ranges, used, (), topic_ids, reaudits, judged
+            spark, _union(parts), ranges, used, (), topic_ids, reaudits, expected=judged
         )
     finally:
         for frame in frames:
@@ -302,10 +307,17 @@ def audit(
                     f"partitions{twice}"
                 )
         external = _snapshot_external(config, records, progress)
+        jdbc = audit_jdbc(spark, config, records, progress)
     seconds = time.monotonic() - began
     progress(f"audit: {sum(records.values())} records from {len(records)} topics in {seconds:.1f}s")
     return AuditResult(
-        records, tuple(ranges), batch.path if batch else None, seconds, transactional, external
+        records,
+        tuple(ranges),
+        batch.path if batch else None,
+        seconds,
+        transactional,
+        external,
+        jdbc.path if jdbc else None,
     )
 
 
@@ -389,8 +401,8 @@ def _snapshot_external(
     store = FingerprintStore(config.state_dir)
     snapshots: dict[str, Path] = {}
     for pipeline in config.pipelines:
-        if pipeline.external_sink is None:
-            continue
+        if pipeline.external_sink is None or pipeline.external_sink.kind not in FILE_KINDS:
+            continue  # a JDBC sink is read incrementally (jdbc_audit)
         began = time.monotonic()
         table = external_fingerprints(pipeline)
         snapshots[pipeline.name] = store.write_external(pipeline.name, table)

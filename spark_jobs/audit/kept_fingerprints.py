@@ -12,8 +12,10 @@ kept rows stay and only the bookkeeping changes. Anything else that removes a ba
 (retention's compaction dropping rows, a recreated topic forgotten, a damaged batch set
 aside) or a replacement whose rows differ makes the next run read everything again, as does
 a failed run (`reset`): a kept frame whose executor is gone is recomputed from its files,
-which a merge may have removed. External sink snapshots are read whole each run (the
-audit rewrites them each run) on the driver and kept until the next, which compares them. The state
+which a merge may have removed. A JDBC sink's added rows are a batch like any other (only
+its added rows are new; audit/jdbc_audit.py). External sink (file) snapshots are read whole
+each run (the audit rewrites them each run) on the driver and kept until the next, which
+compares them. The state
 lives in the executors, never only in the driver's Python process: on a cluster it is
 rebuilt from the shared state directory.
 

@@ -73,3 +73,25 @@ def test_a_rule_added_in_the_browser_fires_after_the_next_analysis(
         link.click()  # the alert's link opens the topic's drill-down
         page.get_by_text("3 duplicated ids", exact=False).wait_for(timeout=WAIT_MS)
         assert "topic=payments-ledger" in page.url
+
+
+def test_an_alert_link_to_a_group_opens_that_group(tmp_path: Path) -> None:
+    state_dir = tmp_path / "state"
+    build(state_dir)
+    # orders-enricher is not the page's first group (ledger-auditor is: its HW lag exceeds
+    # its LSO lag most), so only the link's ?group= can select it.
+    rule = {"name": "enricher-lag", "metric": "consumer_lag_from_lso", "threshold": -1.0}
+    added = AlertStore(state_dir).add_rule({**rule, "scope": "group:orders-enricher"})
+    assert not isinstance(added, list), added
+    with serving(state_dir, refresh_s=2) as url, chromium() as page:
+        summary = evaluate_after_analysis(load_config(str(state_dir / "dgm.toml")))
+        assert summary.firing == 1, summary.errors
+        page.goto(f"{url}/alerts", timeout=WAIT_MS)
+        link = page.get_by_role("link", name="group orders-enricher")
+        link.wait_for(timeout=WAIT_MS)
+        link.click()
+        page.get_by_text("State at the newest sample", exact=False).wait_for(timeout=WAIT_MS)
+        assert "group=orders-enricher" in page.url
+        expect(page.get_by_role("combobox", name="Group")).to_have_value(
+            "orders-enricher", timeout=WAIT_MS
+        )

@@ -32,3 +32,13 @@ def test_no_pinned_lso_line_where_both_lags_agree(app: AppTest) -> None:
     healthy(at)
     assert any('data-status="OK"' in text for text in markdown(at))
     assert _pinned(at) == []
+
+
+def test_the_url_names_the_group_shown(app: AppTest) -> None:
+    # An alert's link (/groups?group=NAME) opens that group, not the first one.
+    at = page(app, "groups", group="orders-enricher")
+    healthy(at)
+    assert at.selectbox[0].value == "orders-enricher"
+    assert at.query_params["group"] == "orders-enricher"
+    at.selectbox[0].select("ledger-auditor").run()  # and a choice goes back into the URL
+    assert at.query_params["group"] == "ledger-auditor"

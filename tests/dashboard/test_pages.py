@@ -51,6 +51,20 @@ def test_overview_table_lists_every_pipeline_violating_first(app: AppTest) -> No
     assert at.query_params["pipeline"] == "payments-eos"
 
 
+def test_overview_shows_the_producer_stage_without_a_click(app: AppTest) -> None:
+    at = app.run()
+    table = _table(at).set_index("pipeline")
+    # orders-alo's producer retried into its source: shown in the table itself, beside the
+    # copy step's own verdict; pipelines without a stages row show nothing there.
+    assert table.loc["orders-alo", "producer_achieved"] == "at-least-once"
+    assert table.loc["orders-alo", "producer_duplicate_rate"] == 0.01
+    assert table.loc["orders-alo", "end_to_end_achieved"] == "at-least-once"
+    assert table["producer_achieved"].isna().sum() == 2
+    at.query_params["pipeline"] = "orders-alo"
+    _select(at, "Details of").select("orders-alo").run()
+    assert any("Producer stage" in t and "1.00% extra copies" in t for t in markdown(at))
+
+
 def test_overview_filters_in_the_table(app: AppTest) -> None:
     at = app.run()
     at.toggle(key="overview-violating").set_value(True).run()

@@ -26,9 +26,9 @@ from dgm.config import (
     is_secret_key,
     load_config,
 )
-from dgm.config_schema import audit_start
+from dgm.config_schema import CLAIMS, audit_start
 from dgm.errors import UserFacingError
-from dgm.vocabulary import DECLARABLE
+from dgm.vocabulary import DECLARABLE, ClaimKind
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "dgm.toml"
 
@@ -47,6 +47,7 @@ def _no_env_overrides(monkeypatch: pytest.MonkeyPatch) -> None:
     # CI may export these for integration tests; here they would change what is loaded.
     monkeypatch.delenv("DGM_STATE_DIR", raising=False)
     monkeypatch.delenv("DGM_BOOTSTRAP", raising=False)
+    monkeypatch.delenv("DGM_SPARK_MASTER", raising=False)
 
 
 def load_text(tmp_path: Path, text: str) -> DgmConfig:
@@ -132,6 +133,18 @@ def test_environment_overrides_state_dir_and_bootstrap(
     assert config.cluster.bootstrap_servers == "env:9092"
 
 
+def test_environment_overrides_the_spark_master_of_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The file's value, and the default when the file says nothing, both give way to it.
+    (tmp_path / "dgm.toml").write_text('[analysis]\nspark_master = "local[2]"\n')
+    assert load_config(cwd=tmp_path).analysis.spark_master == "local[2]"
+    monkeypatch.setenv("DGM_SPARK_MASTER", "spark://master:7077")
+    assert load_config(cwd=tmp_path).analysis.spark_master == "spark://master:7077"
+    (tmp_path / "dgm.toml").write_text("")
+    assert load_config(cwd=tmp_path).analysis.spark_master == "spark://master:7077"
+
+
 # --- error messages: file, key path, expected, found ------------------------------------
 
 
@@ -208,10 +221,51 @@ def test_duplicate_pipeline_names(tmp_path: Path) -> None:
 
 
 def test_missing_required_key(tmp_path: Path) -> None:
-    message = error_for(tmp_path, PIPELINE.replace('consumer_group = "orders-app"\n', ""))
-    assert (
-        message == "dgm.toml: pipelines[0].consumer_group: missing required key (expected a string)"
+    message = error_for(tmp_path, PIPELINE.replace('declared_semantic = "exactly-once"\n', ""))
+    assert message == (
+        "dgm.toml: pipelines[0].declared_semantic: missing required key (expected one of "
+        "'at-most-once', 'at-least-once', 'exactly-once')"
     )
+
+
+def test_a_group_claim_needs_its_group(tmp_path: Path) -> None:
+    message = error_for(tmp_path, PIPELINE.replace('consumer_group = "orders-app"\n', ""))
+    assert message == (
+        'dgm.toml: pipelines[0].consumer_group: missing required key with claim = "group" '
+        '(expected a consumer group id, or claim = "deadline" with a max_delay)'
+    )
+    blank = error_for(tmp_path, PIPELINE.replace('"orders-app"', '" "'))
+    assert blank == "dgm.toml: pipelines[0].consumer_group: expected a consumer group id, got ' '"
+    delay = error_for(tmp_path, PIPELINE + 'max_delay = "5m"\n')
+    assert delay == 'dgm.toml: pipelines[0].max_delay: only for claim = "deadline"'
+
+
+DEADLINE = PIPELINE.replace('consumer_group = "orders-app"\n', 'claim = "deadline"\n')
+
+
+def test_a_deadline_claim_needs_no_group_and_a_max_delay(tmp_path: Path) -> None:
+    loaded = load_text(tmp_path, DEADLINE + 'max_delay = "5m"\n').pipelines[0]
+    assert (loaded.claim, loaded.consumer_group) == ("deadline", "")
+    assert loaded.deadline() == timedelta(minutes=5)
+    with_group = load_text(tmp_path, DEADLINE + 'max_delay = "1.5s"\nconsumer_group = "g"\n')
+    assert with_group.pipelines[0].deadline() == timedelta(seconds=1.5)
+    assert pipeline().deadline() is None
+    assert error_for(tmp_path, DEADLINE) == (
+        'dgm.toml: pipelines[0].max_delay: missing required key with claim = "deadline" '
+        '(expected a duration like "30s", "5m", "1h")'
+    )
+    for wrong in ("0s", "-5m", "5 minutes", "5"):
+        assert error_for(tmp_path, DEADLINE + f'max_delay = "{wrong}"\n') == (
+            'dgm.toml: pipelines[0].max_delay: expected a duration > 0 like "30s", "5m", '
+            f'"1h" (s, m, h or d), got {wrong!r}'
+        )
+    assert error_for(tmp_path, PIPELINE + 'claim = "offsets"\n') == (
+        "dgm.toml: pipelines[0].claim: expected one of 'group', 'deadline', got 'offsets'"
+    )
+
+
+def test_claim_kinds_are_the_vocabulary_ones() -> None:
+    assert tuple(ClaimKind) == CLAIMS
 
 
 def test_pipeline_needs_a_source_and_a_sink(tmp_path: Path) -> None:
@@ -516,6 +570,7 @@ EXAMPLE_ENV = {
     "KAFKA_PASSWORD": "hunter2-kafka",
     "TRUSTSTORE_PASSWORD": "hunter2-truststore",
     "ALERTMANAGER_TOKEN": "hunter2-token",
+    "POSTGRES_PASSWORD": "hunter2-postgres",
 }
 
 
@@ -528,6 +583,9 @@ def test_example_config_loads(monkeypatch: pytest.MonkeyPatch) -> None:
     assert 'password="hunter2-kafka"' in config.cluster.java_client["sasl.jaas.config"]
     assert {p.message_id.kind for p in config.pipelines} == {"header", "json_field"}
     assert any(p.external_sink is not None for p in config.pipelines)
+    (postgres,) = (p.external_sink for p in config.pipelines if p.name == "orders-to-postgres")
+    assert postgres is not None and postgres.kind == "postgresql"
+    assert postgres.password == "hunter2-postgres"
     assert config.analysis.interval_s == 10 and config.analysis.start == "earliest"
     assert [rule.name for rule in config.alerts] == [
         "orders-duplicates",

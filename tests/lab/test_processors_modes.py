@@ -5,21 +5,17 @@ read with a plain read_committed consumer and compared with the producer's ledge
 from __future__ import annotations
 
 import sqlite3
-import uuid
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import Consumer, TopicPartition
-
-from dgm.headers import ID, SRC, header_map
-from dgm.waiting import wait_until
+from dgm.headers import SRC
 from lab.ledger import read_ledger
 from lab.run import LabReport, LabSettings, run_lab
+from tests.truth import read_records
 
 MESSAGES = 600
-PARTITIONS = 3  # the lab's default
 RATE = 60.0  # ~10 s of production: the crashes land while the processor has work
 
 
@@ -39,39 +35,11 @@ class SinkCounts:
 
 def read_sink(kafka: Any, report: LabReport, isolation: str = "read_committed") -> SinkCounts:
     """Every committed record of the run's sink topic, with a plain read_committed consumer."""
-    topic, partitions = report.sink_topic, PARTITIONS
-    assert topic is not None
-    consumer = Consumer(
-        {
-            "bootstrap.servers": kafka.bootstrap_servers,
-            "group.id": f"check-{uuid.uuid4().hex[:8]}",
-            "isolation.level": isolation,
-            "enable.auto.commit": False,
-        }
+    assert report.sink_topic is not None
+    records = read_records(kafka.bootstrap_servers, report.sink_topic, isolation)
+    return SinkCounts(
+        Counter(r.header_id for r in records), Counter(r.headers[SRC].decode() for r in records)
     )
-    tps = [TopicPartition(topic, p, 0) for p in range(partitions)]
-    consumer.assign(tps)
-    ends = {
-        p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
-        for p in range(partitions)
-    }
-    ids: Counter[str] = Counter()
-    sources: Counter[str] = Counter()
-
-    def at_end() -> bool:
-        for message in consumer.consume(500, 0.2):
-            assert message.error() is None, message.error()
-            headers = header_map(message.headers())
-            ids[headers[ID].decode()] += 1
-            sources[headers[SRC].decode()] += 1
-        positions = consumer.position([TopicPartition(topic, p) for p in range(partitions)])
-        return all(tp.offset >= ends[tp.partition] for tp in positions)
-
-    try:
-        wait_until(at_end, 60, f"reading {topic} to its end", interval=0)
-    finally:
-        consumer.close()
-    return SinkCounts(ids, sources)
 
 
 def lab(kafka: Any, tmp_path: Path, mode: str, **extra: Any) -> LabReport:

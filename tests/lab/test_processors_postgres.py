@@ -4,25 +4,21 @@ with a plain read_committed consumer, the table with a plain SQL query."""
 
 from __future__ import annotations
 
-import uuid
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
-from confluent_kafka import Consumer, TopicPartition
 from psycopg import sql
 
-from dgm.headers import ID, header_map
-from dgm.waiting import wait_until
 from lab.ledger import read_ledger
 from lab.processors.postgres_sink import PostgresSink, SinkRow, stored_offsets
 from lab.run import LabReport, LabSettings, run_lab
 from tests.postgres import PostgresUnderTest
+from tests.truth import read_records
 
 MESSAGES = 600
-PARTITIONS = 3
 RATE = 60.0  # ~10 s of production: the kills land while records flow
 
 pytestmark = pytest.mark.slow
@@ -32,35 +28,8 @@ Position = tuple[int, int]  # source partition, offset
 
 def read_source(kafka: Any, topic: str) -> dict[Position, str]:
     """(partition, offset) -> message id of every committed source record."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": kafka.bootstrap_servers,
-            "group.id": f"truth-{uuid.uuid4().hex[:8]}",
-            "isolation.level": "read_committed",
-            "enable.auto.commit": False,
-        }
-    )
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
-    ends = {
-        p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
-        for p in range(PARTITIONS)
-    }
-    found: dict[Position, str] = {}
-
-    def at_end() -> bool:
-        for message in consumer.consume(500, 0.2):
-            assert message.error() is None, message.error()
-            partition, offset = message.partition(), message.offset()
-            assert partition is not None and offset is not None
-            found[(partition, offset)] = header_map(message.headers())[ID].decode()
-        done = consumer.position([TopicPartition(topic, p) for p in range(PARTITIONS)])
-        return all(tp.offset >= ends[tp.partition] for tp in done)
-
-    try:
-        wait_until(at_end, 60, f"reading {topic} to its end", interval=0)
-    finally:
-        consumer.close()
-    return found
+    records = read_records(kafka.bootstrap_servers, topic)
+    return {(r.partition, r.offset): r.header_id for r in records}
 
 
 def read_table(postgres: PostgresUnderTest, table: str) -> list[tuple[str, int, int]]:
@@ -94,13 +63,20 @@ def lab(kafka: Any, postgres: PostgresUnderTest, tmp_path: Path, mode: str) -> L
     return report
 
 
+def lab_and_truth(
+    kafka: Any, postgres: PostgresUnderTest, tmp_path: Path, mode: str
+) -> tuple[LabReport, dict[Position, str], list[tuple[str, int, int]]]:
+    """A run of `mode`, its committed source records and the rows of its table."""
+    report = lab(kafka, postgres, tmp_path, mode)
+    assert report.external_sink is not None
+    source = read_source(kafka, report.source_topic)
+    return report, source, read_table(postgres, report.external_sink["table"])
+
+
 def test_offsets_stored_with_the_rows_store_every_record_once(
     kafka: Any, postgres: PostgresUnderTest, tmp_path: Path
 ) -> None:
-    report = lab(kafka, postgres, tmp_path, "postgres-exactly-once")
-    assert report.external_sink is not None
-    source = read_source(kafka, report.source_topic)
-    rows = read_table(postgres, report.external_sink["table"])
+    report, source, rows = lab_and_truth(kafka, postgres, tmp_path, "postgres-exactly-once")
     copies = Counter((p, o) for _, p, o in rows)
     assert copies == Counter(source.keys())  # every source record, exactly once
     assert {(p, o): i for i, p, o in rows} == source
@@ -110,10 +86,7 @@ def test_offsets_stored_with_the_rows_store_every_record_once(
 def test_offsets_committed_after_the_rows_store_duplicates_and_lose_nothing(
     kafka: Any, postgres: PostgresUnderTest, tmp_path: Path
 ) -> None:
-    report = lab(kafka, postgres, tmp_path, "postgres-at-least-once")
-    assert report.external_sink is not None
-    source = read_source(kafka, report.source_topic)
-    rows = read_table(postgres, report.external_sink["table"])
+    _, source, rows = lab_and_truth(kafka, postgres, tmp_path, "postgres-at-least-once")
     assert {(p, o) for _, p, o in rows} == set(source)  # every source record, at least once
     assert all(source[(p, o)] == i for i, p, o in rows)
     duplicates = len(rows) - len({i for i, _, _ in rows})

@@ -62,6 +62,20 @@ def test_config_parses_before_or_after_the_command(argv: list[str]) -> None:
     assert config_path(args) == "F.toml"  # after the command wins over before it
 
 
+@pytest.mark.parametrize(
+    ("argv", "verbose"),
+    [
+        (["verdicts"], False),
+        (["-v", "verdicts"], True),
+        (["verdicts", "-v"], True),
+        (["broker", "status", "--verbose"], True),
+        (["collect", "--once", "-v"], True),
+    ],
+)
+def test_verbose_parses_before_or_after_the_command(argv: list[str], verbose: bool) -> None:
+    assert build_parser().parse_args(argv).verbose is verbose
+
+
 def test_dgm_config_is_read_when_no_flag_says_otherwise(monkeypatch: pytest.MonkeyPatch) -> None:
     parser = build_parser()
     assert config_path(parser.parse_args(["verdicts"])) is None

@@ -4,7 +4,9 @@ DuckDB reference computes (the last cycle): through a late copy with an earlier 
 group offset that moves back (reset), retention expiring the oldest fingerprints, a
 pipeline added to the config, and an external sink whose snapshot (read whole each cycle)
 grows and later loses rows; pipeline p filters (its `expected` predicate excluded a tenth of
-its source records, and could not evaluate a few more)."""
+its source records, and could not evaluate a few more); and a deadline-claim pipeline
+(claim = "deadline") whose records age past max_delay cycle by cycle, with copies of records
+it lost arriving late (LATE_AT)."""
 
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ from spark_jobs.fingerprints import Fingerprints
 from tests import reference
 from tests.generated_fingerprints import pipeline as generated_pipeline
 from tests.spark_jobs.analyze import engine_run
+from tests.spark_jobs.analyze.test_deadline_differential import assert_agree, late_copies
 from tests.spark_jobs.analyze.test_loss_differential import assert_same as assert_same_lost
 from tests.spark_jobs.analyze.test_reference_differential import SUMMARY, canonical
 
@@ -32,6 +35,8 @@ ADDED_AT = 5  # pipeline q (s2 -> k2) joins the config
 EXPIRED_AT = 7  # fingerprints older than the first tenth of the time are dropped
 DELETED_AT = 6  # rows deleted from the external sink's table
 EXTERNAL = "external:r:tbl"
+LATE_AT = 6  # late copies of records the deadline pipeline d lost arrive
+MAX_DELAY = timedelta(seconds=10)
 
 
 @pytest.fixture
@@ -107,6 +112,12 @@ def test_random_splits_publish_what_a_rebuild_and_the_reference_do(
     c = generated_pipeline("c", sends=1_500, partitions=2, seed=8, topics=("s3", "x"))
     whole = pa.concat_tables([whole, c.source])
     cycle_of = np.r_[cycle_of, batches_of(c.source, rng)]
+    d = generated_pipeline("d", sends=1_500, partitions=2, seed=9, topics=("s4", "k4"))
+    d_sink, d_late = late_copies(d, 8, 12, 5, MAX_DELAY)
+    whole = pa.concat_tables([whole, d.source, d_sink])
+    cycle_of = np.r_[cycle_of, batches_of(pa.concat_tables([d.source, d_sink]), rng)]
+    whole = pa.concat_tables([whole, d_late])
+    cycle_of = np.r_[cycle_of, np.full(d_late.num_rows, LATE_AT)]
     table = c.sink.set_column(0, "topic", pa.array([EXTERNAL] * c.sink.num_rows, pa.string()))
     table = table.cast(c.sink.schema)
     external_cycle = batches_of(table, rng)
@@ -116,6 +127,13 @@ def test_random_splits_publish_what_a_rebuild_and_the_reference_do(
     p = engine_run.pipeline("p", ("s",), ("k",))
     q = engine_run.pipeline("q", ("s2",), ("k2",))
     r = engine_run.pipeline("r", ("s3",), (), external=True)
+    by_deadline = replace(
+        engine_run.pipeline("d", ("s4",), ("k4",)),
+        consumer_group="",
+        claim="deadline",
+        max_delay="10s",
+    )
+    lost_before_late: set[str] = set()
     engine, before, external_before = Engine(), None, None
     did: list[str] = []
     for cycle in range(CYCLES):
@@ -125,7 +143,8 @@ def test_random_splits_publish_what_a_rebuild_and_the_reference_do(
         rows = whole.filter(pa.array(keep))
         added = whole.filter(pa.array(keep & (cycle_of == cycle)))
         configured = {"p": "s", "r": "s3"} | ({"q": "s2"} if cycle >= ADDED_AT else {})
-        config = engine_run.config(pipelines=(p, r, q) if cycle >= ADDED_AT else (p, r))
+        chosen = (p, r, by_deadline, q) if cycle >= ADDED_AT else (p, r, by_deadline)
+        config = engine_run.config(pipelines=chosen)
         # Claims lag a cycle behind what was written; at the reset they go back to half.
         seen = whole.filter(pa.array(keep & (cycle_of < cycle)))
         committed = claims(seen, configured, halve=cycle == RESET_AT)
@@ -145,6 +164,10 @@ def test_random_splits_publish_what_a_rebuild_and_the_reference_do(
         did.append(engine.last)
         rebuilt = Engine().cycle(config, Fingerprints(kept, external), committed, now)
         assert canonical_all(*ours) == canonical_all(*rebuilt), (cycle, engine.last)
+        if cycle == LATE_AT - 1:
+            lost_before_late = {
+                r["message_id"] for r in ours[0]["lost"].to_pylist() if r["pipeline"] == "d"
+            }
         before, external_before = kept, external
     assert did[RESET_AT].startswith("rebuilt (claimed offsets moved back")
     assert did[ADDED_AT].startswith("rebuilt (pipelines or windows changed")
@@ -188,6 +211,22 @@ def test_random_splits_publish_what_a_rebuild_and_the_reference_do(
         sum(r["filtered"] for r in counted),
         sum(r["filter_undecided"] for r in counted),
     ) == filtered
+    # The deadline pipeline: lost before its late copies came, late records after.
+    late_ids = set(d_late["message_id"].to_pylist())
+    assert late_ids <= lost_before_late
+    d_tables = engine_run.Tables(
+        [], [r for r in tables["lost"].to_pylist() if r["pipeline"] == "d"], [], [],
+        [r for r in ours[1].to_pylist() if r["pipeline"] == "d"],
+    )  # fmt: skip
+    d_lost, d_late_count = assert_agree(
+        d_tables,
+        engine_run.of_topics(everything, "s4"),
+        engine_run.of_topics(everything, "k4"),
+        now,
+        MAX_DELAY,
+    )
+    assert d_late_count == len(late_ids) == 5 and d_lost > 0
+    assert not late_ids & {r["message_id"] for r in d_tables.lost}
     # The late copy is its id's first copy now, and the original an extra one.
     copy = late.to_pylist()[0]
     numbered = {
