@@ -102,7 +102,12 @@ def run(
         frame = spark.createDataFrame(padded, FINGERPRINT)
     dgm_config = dgm_config or config()
     claims = {(k if len(k) == 3 else ("p", *k)): o for k, o in (committed or {}).items()}
-    tables, counts = Engine().cycle(dgm_config, Fingerprints(frame), claims, now)
+    return tables_of(Engine().cycle(dgm_config, Fingerprints(frame), claims, now))
+
+
+def tables_of(result: tuple[dict[str, pa.Table], pa.Table]) -> Tables:
+    """Tables of what Engine.cycle returns (its tables, its pipeline counts)."""
+    tables, counts = result
     rows = {name: t.to_pylist() for name, t in tables.items()}
     return Tables(
         rows["duplicates"],
