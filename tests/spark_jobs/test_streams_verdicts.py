@@ -16,17 +16,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import pytest
 
 from dgm.config import append_pipeline, load_config
 from dgm.config_schema import MessageIdRule, PipelineConfig
-from dgm.published import PUBLISHED_FILE
-from dgm.waiting import wait_until
 from lab.streams.app import Guarantee
 from lab.streams.run import StreamsLabReport, StreamsLabSettings, run_streams_lab
 from spark_jobs.job import AnalysisJob
-from tests.published_lab import collecting
+from tests.published_lab import _cycles, _wait_for_cycles, collecting
+from tests.spark_jobs.test_no_offsets_deadline import verdict
 from tests.truth_records import Delivery, delivery, read_records
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -45,9 +43,9 @@ def judged(
     guarantee: Guarantee,
     filtered: bool,
     **pipeline: Any,
-) -> tuple[StreamsLabReport, Delivery, dict[str, Any], list[tuple[Any, ...]]]:
+) -> tuple[StreamsLabReport, Delivery, dict[str, Any]]:
     """One lab run with the collectors sampling, then one analysis run: (report, truth, the
-    pipeline's verdict row, its lost rows)."""
+    pipeline's verdict row with its lost rows counted by cause)."""
     config_path = root / "dgm.toml"
     config_path.write_text(
         f'state_dir = "{root / "state"}"\n\n[analysis]\ngrace_s = 0\nwindow_s = 60\n'
@@ -68,9 +66,7 @@ def judged(
             )
         )
         assert report.caught_up, f"not caught up; see {report.run_dir}/logs"
-        samples = root / "state" / "samples" / "offsets"
-        seen = len(list(samples.glob("*.parquet")))
-        wait_until(lambda: len(list(samples.glob("*.parquet"))) >= seen + 2, 60, "2 samples")
+        _wait_for_cycles(root / "state", _cycles(root / "state") + 2)
     assert len(report.kills) == KILLS and all(k["returncode"] == -9 for k in report.kills)
     assert report.kills_while_producing >= 1
     name = f"streams-{guarantee}"
@@ -92,18 +88,13 @@ def judged(
     source = read_records(kafka.bootstrap_servers, report.source_topic)
     sink = read_records(kafka.bootstrap_servers, report.sink_topic)
     truth = delivery(source, sink, sink_by_key=True, filtered=filtered)
-    with duckdb.connect(str(config.state_dir / PUBLISHED_FILE), read_only=True) as db:
-        cursor = db.execute("SELECT * FROM verdicts WHERE pipeline = ?", [name])
-        names = [d[0] for d in cursor.description]
-        (row,) = cursor.fetchall()
-        lost = db.execute("SELECT * FROM lost WHERE pipeline = ?", [name]).fetchall()
-    return report, truth, dict(zip(names, row, strict=True)), lost
+    return report, truth, verdict(config.state_dir, name)
 
 
 def test_exactly_once_v2_with_its_filter_declared_and_rekeyed_is_judged_exactly(
     kafka: Any, spark: Any, tmp_path: Path
 ) -> None:
-    _, truth, row, lost = judged(
+    _, truth, row = judged(
         kafka,
         spark,
         tmp_path,
@@ -117,7 +108,7 @@ def test_exactly_once_v2_with_its_filter_declared_and_rekeyed_is_judged_exactly(
     assert truth.duplicates == 0 and truth.unexpected == frozenset()
     assert (row["achieved"], row["meets_declared"]) == ("exactly-once", True)
     assert row["duplicate_copies"] == row["upstream_duplicates"] == 0
-    assert row["lost"] == 0 and lost == []
+    assert row["lost"] == 0 and row["causes"] == {}
     assert row["filtered"] == len(truth.dropped)
     assert row["filter_undecided"] == 0
     assert row["records_checked"] == len(truth.expected)
@@ -128,12 +119,12 @@ def test_exactly_once_v2_with_its_filter_declared_and_rekeyed_is_judged_exactly(
 def test_at_least_once_killed_duplicates_equal_the_truth(
     kafka: Any, spark: Any, tmp_path: Path
 ) -> None:
-    _, truth, row, lost = judged(kafka, spark, tmp_path, "at_least_once", filtered=False)
+    _, truth, row = judged(kafka, spark, tmp_path, "at_least_once", filtered=False)
     assert truth.lost == frozenset() and truth.unexpected == frozenset()
     assert truth.duplicates > 0, "SIGKILLs between produce and commit must duplicate"
     assert row["duplicate_copies"] == truth.duplicates
     assert row["upstream_duplicates"] == 0
-    assert row["lost"] == 0 and lost == []  # no sequence gap read on the sink's headers
+    assert row["lost"] == 0 and row["causes"] == {}  # no sequence gap read on the sink's headers
     assert row["filtered"] == 0
     assert row["records_checked"] == len(truth.expected)
     assert (row["achieved"], row["meets_declared"]) == ("at-least-once", True)
