@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Literal, get_args
 
 from dgm.alert_metrics import ALERT_METRICS
+from dgm.clusters import DEFAULT_CLUSTER, SEPARATOR
 from dgm.errors import UserFacingError
 from dgm.java_client import SASL_MECHANISMS, needs_java_client, sasl_mechanism
 from dgm.java_client import derive as derive_java_client
@@ -213,6 +214,12 @@ class PipelineConfig:
     # with no sink copy once it is older than this is lost ("not in sink within max_delay");
     # a copy timestamped later than the record + max_delay is a late record (not lost).
     max_delay: str = ""
+    # The cluster the source topics (and consumer_group) live on, and the one the sink topics
+    # live on: "default" ([cluster]) or a name of [clusters.<name>]. Once loaded, the topics
+    # and group of a cluster other than the default one are qualified ('<cluster>/<topic>',
+    # dgm.clusters): the names every stage and published table use.
+    source_cluster: str = DEFAULT_CLUSTER
+    sink_cluster: str = DEFAULT_CLUSTER
 
     def problems(self) -> Iterator[Problem]:
         if not _PIPELINE_NAME.fullmatch(self.name):
@@ -221,6 +228,7 @@ class PipelineConfig:
             yield "source_topics", "expected at least one topic, got []"
         yield from _empty_names("source_topics", self.source_topics)
         yield from _empty_names("sink_topics", self.sink_topics)
+        yield from _cluster_topic_problems(self)
         yield from self._claim_problems()
         if not self.sink_topics and self.external_sink is None:
             yield "", "expected sink_topics or an external_sink table, got neither"
@@ -261,6 +269,18 @@ class PipelineConfig:
             (f"external:{self.name}:{self.external_sink.table}",) if self.external_sink else ()
         )
         return (*self.sink_topics, *external)
+
+
+def _cluster_topic_problems(pipeline: PipelineConfig) -> Iterator[Problem]:
+    """A topic written with a cluster in its name: the cluster is a key of its own."""
+    for key, cluster_key in (("source_topics", "source_cluster"), ("sink_topics", "sink_cluster")):
+        for index, topic in enumerate(getattr(pipeline, key)):
+            if SEPARATOR in topic:
+                yield (
+                    f"{key}[{index}]",
+                    f"expected a Kafka topic name (no '{SEPARATOR}'), got {topic!r}; name the "
+                    f"topic's cluster with {cluster_key}",
+                )
 
 
 @dataclass(frozen=True, repr=False)  # repr below redacts credentials
@@ -557,6 +577,36 @@ class AlertWebhook:
                 yield f"headers.{name}", "expected a value without line breaks or NUL"
 
 
+_CLUSTER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def _clusters_problems(config: DgmConfig) -> Iterator[Problem]:
+    """[clusters.<name>] names and addresses; each pipeline's clusters exist."""
+    for name, cluster in config.clusters.items():
+        if name == DEFAULT_CLUSTER:
+            yield f"clusters.{name}", "the default cluster is [cluster]: give this one another name"
+        elif not _CLUSTER_NAME.fullmatch(name):
+            yield f"clusters.{name}", f"expected letters, digits, '.', '_' or '-', got {name!r}"
+        if cluster.bootstrap_servers is None:
+            yield (
+                f"clusters.{name}.bootstrap_servers",
+                "missing required key (expected host:port[,host:port...]; only the default "
+                "[cluster] may use the embedded broker)",
+            )
+    known = (DEFAULT_CLUSTER, *sorted(config.clusters))
+    for index, pipeline in enumerate(config.pipelines):
+        for key in ("source_cluster", "sink_cluster"):
+            value = getattr(pipeline, key)
+            if value not in known:
+                close = difflib.get_close_matches(value, known, n=1)
+                hint = f"did you mean {close[0]!r}? " if close else ""
+                yield (
+                    f"pipelines[{index}].{key}",
+                    f"unknown cluster {value!r} ({hint}expected {DEFAULT_CLUSTER!r} or a "
+                    f"[clusters.<name>] table: {', '.join(repr(k) for k in known)})",
+                )
+
+
 @dataclass(frozen=True)
 class DgmConfig:
     """The whole of dgm.toml, after validation, defaults and environment overrides."""
@@ -566,7 +616,11 @@ class DgmConfig:
     # Where dgm keeps samples, fingerprints, the DuckDB store and the embedded broker.
     # Relative to the config file's directory (or the working directory without a file).
     state_dir: Path = Path(".dgm")
+    # The cluster named "default".
     cluster: ClusterConfig = field(default_factory=ClusterConfig)
+    # [clusters.<name>]: more clusters, each with the keys of [cluster] (bootstrap_servers
+    # required); a pipeline names them in source_cluster / sink_cluster.
+    clusters: dict[str, ClusterConfig] = field(default_factory=dict)
     collectors: CollectorSettings = field(default_factory=CollectorSettings)
     analysis: AnalysisSettings = field(default_factory=AnalysisSettings)
     pipelines: tuple[PipelineConfig, ...] = ()
@@ -591,7 +645,24 @@ class DgmConfig:
         where = self.source if self.source is not None else "config"
         raise ConfigError(f"{where}: unknown pipeline {name!r} ({hint})")
 
+    def cluster_config(self, name: str) -> ClusterConfig:
+        """The settings of the cluster called `name` ("default": [cluster])."""
+        return self.cluster if name == DEFAULT_CLUSTER else self.clusters[name]
+
+    def sampled_clusters(self) -> tuple[str, ...]:
+        """The clusters dgm talks to, "default" first: every [clusters.<name>], and the
+        default one unless [clusters] are set while [cluster] names no bootstrap servers and
+        no pipeline lives on it (a file naming only its own clusters needs no embedded one)."""
+        uses_default = (
+            not self.clusters
+            or self.cluster.bootstrap_servers is not None
+            or any(DEFAULT_CLUSTER in (p.source_cluster, p.sink_cluster) for p in self.pipelines)
+        )
+        named = tuple(sorted(self.clusters))
+        return (DEFAULT_CLUSTER, *named) if uses_default else named
+
     def problems(self) -> Iterator[Problem]:
+        yield from _clusters_problems(self)
         first_index: dict[str, int] = {}
         for index, pipeline in enumerate(self.pipelines):
             if pipeline.name in first_index:
