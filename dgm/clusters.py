@@ -10,15 +10,10 @@ precedes its first '/' is a configured cluster's name.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Collection
-from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
-
-if TYPE_CHECKING:  # config_schema imports this module's words
-    from dgm.config_schema import DgmConfig, PipelineConfig
 
 DEFAULT_CLUSTER = "default"
 SEPARATOR = "/"
@@ -55,25 +50,3 @@ def cluster_column(names: pa.Array | pa.ChunkedArray, clusters: Collection[str])
     if isinstance(names, pa.ChunkedArray):
         names = names.combine_chunks()
     return pc.take(found, pc.index_in(names, value_set=unique))
-
-
-def qualified_pipeline(pipeline: PipelineConfig) -> PipelineConfig:
-    """`pipeline` with its source topics and consumer group qualified by its source cluster
-    and its sink topics by its sink cluster (the group is the source side's: it consumes)."""
-    source, sink = pipeline.source_cluster, pipeline.sink_cluster
-    return dataclasses.replace(
-        pipeline,
-        source_topics=tuple(qualified(source, t) for t in pipeline.source_topics),
-        sink_topics=tuple(qualified(sink, t) for t in pipeline.sink_topics),
-        consumer_group=qualified(source, pipeline.consumer_group)
-        if pipeline.consumer_group
-        else "",
-    )
-
-
-def with_qualified_names(config: DgmConfig) -> DgmConfig:
-    """The config the stages read: every pipeline's topics and group qualified. Applied once,
-    by dgm.config.load_config; the file's own text (and append_pipeline) keep plain names."""
-    return dataclasses.replace(
-        config, pipelines=tuple(qualified_pipeline(p) for p in config.pipelines)
-    )

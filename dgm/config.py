@@ -18,7 +18,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
 
-from dgm.clusters import with_qualified_names
 from dgm.config_schema import (
     SEMANTICS,
     AnalysisSettings,
@@ -299,7 +298,7 @@ def load_config(path: str | Path | None = None, *, cwd: Path | None = None) -> D
     if master := os.environ.get(ENV_SPARK_MASTER):
         analysis = dataclasses.replace(config.analysis, spark_master=master)
         config = dataclasses.replace(config, analysis=analysis)
-    return with_qualified_names(config)
+    return config.with_qualified_names()
 
 
 def _load_file(path: Path, file: str) -> DgmConfig:

@@ -8,6 +8,7 @@ cannot express live in each class's `problems()`, next to the fields they check.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import math
 import re
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Literal, get_args
 
 from dgm.alert_metrics import ALERT_METRICS
-from dgm.clusters import DEFAULT_CLUSTER, SEPARATOR
+from dgm.clusters import DEFAULT_CLUSTER, SEPARATOR, qualified
 from dgm.errors import UserFacingError
 from dgm.java_client import SASL_MECHANISMS, needs_java_client, sasl_mechanism
 from dgm.java_client import derive as derive_java_client
@@ -257,6 +258,19 @@ class PipelineConfig:
             duration(self.max_delay)
         except ValueError as error:
             yield "max_delay", str(error)
+
+    def with_qualified_names(self) -> PipelineConfig:
+        """This pipeline with its source topics and consumer group qualified by its source
+        cluster and its sink topics by its sink cluster (dgm.clusters; the group is the
+        source side's: it consumes)."""
+        source, sink = self.source_cluster, self.sink_cluster
+        group = qualified(source, self.consumer_group) if self.consumer_group else ""
+        return dataclasses.replace(
+            self,
+            source_topics=tuple(qualified(source, t) for t in self.source_topics),
+            sink_topics=tuple(qualified(sink, t) for t in self.sink_topics),
+            consumer_group=group,
+        )
 
     def deadline(self) -> timedelta | None:
         """max_delay of a deadline claim; None for a group claim."""
@@ -644,6 +658,13 @@ class DgmConfig:
         )
         where = self.source if self.source is not None else "config"
         raise ConfigError(f"{where}: unknown pipeline {name!r} ({hint})")
+
+    def with_qualified_names(self) -> DgmConfig:
+        """The config the stages read: every pipeline's topics and group qualified. Applied
+        once, by dgm.config.load_config; the file's text (and append_pipeline) keep plain
+        names."""
+        pipelines = tuple(p.with_qualified_names() for p in self.pipelines)
+        return dataclasses.replace(self, pipelines=pipelines)
 
     def cluster_config(self, name: str) -> ClusterConfig:
         """The settings of the cluster called `name` ("default": [cluster])."""
