@@ -20,10 +20,13 @@ class Family:
 
 
 PIPELINE = ("pipeline",)
-PARTITION = ("topic_name", "partition_id")
-GROUP = ("group_id",)
-GROUP_PARTITION = ("group_id", "topic_name", "partition_id")
-TOPIC = ("topic_name",)
+# `cluster`: the cluster the topic or group lives on ("default", or a [clusters.<name>]);
+# topic_name and group_id are then the names that cluster knows (docs/design.md, "Several
+# clusters"), so series join with KMinion's of that cluster.
+PARTITION = ("topic_name", "partition_id", "cluster")
+GROUP = ("group_id", "cluster")
+GROUP_PARTITION = ("group_id", "topic_name", "partition_id", "cluster")
+TOPIC = ("topic_name", "cluster")
 
 # The exporter's and the monitor's own health: served at every scrape, published or not.
 BUILD_INFO = Family(
@@ -69,8 +72,9 @@ HEALTH = (
 # Per pipeline, cumulative over the retention (the verdicts table).
 VERDICT_INFO = Family(
     "dgm_pipeline_verdict_info",
-    "Always 1; the pipeline's declared and achieved semantic, evidence and consumer group",
-    ("pipeline", "declared", "achieved", "evidence", "group_id"),
+    "Always 1; the pipeline's declared and achieved semantic, evidence, consumer group and "
+    "the clusters of its source and sink",
+    ("pipeline", "declared", "achieved", "evidence", "group_id", "source_cluster", "sink_cluster"),
 )
 MEETS_DECLARED = Family(
     "dgm_pipeline_meets_declared",
@@ -167,7 +171,7 @@ GROUP_STATUS = Family(
     "dgm_consumer_group_status",
     f"Status by Burrow's rules over lag from the LSO: {severity_legend()} (the status label "
     "names it)",
-    ("group_id", "status"),
+    ("group_id", "status", "cluster"),
 )
 # Per topic with open transactions at the last sample (transactions).
 OPEN_TRANSACTIONS = Family("dgm_open_transactions", "Open transactions at the last sample", TOPIC)

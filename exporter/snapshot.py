@@ -20,6 +20,7 @@ from typing import Any
 import duckdb
 
 from dgm import __version__
+from dgm.clusters import DEFAULT_CLUSTER
 from dgm.published import open_read_only, published_path, read_verdicts
 from dgm.samples import SampleStore
 from exporter import families as f
@@ -36,17 +37,20 @@ FROM runs ORDER BY finished_at DESC LIMIT 1
 """
 # Every partition at its topic's newest sample (a view of dgm.published_views).
 OFFSETS_SQL = """
-SELECT topic, "partition", lso_lag, lso_stuck_ms / 1000.0 FROM latest_partition_offsets
+SELECT topic, "partition", lso_lag, lso_stuck_ms / 1000.0, cluster FROM latest_partition_offsets
 """
 # Each group's own row of group_status: the worst partition's status.
-GROUP_STATUS_SQL = "SELECT group_id, status, severity FROM group_status_by_group ORDER BY group_id"
+GROUP_STATUS_SQL = (
+    "SELECT group_id, status, severity, cluster FROM group_status_by_group ORDER BY group_id"
+)
 # Every partition of a group at the group's newest sample.
 GROUP_LAG_SQL = """
-SELECT group_id, topic, "partition", lag_from_hw, lag_from_lso FROM latest_group_lag
+SELECT group_id, topic, "partition", lag_from_hw, lag_from_lso, cluster FROM latest_group_lag
 """
 # The transactions table holds the last sample only.
 TRANSACTIONS_SQL = """
-SELECT topic, count(*), count(*) FILTER (WHERE hanging) FROM transactions GROUP BY topic
+SELECT topic, count(*), count(*) FILTER (WHERE hanging), any_value(cluster) FROM transactions
+GROUP BY topic
 """
 
 
@@ -98,12 +102,24 @@ def read_published(db: Connection, snapshot: Snapshot, now: datetime) -> None:
     add_transactions(db, snapshot)
 
 
+def on_cluster(name: str, cluster: str | None) -> tuple[str, str]:
+    """(the name as its cluster knows it, the cluster): a published name is qualified off the
+    default cluster ('<cluster>/<name>', dgm.clusters)."""
+    cluster = cluster or DEFAULT_CLUSTER
+    return name if cluster == DEFAULT_CLUSTER else name.removeprefix(f"{cluster}/"), cluster
+
+
 def add_verdicts(db: Connection, snapshot: Snapshot) -> None:
     rows, _ = read_verdicts(db)
     for row in rows:
         name = row["pipeline"]
         info = [name, row["declared"], row["achieved"], row["evidence"] or ""]
-        snapshot.set(f.VERDICT_INFO, [*info, row["consumer_group"] or ""], 1)
+        group, _ = on_cluster(row["consumer_group"] or "", row["source_cluster"])
+        clusters = [
+            row["source_cluster"] or DEFAULT_CLUSTER,
+            row["sink_cluster"] or DEFAULT_CLUSTER,
+        ]
+        snapshot.set(f.VERDICT_INFO, [*info, group, *clusters], 1)
         meets = row["meets_declared"]
         snapshot.set(f.MEETS_DECLARED, [name], None if meets is None else int(meets))
         for family, column in f.PIPELINE_VALUES:
@@ -111,34 +127,41 @@ def add_verdicts(db: Connection, snapshot: Snapshot) -> None:
 
 
 def add_offsets(db: Connection, snapshot: Snapshot) -> None:
-    for topic, partition, lag, stuck_s in db.execute(OFFSETS_SQL).fetchall():
-        snapshot.set(f.LSO_LAG, [topic, partition], lag)
-        snapshot.set(f.LSO_STUCK, [topic, partition], stuck_s)
+    for topic, partition, lag, stuck_s, cluster in db.execute(OFFSETS_SQL).fetchall():
+        plain, cluster = on_cluster(topic, cluster)
+        snapshot.set(f.LSO_LAG, [plain, partition, cluster], lag)
+        snapshot.set(f.LSO_STUCK, [plain, partition, cluster], stuck_s)
 
 
 def add_group_lag(db: Connection, snapshot: Snapshot) -> None:
-    from_hw: dict[str, float] = {}
-    from_lso: dict[str, float] = {}
-    for group, topic, partition, lag_hw, lag_lso in db.execute(GROUP_LAG_SQL).fetchall():
-        snapshot.set(f.PARTITION_LAG_FROM_HW, [group, topic, partition], lag_hw)
-        snapshot.set(f.PARTITION_LAG_FROM_LSO, [group, topic, partition], lag_lso)
+    from_hw: dict[tuple[str, str], float] = {}
+    from_lso: dict[tuple[str, str], float] = {}
+    for group_id, topic, partition, lag_hw, lag_lso, cluster in db.execute(
+        GROUP_LAG_SQL
+    ).fetchall():
+        group = on_cluster(group_id, cluster)
+        at = [group[0], on_cluster(topic, cluster)[0], partition, group[1]]
+        snapshot.set(f.PARTITION_LAG_FROM_HW, at, lag_hw)
+        snapshot.set(f.PARTITION_LAG_FROM_LSO, at, lag_lso)
         # SQL's sum(): nulls skipped, and a group with only nulls has no sum.
         if lag_hw is not None:
             from_hw[group] = from_hw.get(group, 0.0) + lag_hw
         if lag_lso is not None:
             from_lso[group] = from_lso.get(group, 0.0) + lag_lso
     for group, value in from_hw.items():
-        snapshot.set(f.GROUP_LAG_FROM_HW, [group], value)
+        snapshot.set(f.GROUP_LAG_FROM_HW, group, value)
     for group, value in from_lso.items():
-        snapshot.set(f.GROUP_LAG_FROM_LSO, [group], value)
+        snapshot.set(f.GROUP_LAG_FROM_LSO, group, value)
 
 
 def add_group_status(db: Connection, snapshot: Snapshot) -> None:
-    for group, status, severity in db.execute(GROUP_STATUS_SQL).fetchall():
-        snapshot.set(f.GROUP_STATUS, [group, status], severity)
+    for group_id, status, severity, cluster in db.execute(GROUP_STATUS_SQL).fetchall():
+        group, cluster = on_cluster(group_id, cluster)
+        snapshot.set(f.GROUP_STATUS, [group, status, cluster], severity)
 
 
 def add_transactions(db: Connection, snapshot: Snapshot) -> None:
-    for topic, open_count, hanging in db.execute(TRANSACTIONS_SQL).fetchall():
-        snapshot.set(f.OPEN_TRANSACTIONS, [topic], open_count)
-        snapshot.set(f.HANGING_TRANSACTIONS, [topic], hanging)
+    for topic, open_count, hanging, cluster in db.execute(TRANSACTIONS_SQL).fetchall():
+        labels = on_cluster(topic, cluster)
+        snapshot.set(f.OPEN_TRANSACTIONS, labels, open_count)
+        snapshot.set(f.HANGING_TRANSACTIONS, labels, hanging)
