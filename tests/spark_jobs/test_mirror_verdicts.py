@@ -142,20 +142,22 @@ def judge_mirror_maker(
     config = load_config(config_path)
     servers = {"default": kafka.bootstrap_servers, TARGET: second_kafka.bootstrap_servers}
     lab = root / "lab"
-    runs: dict[str, tuple[Fault, bool, int, str]] = {
-        "mm2-killed": ("kill", False, kills, "at-least-once"),
-        "mm2-eos": ("kill", True, kills, "exactly-once"),
-        "mm2-stopped": ("stop", False, 0, "at-least-once"),
+    # (fault, exactly-once, kills, messages, declared); the stop lands 1-3 s after the
+    # replica's first record: twice the records keep the producer going well past it.
+    runs: dict[str, tuple[Fault, bool, int, int, str]] = {
+        "mm2-killed": ("kill", False, kills, messages, "at-least-once"),
+        "mm2-eos": ("kill", True, kills, messages, "exactly-once"),
+        "mm2-stopped": ("stop", False, 0, 2 * messages, "at-least-once"),
     }
     began = time.monotonic()
     with collecting(config, servers), ThreadPoolExecutor(len(runs)) as pool:
         # Three MirrorMaker 2 instances side by side: each run has its own topics, Connect
         # group and internal topics; most of a run is waiting for a worker to start.
         started = {
-            name: pool.submit(mirror, kafka, second_kafka, lab, fault, eos, messages, n)
-            for name, (fault, eos, n, _) in runs.items()
+            name: pool.submit(mirror, kafka, second_kafka, lab, fault, eos, count, n)
+            for name, (fault, eos, n, count, _) in runs.items()
         }
-        reports = {name: (done.result(), runs[name][3]) for name, done in started.items()}
+        reports = {name: (done.result(), runs[name][4]) for name, done in started.items()}
         # Two samples of each cluster after the last record reached Kafka.
         ended = offsets_samples(state_dir) + 4
         wait_until(lambda: offsets_samples(state_dir) >= ended, 60, "samples of both clusters")
@@ -194,7 +196,7 @@ def judge_mirror_maker(
     for name, (report, _) in reports.items():
         found, _ = truths[name]
         row = verdict(state_dir, name)
-        assert row["records_checked"] == found.source == messages, name
+        assert row["records_checked"] == found.source == runs[name][3], name
         assert (row["source_cluster"], row["sink_cluster"]) == ("default", TARGET)
         assert row["source_topics"] == [report.source_topic]
         assert row["sink"] == [f"{TARGET}/{report.replica_topic}"]
