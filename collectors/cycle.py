@@ -69,6 +69,7 @@ class Collector:
         store: SampleStore,
         request_timeout_s: float = 10.0,
         max_transaction_timeout_ms: int | None = None,
+        sample_writers: int = 1,
     ) -> None:
         self.clients = clients
         self.settings = settings
@@ -82,6 +83,8 @@ class Collector:
         self.idempotent_epochs: dict[int, int] = {}
         self.brokers: frozenset[int] | None = None
         self.topic_ids: dict[str, str] = {}
+        # Collectors of other clusters writing into the same store (dgm.samples.latest_rows).
+        self.sample_writers = sample_writers
 
     def connect(self, timeout_s: float | None = None) -> ClusterView:
         """Metadata; the first time also the cluster's identity, restored state and checks."""
@@ -169,7 +172,7 @@ class Collector:
         )
 
     def _restore(self, cluster_id: str) -> None:
-        for row in latest_rows(self.store, "offsets", cluster_id):
+        for row in latest_rows(self.store, "offsets", cluster_id, self.sample_writers):
             self.lso_states[(row["topic"], row["partition"])] = LsoState(
                 row["lso"], row["lso_since"]
             )
@@ -177,19 +180,19 @@ class Collector:
                 self.topic_ids[row["topic"]] = row["topic_id"]
         members: dict[str, dict[str, MemberView]] = {}
         states: dict[str, str] = {}
-        for row in latest_rows(self.store, "group_members", cluster_id):
+        for row in latest_rows(self.store, "group_members", cluster_id, self.sample_writers):
             states[row["group_id"]] = row["group_state"]
             group = members.setdefault(row["group_id"], {})
             if row["member_id"] is not None:
                 assignment = frozenset((a["topic"], a["partition"]) for a in row["assignment"])
                 group[row["member_id"]] = MemberView(row["member_id"], row["client_id"], assignment)
         self.groups = {gid: GroupView(states[gid], members[gid]) for gid in states}
-        for row in latest_rows(self.store, "transactions", cluster_id):
+        for row in latest_rows(self.store, "transactions", cluster_id, self.sample_writers):
             self.transactional_epochs[row["transactional_id"]] = (
                 row["producer_id"],
                 row["producer_epoch"],
             )
-        for row in latest_rows(self.store, "producers", cluster_id):
+        for row in latest_rows(self.store, "producers", cluster_id, self.sample_writers):
             if row["transactional_id"] is None:
                 pid = row["producer_id"]
                 self.idempotent_epochs[pid] = max(

@@ -90,7 +90,7 @@ LAST_WINDOW_TOPICS = View(
     "last_window_topics",
     "Per topic of cumulative_topics: its row of the last closed window; a topic without one "
     "(nothing in that window) has counts 0 and a null rate.",
-    "SELECT c.topic, w.window_start, "
+    "SELECT c.topic, c.cluster, w.window_start, "
     + ", ".join(f"coalesce(t.{name}, 0) AS {name}" for name in _TOPIC_COUNTS)
     + ", t.duplicate_rate "
     "FROM cumulative_topics c CROSS JOIN last_closed_window w "

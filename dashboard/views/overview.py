@@ -9,6 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import charts, pipeline_queries, queries, timerange, ui
+from dgm.clusters import DEFAULT_CLUSTER
 from dgm.vocabulary import Evidence
 
 TOPIC_PAGE = "views/topic.py"
@@ -206,7 +207,7 @@ def _card(v: pd.Series, windows: pd.DataFrame, stale: bool) -> None:
         head.subheader(str(v["pipeline"]), anchor=False)
         with badge:
             ui.verdict_badge(v["meets_declared"], str(v["achieved"]), stale)
-        st.markdown(f"Declared **{v['declared']}** · achieved **{v['achieved']}**")
+        st.markdown(f"Declared **{v['declared']}** · achieved **{v['achieved']}**" + _clusters(v))
         cells = st.columns(5)
         cells[0].metric(
             "Duplicate rate",
@@ -266,6 +267,16 @@ def _card(v: pd.Series, windows: pd.DataFrame, stale: bool) -> None:
                 query_params={"topic": topic},
                 icon=":material/search:",
             )
+
+
+def _clusters(v: pd.Series) -> str:
+    """Where the source and the sink live, once a pipeline leaves the default cluster
+    (docs/design.md, "Several clusters"); nothing for a single-cluster setup."""
+    source, sink = v.get("source_cluster"), v.get("sink_cluster")
+    known = [c for c in (source, sink) if c is not None and not pd.isna(c)]
+    if all(c == DEFAULT_CLUSTER for c in known):
+        return ""
+    return f" · cluster **{source}** → **{sink}**"
 
 
 def _stages(v: pd.Series) -> None:

@@ -603,6 +603,9 @@ def test_example_config_loads(monkeypatch: pytest.MonkeyPatch) -> None:
         "lso-stuck",
         "analysis-stalled",
     ]
+    mirror = config.pipeline("orders-mirror")
+    assert mirror.sink_topics == ("backup/primary.orders",) and mirror.source_topics == ("orders",)
+    assert config.clusters["backup"].client["sasl.password"] == "hunter2-kafka"
     assert config.alerts_webhook.format == "alertmanager"
     assert config.alerts_webhook.headers == {"Authorization": "Bearer hunter2-token"}
     assert config.exporter.granularity == "topic"
