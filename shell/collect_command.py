@@ -18,7 +18,7 @@ from dgm.errors import UserFacingError
 from dgm.sample_upkeep import keep_bounded
 from dgm.samples import SampleStore, samples_dir
 from dgm.signals import stop_on_signals
-from shell.connection import bootstrap_servers, client_config
+from shell.connection import bootstrap_servers, client_config, pipeline_groups, pipeline_topics
 
 log = logging.getLogger("dgm.collect")
 
@@ -61,7 +61,14 @@ def _collect(args: argparse.Namespace) -> int:
         logging.getLogger("kafka").setLevel(logging.CRITICAL)
     clients = Clients(client_config(config, args.bootstrap), args.request_timeout)
     store = SampleStore(config.state_dir)
-    collector = Collector(clients, settings, store, args.request_timeout)
+    collector = Collector(
+        clients,
+        settings,
+        store,
+        args.request_timeout,
+        expected_topics=pipeline_topics(config),
+        expected_groups=pipeline_groups(config),
+    )
     stop = threading.Event()
     retention = timedelta(hours=config.analysis.retention_h)
 

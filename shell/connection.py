@@ -41,3 +41,13 @@ def embedded_cluster(config: DgmConfig, override: str | None = None) -> Embedded
     if override or config.cluster.bootstrap_servers:
         return None
     return EmbeddedCluster.running(config.state_dir)
+
+
+def pipeline_topics(config: DgmConfig) -> tuple[str, ...]:
+    """Every topic a pipeline reads or writes, once, sorted."""
+    return tuple(sorted({t for p in config.pipelines for t in (*p.source_topics, *p.sink_topics)}))
+
+
+def pipeline_groups(config: DgmConfig) -> tuple[str, ...]:
+    """Every consumer group a pipeline names, once, sorted."""
+    return tuple(sorted({p.consumer_group for p in config.pipelines if p.consumer_group}))

@@ -32,6 +32,7 @@ from pyspark.sql import functions as F
 from dgm.config_schema import FILE_KINDS, DgmConfig, MessageIdRule
 from dgm.errors import UserFacingError
 from dgm.samples import Key, PartitionOffsets
+from spark_jobs.audit.denials import record_refusals, refused_topics
 from spark_jobs.audit.external import external_fingerprints
 from spark_jobs.audit.fingerprint import fingerprints, mark_committed
 from spark_jobs.audit.fingerprint_store import (
@@ -273,11 +274,24 @@ def audit(
             options = kafka_options(config, bootstrap_servers)
             total = sum(r.size for r in ranges)
             with AuditTracker(state_dir, total, progress, progress_every_s) as tracker:
-                batch, transactional = _fingerprint_kafka(
-                    spark, options, ranges, rules, flagged, state_dir, tracker, topic_ids
-                )
+                try:
+                    batch, transactional = _fingerprint_kafka(
+                        spark, options, ranges, rules, flagged, state_dir, tracker, topic_ids
+                    )
+                except Exception as error:
+                    refused = set(refused_topics(error)) & topics
+                    if not refused:
+                        raise
+                    for denial in record_refusals(state_dir, sorted(refused)):
+                        progress(f"audit: {denial.line()}: its records are not audited")
+                    ranges = [r for r in ranges if r.topic not in refused]
+                    topics -= refused
+                    if ranges:
+                        batch, transactional = _fingerprint_kafka(
+                            spark, options, ranges, rules, flagged, state_dir, tracker, topic_ids
+                        )
             for topic in sorted(topics):
-                mine = [r for r in batch.ranges if r["topic"] == topic]
+                mine = [r for r in (batch.ranges if batch else []) if r["topic"] == topic]
                 records[topic] = sum(int(r["records"]) for r in mine)
                 twice = ", read_committed too" if topic in transactional else ""
                 progress(
