@@ -91,7 +91,7 @@ class SaslSetup:
             )
         ]
 
-    def admin_config(self, sasl_bootstrap_servers: str) -> dict[str, str]:
+    def admin_config(self, sasl_bootstrap_servers: str) -> dict[str, Any]:
         """librdkafka settings of the admin super user on the SASL listener."""
         return scram_config(sasl_bootstrap_servers, self.admin_user, self.admin_password)
 
@@ -117,7 +117,7 @@ def server_properties(setup: SaslSetup) -> dict[str, str]:
     return props
 
 
-def scram_config(bootstrap_servers: str, user: str, password: str) -> dict[str, str]:
+def scram_config(bootstrap_servers: str, user: str, password: str) -> dict[str, Any]:
     return {
         "bootstrap.servers": bootstrap_servers,
         "security.protocol": "SASL_PLAINTEXT",

@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from confluent_kafka.admin import AclOperation, AdminClient, NewTopic, ResourceType
 
@@ -90,7 +91,7 @@ class SecuredKafka:
             "sasl.oauthbearer.scope": "kafka",
         }
 
-    def admin_config(self) -> dict[str, str]:
+    def admin_config(self) -> dict[str, Any]:
         assert self.cluster.sasl is not None
         return self.cluster.sasl.admin_config(self.bootstrap_servers)
 
