@@ -26,6 +26,8 @@ def write_config(tmp_path: Path, kafka_sasl: SecuredKafka, client: dict[str, str
         f"[cluster.client]\n{settings}"
         f'[[pipelines]]\nname = "p"\nsource_topics = ["{topic}"]\nsink_topics = ["{topic}"]\n'
         f'consumer_group = "{group}"\ndeclared_semantic = "at-least-once"\n'
+        # A duration: the offsets-by-timestamp lookup is tried too (it needs no group ACL).
+        '[analysis]\nstart = "1h"\n'
     )
     return path
 
@@ -59,6 +61,7 @@ def test_every_permission_passes_and_the_one_removed_is_named(
         assert any(f"Read on topic {topic}" in line for line in lines)
         assert any(f"Describe on group {group}" in line for line in lines)
         assert any("Spark's Java Kafka client: read 3 records" in line for line in lines)
+        assert any(f"offsets by timestamp of topic {topic}" in line for line in lines)
 
         kafka_sasl.revoke([acl(DGM_USER, TOPIC_READ, topic)])
         code, lines, _ = check(config, capsys)
