@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.compute as pc
 
 from dgm.permissions import AUTHORIZATION_FAILED, AUTHORIZATION_RESTORED, TOPIC_READ, Denial
@@ -38,7 +39,7 @@ def record_refusals(state_dir: Path, topics: Iterable[str]) -> list[Denial]:
     denials = [Denial(TOPIC_READ, topic) for topic in topics]
     newest: dict[str, str] = {}
     mine = events.filter(
-        pc.is_in(events["event"], pc.array([AUTHORIZATION_FAILED, AUTHORIZATION_RESTORED]))
+        pc.is_in(events["event"], pa.array([AUTHORIZATION_FAILED, AUTHORIZATION_RESTORED]))
     )
     for row in mine.sort_by("sampled_at").select(["event", "detail"]).to_pylist():
         newest[row["detail"]] = row["event"]
