@@ -554,6 +554,21 @@ class AlertWebhook:
                 yield f"headers.{name}", "expected a value without line breaks or NUL"
 
 
+Granularity = Literal["partition", "topic"]
+GRANULARITIES: tuple[str, ...] = get_args(Granularity)
+
+
+@dataclass(frozen=True)
+class ExporterSettings:
+    """What `dgm exporter` serves on /metrics."""
+
+    # "partition": the per-topic series and, beside them, one series per partition (LSO lag
+    # and stuck time per topic-partition, consumer lag per group and partition); "topic": the
+    # per-topic series only, for clusters whose partitions would make too many series (as
+    # KMinion's granularity).
+    granularity: Granularity = "partition"
+
+
 @dataclass(frozen=True)
 class DgmConfig:
     """The whole of dgm.toml, after validation, defaults and environment overrides."""
@@ -570,6 +585,7 @@ class DgmConfig:
     # [[alerts]] rules, evaluated after every analysis run (see alerts/).
     alerts: tuple[AlertRule, ...] = ()
     alerts_webhook: AlertWebhook = field(default_factory=AlertWebhook)
+    exporter: ExporterSettings = field(default_factory=ExporterSettings)
 
     def pipeline(self, name: str) -> PipelineConfig:
         """The pipeline called `name`; ConfigError (with a suggestion) if there is none."""

@@ -17,7 +17,6 @@ from typing import Any
 
 import duckdb
 
-from dgm.config import DgmConfig
 from dgm.vocabulary import (
     Achieved,
     Claim,
@@ -414,9 +413,28 @@ def open_read_only(path: Path) -> duckdb.DuckDBPyConnection:
     return connection
 
 
-def stale_after_s(config: DgmConfig) -> float:
-    """Age beyond which a publication is stale: a few analysis cycles, at least a minute."""
-    return max(3 * config.analysis.interval_s, 60.0)
+# A publication is stale past this many analysis cycles (interval plus the run's own length).
+STALE_AFTER_CYCLES = 3
+STALE_AFTER_AT_LEAST_S = 60.0
+
+
+def stale_after_s(interval_s: float, run_s: float = 0.0) -> float:
+    """Age beyond which a publication is stale: max(3 x (analysis.interval_s + the published
+    run's duration), 60 s). Analyses finish one run plus one interval apart, so a slow run is
+    not mistaken for a stopped `dgm analyze`. The one threshold `dgm verdicts`, the exporter
+    (dgm_analysis_stale_after_seconds, which the Prometheus rule DgmAnalysisStale compares
+    with) and the dashboard's STALE banner use."""
+    cycle = interval_s + max(run_s, 0.0)
+    return max(STALE_AFTER_CYCLES * cycle, STALE_AFTER_AT_LEAST_S)
+
+
+def run_duration_s(db: duckdb.DuckDBPyConnection) -> float:
+    """How long the published run took (finished_at - started_at); 0 without a run."""
+    row = db.execute(
+        "SELECT (epoch_ms(finished_at) - epoch_ms(started_at)) / 1000.0 FROM runs "
+        "ORDER BY finished_at DESC LIMIT 1"
+    ).fetchone()
+    return float(row[0]) if row is not None and row[0] is not None else 0.0
 
 
 def age_s(finished: datetime | None, now: datetime) -> float | None:

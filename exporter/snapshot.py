@@ -2,8 +2,9 @@
 
 `read_snapshot` opens the published DuckDB file once per scrape (dgm.published.open_read_only)
 and closes it before returning, so a scrape shows one whole run and nothing older than the
-newest publication. Per-pipeline values come from `dgm.published.read_verdicts`, the function
-`dgm verdicts --json` prints, so both give the same numbers. A null value leaves its series
+newest publication. Per-pipeline totals come from `dgm.published.read_verdicts`, the function
+`dgm verdicts --json` prints, so both give the same numbers; the last closed window's counts
+and the newest samples from the views of dgm.published_views. A null value leaves its series
 out (as alerts.metrics leaves out a null subject).
 """
 
@@ -20,7 +21,14 @@ from typing import Any
 import duckdb
 
 from dgm import __version__
-from dgm.published import open_read_only, published_path, read_verdicts
+from dgm.config_schema import Granularity
+from dgm.published import (
+    open_read_only,
+    published_path,
+    read_verdicts,
+    run_duration_s,
+    stale_after_s,
+)
 from dgm.samples import SampleStore
 from exporter import families as f
 
@@ -34,6 +42,11 @@ RUN_SQL = """
 SELECT epoch_ms(finished_at) / 1000.0, (epoch_ms(finished_at) - epoch_ms(started_at)) / 1000.0
 FROM runs ORDER BY finished_at DESC LIMIT 1
 """
+LAST_WINDOW_SQL = "SELECT epoch_ms(window_start) / 1000.0 FROM last_closed_window"
+# Per pipeline and per topic in the last closed window; per topic over the retention.
+LAST_WINDOW_PIPELINES_SQL = "SELECT * FROM last_window_pipelines ORDER BY pipeline"
+TOPICS_SQL = "SELECT * FROM cumulative_topics ORDER BY topic"
+LAST_WINDOW_TOPICS_SQL = "SELECT * FROM last_window_topics ORDER BY topic"
 # Every partition at its topic's newest sample (a view of dgm.published_views).
 OFFSETS_SQL = """
 SELECT topic, "partition", lso_lag, lso_stuck_ms / 1000.0 FROM latest_partition_offsets
@@ -50,6 +63,19 @@ SELECT topic, count(*), count(*) FILTER (WHERE hanging) FROM transactions GROUP 
 """
 
 
+@dataclass(frozen=True)
+class ScrapeSettings:
+    """What a scrape needs from dgm.toml."""
+
+    # analysis.interval_s: with the published run's duration, when the publication is stale.
+    interval_s: float = 10.0
+    # exporter.granularity: "topic" leaves the per-partition families out.
+    granularity: Granularity = "partition"
+
+
+DEFAULT_SETTINGS = ScrapeSettings()
+
+
 @dataclass
 class Snapshot:
     """Per family name, its series: label values (in the family's label order) -> value."""
@@ -60,11 +86,22 @@ class Snapshot:
         if value is not None:
             self.series[family.name][tuple(str(v) for v in labels)] = float(value)
 
+    def add(self, family: f.Family, labels: Iterable[Any], value: Any) -> None:
+        """Sum `value` into the series (SQL's sum(): a null is skipped, and a series of only
+        nulls is left out)."""
+        if value is not None:
+            key = tuple(str(v) for v in labels)
+            series = self.series[family.name]
+            series[key] = series.get(key, 0.0) + float(value)
 
-def read_snapshot(state_dir: Path, now: datetime) -> Snapshot:
+
+def read_snapshot(
+    state_dir: Path, now: datetime, settings: ScrapeSettings = DEFAULT_SETTINGS
+) -> Snapshot:
     """The health series always; the published ones when a publication can be read."""
     snapshot = Snapshot()
     snapshot.set(f.BUILD_INFO, [__version__], 1)
+    snapshot.set(f.STALE_AFTER, [], stale_after_s(settings.interval_s))
     sampled = SampleStore(state_dir).newest_time("offsets")
     if sampled is not None:
         snapshot.set(f.LAST_SAMPLE_TIMESTAMP, [], sampled.timestamp())
@@ -72,7 +109,7 @@ def read_snapshot(state_dir: Path, now: datetime) -> Snapshot:
     published = Snapshot()
     try:
         with open_read_only(published_path(state_dir)) as db:
-            read_published(db, published, now)
+            read_published(db, published, now, settings)
     except FileNotFoundError:
         snapshot.set(f.PUBLICATION_UP, [], 0)
         return snapshot
@@ -85,17 +122,28 @@ def read_snapshot(state_dir: Path, now: datetime) -> Snapshot:
     return snapshot
 
 
-def read_published(db: Connection, snapshot: Snapshot, now: datetime) -> None:
+def read_published(
+    db: Connection, snapshot: Snapshot, now: datetime, settings: ScrapeSettings
+) -> None:
     run = db.execute(RUN_SQL).fetchone()
     if run is not None and run[0] is not None:
         snapshot.set(f.LAST_ANALYSIS_TIMESTAMP, [], run[0])
         snapshot.set(f.LAST_ANALYSIS_AGE, [], now.timestamp() - float(run[0]))
         snapshot.set(f.LAST_ANALYSIS_DURATION, [], run[1])
+    snapshot.set(f.STALE_AFTER, [], stale_after_s(settings.interval_s, run_duration_s(db)))
     add_verdicts(db, snapshot)
-    add_offsets(db, snapshot)
-    add_group_lag(db, snapshot)
+    add_last_window(db, snapshot)
+    add_topics(db, snapshot)
+    add_offsets(db, snapshot, settings.granularity)
+    add_group_lag(db, snapshot, settings.granularity)
     add_group_status(db, snapshot)
     add_transactions(db, snapshot)
+
+
+def _records(db: Connection, sql: str) -> list[dict[str, Any]]:
+    cursor = db.execute(sql)
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
 
 def add_verdicts(db: Connection, snapshot: Snapshot) -> None:
@@ -110,32 +158,58 @@ def add_verdicts(db: Connection, snapshot: Snapshot) -> None:
             snapshot.set(family, [name], row[column])
 
 
-def add_offsets(db: Connection, snapshot: Snapshot) -> None:
+def add_last_window(db: Connection, snapshot: Snapshot) -> None:
+    window = db.execute(LAST_WINDOW_SQL).fetchone()
+    if window is not None:
+        snapshot.set(f.LAST_WINDOW_START, [], window[0])
+    for row in _records(db, LAST_WINDOW_PIPELINES_SQL):
+        for family, column in f.PIPELINE_LAST_WINDOW_VALUES:
+            snapshot.set(family, [row["pipeline"]], row[column])
+
+
+def add_topics(db: Connection, snapshot: Snapshot) -> None:
+    for sql, values in (
+        (TOPICS_SQL, f.TOPIC_VALUES),
+        (LAST_WINDOW_TOPICS_SQL, f.TOPIC_LAST_WINDOW_VALUES),
+    ):
+        for row in _records(db, sql):
+            for family, column in values:
+                snapshot.set(family, [row["topic"]], row[column])
+
+
+def add_offsets(db: Connection, snapshot: Snapshot, granularity: Granularity) -> None:
+    worst: dict[str, tuple[float | None, float | None]] = {}
     for topic, partition, lag, stuck_s in db.execute(OFFSETS_SQL).fetchall():
-        snapshot.set(f.LSO_LAG, [topic, partition], lag)
-        snapshot.set(f.LSO_STUCK, [topic, partition], stuck_s)
+        if granularity == "partition":
+            snapshot.set(f.LSO_LAG, [topic, partition], lag)
+            snapshot.set(f.LSO_STUCK, [topic, partition], stuck_s)
+        lag_max, stuck_max = worst.get(topic, (None, None))
+        worst[topic] = (_max(lag_max, lag), _max(stuck_max, stuck_s))
+    for topic, (lag_max, stuck_max) in worst.items():
+        snapshot.set(f.TOPIC_LSO_LAG, [topic], lag_max)
+        snapshot.set(f.TOPIC_LSO_STUCK, [topic], stuck_max)
 
 
-def add_group_lag(db: Connection, snapshot: Snapshot) -> None:
-    from_hw: dict[str, float] = {}
-    from_lso: dict[str, float] = {}
+def _max(a: float | None, b: float | None) -> float | None:
+    """SQL's max(): nulls skipped."""
+    return b if a is None else a if b is None else max(a, b)
+
+
+def add_group_lag(db: Connection, snapshot: Snapshot, granularity: Granularity) -> None:
     for group, topic, partition, lag_hw, lag_lso in db.execute(GROUP_LAG_SQL).fetchall():
-        snapshot.set(f.PARTITION_LAG_FROM_HW, [group, topic, partition], lag_hw)
-        snapshot.set(f.PARTITION_LAG_FROM_LSO, [group, topic, partition], lag_lso)
-        # SQL's sum(): nulls skipped, and a group with only nulls has no sum.
-        if lag_hw is not None:
-            from_hw[group] = from_hw.get(group, 0.0) + lag_hw
-        if lag_lso is not None:
-            from_lso[group] = from_lso.get(group, 0.0) + lag_lso
-    for group, value in from_hw.items():
-        snapshot.set(f.GROUP_LAG_FROM_HW, [group], value)
-    for group, value in from_lso.items():
-        snapshot.set(f.GROUP_LAG_FROM_LSO, [group], value)
+        if granularity == "partition":
+            snapshot.set(f.PARTITION_LAG_FROM_HW, [group, topic, partition], lag_hw)
+            snapshot.set(f.PARTITION_LAG_FROM_LSO, [group, topic, partition], lag_lso)
+        snapshot.add(f.TOPIC_LAG_FROM_HW, [group, topic], lag_hw)
+        snapshot.add(f.TOPIC_LAG_FROM_LSO, [group, topic], lag_lso)
+        snapshot.add(f.GROUP_LAG_FROM_HW, [group], lag_hw)
+        snapshot.add(f.GROUP_LAG_FROM_LSO, [group], lag_lso)
 
 
 def add_group_status(db: Connection, snapshot: Snapshot) -> None:
     for group, status, severity in db.execute(GROUP_STATUS_SQL).fetchall():
-        snapshot.set(f.GROUP_STATUS, [group, status], severity)
+        snapshot.set(f.GROUP_STATUS, [group], severity)
+        snapshot.set(f.GROUP_STATUS_INFO, [group, status], 1)
 
 
 def add_transactions(db: Connection, snapshot: Snapshot) -> None:

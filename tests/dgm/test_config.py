@@ -179,6 +179,17 @@ def test_unknown_semantic_lists_the_three(tmp_path: Path) -> None:
     )
 
 
+def test_exporter_granularity_is_partition_or_topic(tmp_path: Path) -> None:
+    assert load_text(tmp_path, "").exporter.granularity == "partition"
+    assert load_text(tmp_path, '[exporter]\ngranularity = "topic"\n').exporter.granularity == (
+        "topic"
+    )
+    message = error_for(tmp_path, '[exporter]\ngranularity = "broker"\n')
+    assert message == (
+        "dgm.toml: exporter.granularity: expected one of 'partition', 'topic', got 'broker'"
+    )
+
+
 def test_invalid_toml_names_the_line(tmp_path: Path) -> None:
     message = error_for(tmp_path, '[cluster]\nbootstrap_servers = "a"\nclient = {\n')
     assert message.startswith("dgm.toml: line 3: invalid TOML: ")
@@ -631,6 +642,7 @@ def test_example_config_loads(monkeypatch: pytest.MonkeyPatch) -> None:
     ]
     assert config.alerts_webhook.format == "alertmanager"
     assert config.alerts_webhook.headers == {"Authorization": "Bearer hunter2-token"}
+    assert config.exporter.granularity == "topic"
     assert "hunter2" not in repr(config)
 
 
