@@ -48,11 +48,13 @@ def cluster_collectors(
     connect_timeout_s: float = 30.0,
     report: Callable[[str, str], None] = lambda cluster, line: print(line),
     upkeep: Callable[[], None] | None = None,
+    expected: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] | None = None,
 ) -> ClusterCollectors:
     """A Runner per cluster (cluster name -> its librdkafka settings), all writing into the
     sample store of `state_dir`: the default cluster's rows as they are, another's with
     qualified names (collectors.cluster_store). `upkeep` runs in the first runner only (one
-    store); `report` gets (cluster, summary line)."""
+    store); `report` gets (cluster, summary line); `expected`: per cluster, the pipelines'
+    topics and groups as it names them, asked for by name (collectors.cycle.Collector)."""
     store = SampleStore(state_dir)
     sampled_before = store.newest_time("offsets") is not None
     found = ClusterCollectors()
@@ -65,6 +67,8 @@ def cluster_collectors(
             store if name == DEFAULT_CLUSTER else ClusterSampleStore(state_dir, name),
             request_timeout_s,
             sample_writers=len(client_configs),
+            expected_topics=(expected or {}).get(name, ((), ()))[0],
+            expected_groups=(expected or {}).get(name, ((), ()))[1],
         )
         found.runners[name] = Runner(
             collector,

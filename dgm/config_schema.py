@@ -16,13 +16,18 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from datetime import timedelta
 from pathlib import Path
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 from dgm.alert_metrics import ALERT_METRICS
 from dgm.clusters import DEFAULT_CLUSTER, SEPARATOR, qualified
+from dgm.client_settings import JAVA as JAVA_CLIENT_NAME
+from dgm.client_settings import (
+    java_client_refusals,
+    java_settings,
+    kafka_python_settings,
+    refusals,
+)
 from dgm.errors import UserFacingError
-from dgm.java_client import SASL_MECHANISMS, needs_java_client, sasl_mechanism
-from dgm.java_client import derive as derive_java_client
 
 
 class ConfigError(UserFacingError):
@@ -382,24 +387,31 @@ class ClusterConfig:
 
     # None: use the embedded broker started by `dgm broker start`.
     bootstrap_servers: str | None = None
-    # librdkafka settings passed through verbatim (security.protocol, sasl.*, ssl.*).
+    # librdkafka settings (security.protocol, sasl.*, ssl.*), for all three clients: passed
+    # to confluent-kafka as written, translated for kafka-python and Spark's Java client by
+    # dgm.client_settings' one table; a key one of them cannot take is refused.
     client: dict[str, str] = field(default_factory=dict)
-    # Java client settings for Spark's Kafka source (sasl.jaas.config, ssl.truststore.*),
-    # without Spark's "kafka." prefix: the Spark job adds it. Left empty, it is derived from
-    # `client` for SASL PLAIN/SCRAM and TLS with a PEM CA file (dgm.java_client); other
-    # SASL/TLS settings need it written out.
+    # Spark's fetch tuning only (dgm.client_settings.JAVA_FETCH_TUNING: fetch.max.wait.ms,
+    # max.partition.fetch.bytes, ...), Java names without Spark's "kafka." prefix: Spark's
+    # consumer is the one client that fetches records.
     java_client: dict[str, str] = field(default_factory=dict)
 
     def librdkafka_config(self, bootstrap_servers: str) -> dict[str, str]:
         """Settings for confluent-kafka clients; the caller decides the bootstrap servers."""
         return {"bootstrap.servers": bootstrap_servers, **self.client}
 
+    def kafka_python_config(self, bootstrap_servers: str) -> dict[str, Any]:
+        """KafkaAdminClient arguments, translated from `client` (an OIDC token provider comes
+        as dgm.oidc.OidcClientCredentials, for the caller to wrap)."""
+        return {"bootstrap_servers": bootstrap_servers, **kafka_python_settings(self.client)}
+
     def spark_client(self) -> dict[str, str]:
-        """Java client settings for Spark: java_client as written, else derived from client."""
-        if self.java_client:
-            return dict(self.java_client)
-        derived, _ = derive_java_client(self.client)
-        return derived or {}
+        """Java client settings for Spark: `client` translated, then the fetch tuning.
+        ConfigError when a client certificate's files cannot be read or converted."""
+        try:
+            return {**java_settings(self.client), **self.java_client}
+        except (OSError, ValueError) as error:
+            raise ConfigError(f"cluster.client: for {JAVA_CLIENT_NAME}: {error}") from None
 
     def problems(self) -> Iterator[Problem]:
         if self.bootstrap_servers is not None and not self.bootstrap_servers.strip():
@@ -410,27 +422,12 @@ class ClusterConfig:
             for key in settings:
                 if key in ("bootstrap.servers", "kafka.bootstrap.servers"):
                     yield f"{table}.{key}", "set cluster.bootstrap_servers instead"
-                elif table == "java_client" and key.startswith("kafka."):
-                    yield f"{table}.{key}", "expected the key without Spark's 'kafka.' prefix"
-        protocol = self.client.get("security.protocol", "PLAINTEXT").upper()
-        mechanism = sasl_mechanism(self.client)
-        if protocol.startswith("SASL_") and mechanism not in SASL_MECHANISMS:
-            key = "sasl.mechanism" if "sasl.mechanism" in self.client else "sasl.mechanisms"
-            yield (
-                f"client.{key}",
-                f"Unsupported SASL mechanism: {mechanism} (expected one of "
-                f"{', '.join(SASL_MECHANISMS)})",
-            )
-        elif not self.java_client and needs_java_client(self.client):
-            derived, why = derive_java_client(self.client)
-            if derived is None:
-                protocol = self.client["security.protocol"]
-                yield (
-                    "java_client",
-                    f"client uses security.protocol {protocol} and {why}: set "
-                    "[cluster.java_client] (sasl.jaas.config, ssl.truststore.*, ...) for "
-                    "Spark's Kafka source",
-                )
+        client = {k: v for k, v in self.client.items() if k != "bootstrap.servers"}
+        for key, why in refusals(client):
+            yield f"client.{key}", why
+        tuning = {k: v for k, v in self.java_client.items() if "bootstrap.servers" not in k}
+        for key, why in java_client_refusals(tuning):
+            yield f"java_client.{key}", why
 
     def __repr__(self) -> str:
         return (

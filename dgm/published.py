@@ -394,7 +394,8 @@ FAULTS = _table(
         "event",
         "VARCHAR",
         "rebalance, member_joined, member_left, epoch_bump, outage_start, "
-        "outage_end, broker_left, broker_joined, collector_start",
+        "outage_end, broker_left, broker_joined, collector_start, topic_recreated, "
+        "authorization_failed, authorization_restored",
     ),
     ("group_id", "VARCHAR", "group, for group events"),
     ("pipeline", "VARCHAR", "pipeline the fault is attributed to; null when cluster-wide"),

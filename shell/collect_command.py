@@ -18,7 +18,12 @@ from dgm.errors import UserFacingError
 from dgm.sample_upkeep import keep_bounded
 from dgm.samples import SampleStore, samples_dir
 from dgm.signals import stop_on_signals
-from shell.connection import cluster_client_config, cluster_servers
+from shell.connection import (
+    cluster_client_config,
+    cluster_servers,
+    pipeline_groups,
+    pipeline_topics,
+)
 
 log = logging.getLogger("dgm.collect")
 
@@ -83,6 +88,7 @@ def _collect(args: argparse.Namespace) -> int:
         args.connect_timeout,
         report,
         upkeep,
+        {name: (pipeline_topics(config, name), pipeline_groups(config, name)) for name in clusters},
     )
     runners = collectors.runners
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dgm.clusters import DEFAULT_CLUSTER
+from dgm.clusters import DEFAULT_CLUSTER, split
 from dgm.config import DgmConfig
 from dgm.errors import UserFacingError
 from embedded_kafka.cluster import EmbeddedCluster
@@ -77,3 +77,19 @@ def monitored_servers(config: DgmConfig) -> str:
     if clusters == (DEFAULT_CLUSTER,):
         return bootstrap_servers(config)
     return ", ".join(f"{name} {cluster_servers(config, name)}" for name in clusters)
+
+
+def pipeline_topics(config: DgmConfig, cluster: str = DEFAULT_CLUSTER) -> tuple[str, ...]:
+    """Every topic a pipeline reads or writes on `cluster`, as that cluster names it, once,
+    sorted."""
+    named = tuple(config.clusters)
+    topics = {t for p in config.pipelines for t in (*p.source_topics, *p.sink_topics)}
+    return tuple(sorted(plain for on, plain in (split(t, named) for t in topics) if on == cluster))
+
+
+def pipeline_groups(config: DgmConfig, cluster: str = DEFAULT_CLUSTER) -> tuple[str, ...]:
+    """Every consumer group a pipeline names on `cluster` (its source cluster), as that
+    cluster names it, once, sorted."""
+    named = tuple(config.clusters)
+    groups = {p.consumer_group for p in config.pipelines if p.consumer_group}
+    return tuple(sorted(plain for on, plain in (split(g, named) for g in groups) if on == cluster))

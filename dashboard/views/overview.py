@@ -315,11 +315,28 @@ def _cluster() -> None:
         )
 
 
+def _missing_permissions() -> None:
+    """What the collectors or the audit were refused: every verdict that needs it is weaker."""
+    missing = queries.missing_permissions()
+    if missing.empty:
+        return
+    lines = "\n".join(
+        f"- {row.detail}" + (f" (pipelines: {row.pipelines})" if pd.notna(row.pipelines) else "")
+        for row in missing.itertuples()
+    )
+    st.error(
+        f"**dgm is refused what it needs to see** (docs/configuration.md, Permissions):\n\n"
+        f"{lines}\n\n`dgm check` tries every permission and prints the fix.",
+        icon=":material/lock:",
+    )
+
+
 def render() -> None:
     if "topic" in st.query_params:  # a shared `/?topic=NAME` link means the drill-down
         st.switch_page(TOPIC_PAGE, query_params={"topic": st.query_params["topic"]})
     st.title("Delivery guarantees")
     stale = ui.stale_banner()
+    _missing_permissions()
     st.header("Pipelines", anchor=False)
     rows = _table(stale)
     _details(rows, stale)

@@ -11,6 +11,7 @@ import pyarrow.compute as pc
 from dgm import published as tables
 from dgm.clusters import cluster_column
 from dgm.config_schema import DgmConfig
+from dgm.permissions import AUTHORIZATION_FAILED, AUTHORIZATION_RESTORED
 from spark_jobs.analyze.publish import arrow_of
 
 # Events that give a verdict weight: for the pipeline's group, for producers on its topics,
@@ -19,6 +20,8 @@ GROUP_FAULTS = ("rebalance", "member_joined", "member_left")
 PRODUCER_FAULTS = ("epoch_bump",)
 TOPIC_FAULTS = ("topic_recreated",)
 CLUSTER_FAULTS = ("outage_start", "broker_left")
+# Not faults (they give no weight), but shown with the pipelines of their topic or group.
+TOPIC_EVENTS = (*TOPIC_FAULTS, AUTHORIZATION_FAILED, AUTHORIZATION_RESTORED)
 
 
 def faults(config: DgmConfig, events: pa.Table, producers: pa.Table) -> pa.Table:
@@ -60,7 +63,7 @@ def faults(config: DgmConfig, events: pa.Table, producers: pa.Table) -> pa.Table
             *by_group.get(event["group_id"], ()),
             *(by_producer.get(event["producer_id"], ()) if event["event"] in PRODUCER_FAULTS
               else ()),
-            *(by_topic.get(event["topic"], ()) if event["event"] in TOPIC_FAULTS else ()),
+            *(by_topic.get(event["topic"], ()) if event["event"] in TOPIC_EVENTS else ()),
         ])  # fmt: skip
         for pipeline in list(matches) or [None]:
             rows.append(

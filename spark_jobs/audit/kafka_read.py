@@ -29,7 +29,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from dgm.clusters import DEFAULT_CLUSTER, qualified
+from dgm.clusters import DEFAULT_CLUSTER, SEPARATOR, qualified
 from dgm.config_schema import FILE_KINDS, DgmConfig, MessageIdRule, id_rule_conflicts
 from dgm.errors import UserFacingError
 from dgm.samples import Key, PartitionOffsets
@@ -44,6 +44,7 @@ from spark_jobs.audit.expected import (
     stale_topics,
     with_expected,
 )
+from spark_jobs.audit.denials import record_refusals, refused_topics
 from spark_jobs.audit.external import external_fingerprints
 from spark_jobs.audit.fingerprint import fingerprints, mark_committed
 from spark_jobs.audit.fingerprint_store import (
@@ -311,12 +312,28 @@ def audit(
             ) | has_open_or_recent_transaction(s for s in sampled if s.topic in topics)
             total = sum(r.size for r in ranges)
             with AuditTracker(state_dir, total, progress, progress_every_s) as tracker:
-                batch, transactional = _fingerprint_kafka(
-                    spark, sources, ranges, rules, flagged, state_dir, tracker, topic_ids,
-                    config=config,
-                )  # fmt: skip
+                try:
+                    batch, transactional = _fingerprint_kafka(
+                        spark, sources, ranges, rules, flagged, state_dir, tracker, topic_ids,
+                        config=config,
+                    )  # fmt: skip
+                except Exception as error:
+                    # Spark's error names the topic as its cluster knows it.
+                    named = set(refused_topics(error))
+                    refused = {t for t in topics if t.rpartition(SEPARATOR)[2] in named}
+                    if not refused:
+                        raise
+                    for denial in record_refusals(state_dir, sorted(refused)):
+                        progress(f"audit: {denial.line()}: its records are not audited")
+                    ranges = [r for r in ranges if r.topic not in refused]
+                    topics -= refused
+                    if ranges:
+                        batch, transactional = _fingerprint_kafka(
+                            spark, sources, ranges, rules, flagged, state_dir, tracker,
+                            topic_ids, config=config,
+                        )  # fmt: skip
             for topic in sorted(topics):
-                mine = [r for r in batch.ranges if r["topic"] == topic]
+                mine = [r for r in (batch.ranges if batch else []) if r["topic"] == topic]
                 records[topic] = sum(int(r["records"]) for r in mine)
                 twice = ", read_committed too" if topic in transactional else ""
                 progress(
