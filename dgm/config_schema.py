@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 from dgm.alert_metrics import ALERT_METRICS
-from dgm.clusters import DEFAULT_CLUSTER, SEPARATOR, qualified
 from dgm.client_settings import JAVA as JAVA_CLIENT_NAME
 from dgm.client_settings import (
     java_client_refusals,
@@ -27,6 +26,7 @@ from dgm.client_settings import (
     kafka_python_settings,
     refusals,
 )
+from dgm.clusters import DEFAULT_CLUSTER, SEPARATOR, qualified
 from dgm.errors import UserFacingError
 
 

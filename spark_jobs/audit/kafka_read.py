@@ -38,13 +38,13 @@ from spark_jobs.audit.cluster_sources import (
     cluster_kafka_options,
     kafka_sources,
 )
+from spark_jobs.audit.denials import record_refusals, refused_topics
 from spark_jobs.audit.expected import (
     check_predicates,
     recorded_predicates,
     stale_topics,
     with_expected,
 )
-from spark_jobs.audit.denials import record_refusals, refused_topics
 from spark_jobs.audit.external import external_fingerprints
 from spark_jobs.audit.fingerprint import fingerprints, mark_committed
 from spark_jobs.audit.fingerprint_store import (
