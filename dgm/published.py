@@ -479,12 +479,23 @@ def age_s(finished: datetime | None, now: datetime) -> float | None:
 
 
 def verdicts_document(
-    rows: list[dict[str, Any]], finished: datetime | None, stale_after: float, now: datetime
+    rows: list[dict[str, Any]],
+    finished: datetime | None,
+    stale_after: float,
+    now: datetime,
+    missing_permissions: list[str],
 ) -> dict[str, Any]:
-    """What `dgm verdicts --json` prints and the exporter's /api/v1/verdicts answers."""
+    """What `dgm verdicts --json` prints and the exporter's /api/v1/verdicts answers;
+    `missing_permissions`: the 'cannot see X: missing permission Y' lines."""
     age = age_s(finished, now)
     stale = age is not None and age > stale_after
-    return {"analyzed_at": finished, "age_s": age, "stale": stale, "pipelines": rows}
+    return {
+        "analyzed_at": finished,
+        "age_s": age,
+        "stale": stale,
+        "pipelines": rows,
+        "missing_permissions": missing_permissions,
+    }
 
 
 def read_verdicts(db: duckdb.DuckDBPyConnection) -> tuple[list[dict[str, Any]], datetime | None]:

@@ -115,10 +115,10 @@ def _verdicts(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     rows, finished, run_s, missing = read_verdicts(config.state_dir)
     stale_after = stale_after_s(config.analysis.interval_s, run_s)
-    document = verdicts_document(rows, finished, stale_after, datetime.now(UTC))
+    document = verdicts_document(rows, finished, stale_after, datetime.now(UTC), missing)
     age, stale = document["age_s"], document["stale"]
     if args.json:
-        print(json.dumps({**document, "missing_permissions": missing}, default=str, indent=2))
+        print(json.dumps(document, default=str, indent=2))
     else:
         if not rows:
             print("no pipelines analyzed: add [[pipelines]] to dgm.toml (or run `dgm lab run`)")
