@@ -6,6 +6,7 @@ there; evaluation happens after every analysis run (alerts/run.py), never in the
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ import pandas as pd
 from dashboard import ui
 from dgm.alert_metrics import METRICS
 from dgm.alert_rules import ALERT_METRICS, AlertRule, AlertState, Problem, scope_kind
-from dgm.alert_store import Delivery, HistoryEntry
+from dgm.alert_store import Delivery, HistoryEntry, Received
 
 RATES = ("duplicate_rate", "loss_rate")
 SECONDS = ("lso_stuck_s", "staleness_s")
@@ -166,6 +167,39 @@ def history_table(entries: Sequence[HistoryEntry]) -> pd.DataFrame:
             "fires when": [f"{e.comparison} {number(e.metric, e.threshold)}" for e in entries],
         },
         columns=["at", "state", "rule", "severity", "subject", "metric", "value", "fires when"],
+    )
+
+
+def delivered_table(deliveries: Sequence[Delivery]) -> pd.DataFrame:
+    """Webhook notifications the receiver accepted, newest first."""
+    rows = sorted(deliveries, key=lambda d: d.id, reverse=True)
+    return pd.DataFrame(
+        {
+            "delivered": [_at(d.delivered_at) for d in rows],
+            "notification": [f"{d.state}: {d.rule} / {d.subject}" for d in rows],
+            "tries": [d.attempts for d in rows],
+            "created": [_at(d.created_at) for d in rows],
+        },
+        columns=["delivered", "notification", "tries", "created"],
+    )
+
+
+def _field(body: object, key: str) -> str:
+    value = body.get(key) if isinstance(body, Mapping) else None
+    return "" if value is None else str(value)
+
+
+def received_table(received: Sequence[Received]) -> pd.DataFrame:
+    """What a local webhook receiver got (dgm's JSON body), newest first."""
+    return pd.DataFrame(
+        {
+            "received": [_at(r.at) for r in received],
+            "state": [_field(r.body, "state") for r in received],
+            "rule": [_field(r.body, "rule") for r in received],
+            "subject": [_field(r.body, "subject") for r in received],
+            "text": [_field(r.body, "text") or json.dumps(r.body)[:200] for r in received],
+        },
+        columns=["received", "state", "rule", "subject", "text"],
     )
 
 

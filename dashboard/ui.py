@@ -15,10 +15,9 @@ import streamlit as st
 from dashboard import queries
 from dgm.config import ConfigError
 from dgm.progress import read_progress
+from dgm.published import stale_after_s
 from dgm.vocabulary import Achieved
 
-# Data older than this many analysis intervals is STALE: the analysis or the collectors stopped.
-STALE_AFTER_INTERVALS = 3
 ENV_REFRESH = "DGM_DASHBOARD_REFRESH_S"
 
 RUN_HINT = (
@@ -65,9 +64,10 @@ def freshness(now: datetime | None = None) -> Freshness:
     started = _when(runs.iloc[0]["started_at"])
     sample = _when(runs.iloc[0]["last_sample_at"])
     analysis_s = settings.analysis.interval_s
-    # Analyses finish one cycle's work plus one interval apart: behind only past a few of those.
+    # Analyses finish one cycle's work plus one interval apart: behind only past a few of
+    # those (the threshold `dgm verdicts` and the exporter use too).
     cycle_s = (finished - started).total_seconds() if finished and started else 0.0
-    limit = timedelta(seconds=STALE_AFTER_INTERVALS * (analysis_s + max(cycle_s, 0.0)))
+    limit = timedelta(seconds=stale_after_s(analysis_s, cycle_s))
     running = _running(Path(settings.state_dir), finished, now)
     reasons = []
     if finished is None or now - finished > limit:

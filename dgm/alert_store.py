@@ -1,4 +1,5 @@
-"""`<state_dir>/alerts.sqlite`: page rules, alert states, history and the webhook outbox.
+"""`<state_dir>/alerts.sqlite`: page rules, alert states, history, the webhook outbox, and what
+a local webhook receiver got (`dgm demo` runs one, alerts/receiver.py).
 
 SQLite in WAL mode, so the dashboard reads (and adds rules) while an evaluation writes; it is
 apart from dgm.duckdb, which the dashboard only ever reads. Every call opens and closes its own
@@ -57,6 +58,10 @@ CREATE TABLE IF NOT EXISTS notifications (  -- webhook outbox, delivered in id o
     next_attempt_at TEXT NOT NULL, delivered_at TEXT
 );
 CREATE INDEX IF NOT EXISTS notifications_pending ON notifications (status, id);
+CREATE TABLE IF NOT EXISTS received (       -- bodies a local webhook receiver got
+    id INTEGER PRIMARY KEY, at TEXT NOT NULL,
+    body TEXT NOT NULL                      -- the JSON as received
+);
 """
 
 
@@ -91,6 +96,15 @@ class Delivery:
     last_attempt_at: datetime | None
     next_attempt_at: datetime
     delivered_at: datetime | None
+
+
+@dataclass(frozen=True)
+class Received:
+    """One POST a local webhook receiver got: when, and its JSON body."""
+
+    id: int
+    at: datetime
+    body: Any
 
 
 def _text(moment: datetime | None) -> str | None:
@@ -273,6 +287,26 @@ class AlertStore:
                     delivery_id,
                 ),
             )
+
+    # --- a local receiver's inbox ---------------------------------------------------------
+
+    def receive(self, body: Any, at: datetime | None = None) -> int:
+        """Keep one body a local webhook receiver got; its id."""
+        with self._db() as db:
+            cursor = db.execute(
+                "INSERT INTO received (at, body) VALUES (?, ?)",
+                (_text(at or datetime.now(UTC)), json.dumps(body)),
+            )
+        return int(cursor.lastrowid or 0)
+
+    def received(self, limit: int = 100) -> list[Received]:
+        """What the local receiver got, newest first."""
+        with self._db() as db:
+            rows = db.execute("SELECT * FROM received ORDER BY id DESC LIMIT ?", (limit,))
+            return [
+                Received(row["id"], _required_time(row["at"]), json.loads(row["body"]))
+                for row in rows.fetchall()
+            ]
 
 
 def _state_row(s: AlertState) -> tuple[object, ...]:

@@ -17,7 +17,6 @@ from typing import Any
 
 import duckdb
 
-from dgm.config import DgmConfig
 from dgm.vocabulary import (
     Achieved,
     Claim,
@@ -30,6 +29,13 @@ from dgm.vocabulary import (
 )
 
 PUBLISHED_FILE = "dgm.duckdb"
+# The `cluster` columns (docs/design.md, "Several clusters"): filled from the row's topic or
+# group by dgm.clusters.cluster_of when the analysis publishes (spark_jobs/analyze).
+_CLUSTER_DOC = (
+    "the cluster the row's topic (or group) lives on: 'default' ([cluster]) or a "
+    "[clusters.<name>]; its topic and group names are qualified '<cluster>/<name>' off the "
+    "default cluster; null for an external sink"
+)
 
 
 @dataclass(frozen=True)
@@ -151,6 +157,20 @@ VERDICTS = _table(
         "VARCHAR",
         "the claim's own words: 'group <id>', 'table <name>, group <id>', 'max_delay 5m'",
     ),
+    (
+        "filtered",
+        "BIGINT",
+        "committed source records the pipeline's `expected` predicate excludes: never checked, "
+        "never lost",
+    ),
+    (
+        "filter_undecided",
+        "BIGINT",
+        "committed source records the predicate could not evaluate (NULL, e.g. malformed "
+        "JSON): expected, so checked like any other",
+    ),
+    ("source_cluster", "VARCHAR", "the cluster of the source topics and consumer group"),
+    ("sink_cluster", "VARCHAR", "the cluster of the sink topics (with an external sink too)"),
 )
 
 PIPELINE_WINDOWS = _table(
@@ -169,6 +189,8 @@ PIPELINE_WINDOWS = _table(
     ("achieved", "VARCHAR", "verdict of this window alone"),
     ("meets_declared", "BOOLEAN", "as in verdicts"),
     ("late_records", "BIGINT", "as in verdicts, whose source record is in this window"),
+    ("filtered", "BIGINT", "as in verdicts, source records of this window"),
+    ("filter_undecided", "BIGINT", "as in verdicts, source records of this window"),
 )
 
 TOPIC_WINDOWS = _table(
@@ -182,6 +204,7 @@ TOPIC_WINDOWS = _table(
     ("duplicate_rate", "DOUBLE", "duplicate_copies / distinct_ids"),
     ("unidentified", "BIGINT", "committed records without a message id"),
     ("aborted", "BIGINT", "records of aborted transactions"),
+    ("cluster", "VARCHAR", _CLUSTER_DOC),
 )
 
 PARTITION_WINDOWS = _table(
@@ -193,6 +216,7 @@ PARTITION_WINDOWS = _table(
     ("records", "BIGINT", "committed records"),
     ("duplicate_copies", "BIGINT", "extra copies located in this partition"),
     ("aborted", "BIGINT", "aborted records"),
+    ("cluster", "VARCHAR", _CLUSTER_DOC),
 )
 
 DUPLICATES = _table(
@@ -216,6 +240,7 @@ DUPLICATES = _table(
     ("seq", "BIGINT", "dgm-seq header"),
     ("lineage", "VARCHAR", "dgm-src header"),
     ("cause", "VARCHAR", listing(DuplicateCause)),
+    ("cluster", "VARCHAR", _CLUSTER_DOC),
 )
 
 LOST = _table(
@@ -237,6 +262,7 @@ LOST = _table(
         f"{LossCause.SEQUENCE_GAP} | {LossCause.NOT_IN_SINK_WITHIN_MAX_DELAY} (a deadline "
         "claim: no sink copy once older than max_delay)",
     ),
+    ("cluster", "VARCHAR", _CLUSTER_DOC),
 )
 
 PIPELINE_STAGES = _table(
@@ -285,6 +311,7 @@ PARTITION_OFFSETS = _table(
     ("lso", "BIGINT", "last stable offset"),
     ("lso_lag", "BIGINT", "high_watermark - lso"),
     ("lso_stuck_ms", "BIGINT", "how long the LSO has not moved with records above it"),
+    ("cluster", "VARCHAR", _CLUSTER_DOC),
 )
 
 GROUP_LAG = _table(
@@ -298,6 +325,7 @@ GROUP_LAG = _table(
     ("group_state", "VARCHAR", "group state"),
     ("lag_from_hw", "BIGINT", "high watermark - committed (what other tools show)"),
     ("lag_from_lso", "BIGINT", "LSO - committed (transaction-correct)"),
+    ("cluster", "VARCHAR", _CLUSTER_DOC),
 )
 
 GROUP_STATUS = _table(
@@ -339,6 +367,7 @@ GROUP_STATUS = _table(
     ),
     ("member_id", "VARCHAR", "member assigned the partition at window_end; null if none"),
     ("group_state", "VARCHAR", "group state at window_end"),
+    ("cluster", "VARCHAR", _CLUSTER_DOC),
 )
 
 TRANSACTIONS = _table(
@@ -354,6 +383,7 @@ TRANSACTIONS = _table(
     ("age_ms", "BIGINT", "how long the producer has been idle on the partition"),
     ("hanging", "BOOLEAN", "as kafka-transactions.sh find-hanging decides"),
     ("hanging_reason", "VARCHAR", "why it is hanging"),
+    ("cluster", "VARCHAR", _CLUSTER_DOC),
 )
 
 FAULTS = _table(
@@ -364,11 +394,13 @@ FAULTS = _table(
         "event",
         "VARCHAR",
         "rebalance, member_joined, member_left, epoch_bump, outage_start, "
-        "outage_end, broker_left, broker_joined, collector_start",
+        "outage_end, broker_left, broker_joined, collector_start, topic_recreated, "
+        "authorization_failed, authorization_restored",
     ),
     ("group_id", "VARCHAR", "group, for group events"),
     ("pipeline", "VARCHAR", "pipeline the fault is attributed to; null when cluster-wide"),
     ("detail", "VARCHAR", "one human-readable line"),
+    ("cluster", "VARCHAR", "the cluster whose collector saw it (as in the other cluster columns)"),
 )
 
 TABLES: tuple[Table, ...] = (
@@ -413,9 +445,28 @@ def open_read_only(path: Path) -> duckdb.DuckDBPyConnection:
     return connection
 
 
-def stale_after_s(config: DgmConfig) -> float:
-    """Age beyond which a publication is stale: a few analysis cycles, at least a minute."""
-    return max(3 * config.analysis.interval_s, 60.0)
+# A publication is stale past this many analysis cycles (interval plus the run's own length).
+STALE_AFTER_CYCLES = 3
+STALE_AFTER_AT_LEAST_S = 60.0
+
+
+def stale_after_s(interval_s: float, run_s: float = 0.0) -> float:
+    """Age beyond which a publication is stale: max(3 x (analysis.interval_s + the published
+    run's duration), 60 s). Analyses finish one run plus one interval apart, so a slow run is
+    not mistaken for a stopped `dgm analyze`. The one threshold `dgm verdicts`, the exporter
+    (dgm_analysis_stale_after_seconds, which the Prometheus rule DgmAnalysisStale compares
+    with) and the dashboard's STALE banner use."""
+    cycle = interval_s + max(run_s, 0.0)
+    return max(STALE_AFTER_CYCLES * cycle, STALE_AFTER_AT_LEAST_S)
+
+
+def run_duration_s(db: duckdb.DuckDBPyConnection) -> float:
+    """How long the published run took (finished_at - started_at); 0 without a run."""
+    row = db.execute(
+        "SELECT (epoch_ms(finished_at) - epoch_ms(started_at)) / 1000.0 FROM runs "
+        "ORDER BY finished_at DESC LIMIT 1"
+    ).fetchone()
+    return float(row[0]) if row is not None and row[0] is not None else 0.0
 
 
 def age_s(finished: datetime | None, now: datetime) -> float | None:

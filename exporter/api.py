@@ -28,6 +28,8 @@ from dgm.published import (
     open_read_only,
     published_path,
     read_verdicts,
+    run_duration_s,
+    stale_after_s,
     verdicts_document,
 )
 
@@ -50,14 +52,15 @@ def encode(document: Document) -> bytes:
 
 
 def answer(
-    state_dir: Path, path: str, query: str, stale_after: float = 60.0
+    state_dir: Path, path: str, query: str, interval_s: float = 10.0
 ) -> tuple[int, Document]:
     """(HTTP status, JSON document) for a GET of `path` with `query` (without the '?');
-    `stale_after`: seconds after which the publication is stale (dgm.published.stale_after_s)."""
+    `interval_s`: analysis.interval_s, which says when the publication is stale
+    (dgm.published.stale_after_s)."""
     try:
         route, arguments = _route(path)
         params = _params(query)
-        return 200, _read(state_dir, lambda db: route(db, params, stale_after, *arguments))
+        return 200, _read(state_dir, lambda db: route(db, params, interval_s, *arguments))
     except ApiError as error:
         return error.status, {"error": str(error)}
 
@@ -144,13 +147,14 @@ def _columns(names: tuple[str, ...]) -> str:
     return ", ".join(f'"{name}"' for name in names)
 
 
-def _verdicts(db: Connection, params: dict[str, str], stale_after: float) -> Document:
+def _verdicts(db: Connection, params: dict[str, str], interval_s: float) -> Document:
     _only(params)
     rows, finished = read_verdicts(db)
+    stale_after = stale_after_s(interval_s, run_duration_s(db))
     return verdicts_document(rows, finished, stale_after, datetime.now(UTC))
 
 
-def _pipeline(db: Connection, params: dict[str, str], stale_after: float, name: str) -> Document:
+def _pipeline(db: Connection, params: dict[str, str], interval_s: float, name: str) -> Document:
     _only(params, "limit")
     count = limit(params, WINDOWS_LIMIT, MAX_WINDOWS)
     rows, finished = read_verdicts(db)
@@ -173,7 +177,7 @@ def _pipeline(db: Connection, params: dict[str, str], stale_after: float, name: 
     return {"analyzed_at": finished, "verdict": verdict, "windows": windows, "faults": faults}
 
 
-def _duplicates(db: Connection, params: dict[str, str], stale_after: float, topic: str) -> Document:
+def _duplicates(db: Connection, params: dict[str, str], interval_s: float, topic: str) -> Document:
     _only(params, "limit", "since")
     count = limit(params, DUPLICATES_LIMIT, MAX_DUPLICATES)
     after = since(params)

@@ -11,7 +11,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from exporter.families import FAMILIES, SCRAPE_DURATION, Family
-from exporter.snapshot import Snapshot, read_snapshot
+from exporter.snapshot import DEFAULT_SETTINGS, ScrapeSettings, Snapshot, read_snapshot
 
 Clock = Callable[[], datetime]
 
@@ -23,8 +23,14 @@ def _family(family: Family) -> GaugeMetricFamily:
 class PublishedCollector(Collector):
     """Reads `<state_dir>/dgm.duckdb` (and the newest sample's time) at every collect()."""
 
-    def __init__(self, state_dir: Path, clock: Clock = lambda: datetime.now(UTC)) -> None:
+    def __init__(
+        self,
+        state_dir: Path,
+        settings: ScrapeSettings = DEFAULT_SETTINGS,
+        clock: Clock = lambda: datetime.now(UTC),
+    ) -> None:
         self.state_dir = Path(state_dir)
+        self.settings = settings
         self.clock = clock
 
     def describe(self) -> list[Metric]:
@@ -33,7 +39,7 @@ class PublishedCollector(Collector):
 
     def collect(self) -> Iterator[Metric]:
         began = time.perf_counter()
-        snapshot = read_snapshot(self.state_dir, self.clock())
+        snapshot = read_snapshot(self.state_dir, self.clock(), self.settings)
         snapshot.set(SCRAPE_DURATION, [], time.perf_counter() - began)
         yield from metrics(snapshot)
 
@@ -50,8 +56,8 @@ def metrics(snapshot: Snapshot) -> Iterator[Metric]:
         yield metric
 
 
-def registry_for(state_dir: Path) -> CollectorRegistry:
+def registry_for(state_dir: Path, settings: ScrapeSettings = DEFAULT_SETTINGS) -> CollectorRegistry:
     """A registry of the published analysis only (no process or Python metrics)."""
     registry = CollectorRegistry(auto_describe=True)
-    registry.register(PublishedCollector(state_dir))
+    registry.register(PublishedCollector(state_dir, settings))
     return registry

@@ -2,7 +2,12 @@
 
 Label names follow KMinion's where they mean the same (`topic_name`, `partition_id`,
 `group_id`), so dashboards and alerts written for KMinion join on them. Every family is a
-gauge: the published numbers span the fingerprint retention and go down as well as up.
+gauge. The totals span the fingerprint retention and keep a past problem for as long as it is
+retained, so each count is also served for the last closed window
+(dgm.published_views.LAST_CLOSED_WINDOW): a series that falls back to 0 once the problem
+stops, which an alert can clear on. The analysis' counts are named by what they count
+(`_records`, `_faults`), numbers of seconds end in `_seconds`, fractions in `_ratio`; lags
+(in records) keep KMinion's names.
 """
 
 from __future__ import annotations
@@ -20,10 +25,14 @@ class Family:
 
 
 PIPELINE = ("pipeline",)
-PARTITION = ("topic_name", "partition_id")
-GROUP = ("group_id",)
-GROUP_PARTITION = ("group_id", "topic_name", "partition_id")
-TOPIC = ("topic_name",)
+# `cluster`: the cluster the topic or group lives on ("default", or a [clusters.<name>]);
+# topic_name and group_id are then the names that cluster knows (docs/design.md, "Several
+# clusters"), so series join with KMinion's of that cluster.
+PARTITION = ("topic_name", "partition_id", "cluster")
+GROUP = ("group_id", "cluster")
+GROUP_TOPIC = ("group_id", "topic_name", "cluster")
+GROUP_PARTITION = ("group_id", "topic_name", "partition_id", "cluster")
+TOPIC = ("topic_name", "cluster")
 
 # The exporter's and the monitor's own health: served at every scrape, published or not.
 BUILD_INFO = Family(
@@ -45,6 +54,12 @@ LAST_ANALYSIS_DURATION = Family(
     "dgm_last_analysis_duration_seconds",
     "How long the published analysis run took (runs.finished_at - runs.started_at)",
 )
+STALE_AFTER = Family(
+    "dgm_analysis_stale_after_seconds",
+    "Age of the last analysis beyond which dgm calls the publication stale: max(3 x "
+    "(analysis.interval_s + the published run's duration), 60), as `dgm verdicts` and the "
+    "dashboard judge it",
+)
 LAST_SAMPLE_TIMESTAMP = Family(
     "dgm_last_sample_timestamp_seconds",
     "When the collectors wrote their newest offsets sample, seconds since the epoch",
@@ -61,16 +76,24 @@ HEALTH = (
     LAST_ANALYSIS_TIMESTAMP,
     LAST_ANALYSIS_AGE,
     LAST_ANALYSIS_DURATION,
+    STALE_AFTER,
     LAST_SAMPLE_TIMESTAMP,
     LAST_SAMPLE_AGE,
     SCRAPE_DURATION,
 )
 
+LAST_WINDOW_START = Family(
+    "dgm_last_window_start_timestamp_seconds",
+    "Start of the last closed window, which every _last_window_ series counts (it ended "
+    "before the published run's newest sample), seconds since the epoch",
+)
+
 # Per pipeline, cumulative over the retention (the verdicts table).
 VERDICT_INFO = Family(
     "dgm_pipeline_verdict_info",
-    "Always 1; the pipeline's declared and achieved semantic, evidence and consumer group",
-    ("pipeline", "declared", "achieved", "evidence", "group_id"),
+    "Always 1; the pipeline's declared and achieved semantic, evidence, consumer group and "
+    "the clusters of its source and sink",
+    ("pipeline", "declared", "achieved", "evidence", "group_id", "source_cluster", "sink_cluster"),
 )
 MEETS_DECLARED = Family(
     "dgm_pipeline_meets_declared",
@@ -78,69 +101,84 @@ MEETS_DECLARED = Family(
     f"violates it; absent with {Achieved.INSUFFICIENT_EVIDENCE}",
     PIPELINE,
 )
-# family -> verdicts column; a null value leaves the pipeline's series out.
-PIPELINE_VALUES: tuple[tuple[Family, str], ...] = (
+
+# (name after the prefix, column of verdicts and of last_window_pipelines, help).
+_PIPELINE_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("checked_records", "records_checked", "Source records whose fate is known"),
+    ("duplicate_records", "duplicate_copies", "Extra sink copies (upstream excluded)"),
+    ("duplicate_ratio", "duplicate_rate", "duplicate records / distinct sink ids"),
+    ("lost_records", "lost", "Lost ids (never reached the sink, or sequence gaps)"),
+    ("loss_ratio", "loss_rate", "lost records / checked records"),
     (
-        Family("dgm_pipeline_records_checked", "Source records whose fate is known", PIPELINE),
-        "records_checked",
-    ),
-    (
-        Family("dgm_pipeline_duplicate_copies", "Extra sink copies (upstream excluded)", PIPELINE),
-        "duplicate_copies",
-    ),
-    (
-        Family("dgm_pipeline_duplicate_ratio", "duplicate_copies / distinct sink ids", PIPELINE),
-        "duplicate_rate",
-    ),
-    (
-        Family(
-            "dgm_pipeline_lost", "Lost ids (never reached the sink, or sequence gaps)", PIPELINE
-        ),
-        "lost",
-    ),
-    (Family("dgm_pipeline_loss_ratio", "lost / records_checked", PIPELINE), "loss_rate"),
-    (
-        Family(
-            "dgm_pipeline_aborted_reads",
-            "Sink records whose id the source holds only in aborted transactions",
-            PIPELINE,
-        ),
+        "aborted_read_records",
         "aborted_reads",
+        "Sink records whose id the source holds only in aborted transactions",
     ),
     (
-        Family(
-            "dgm_pipeline_beyond_retention",
-            "Source records not judged: missing from the sink but older than the oldest sink "
-            "record dgm holds (their copy may have been deleted by retention)",
-            PIPELINE,
-        ),
+        "beyond_retention_records",
         "beyond_retention",
+        "Source records not judged: missing from the sink but older than the oldest sink "
+        "record dgm holds (their copy may have been deleted by retention)",
     ),
     (
-        Family(
-            "dgm_pipeline_late_records",
-            "Deadline claim: checked records whose sink copy came later than max_delay "
-            "(delivered, not lost)",
-            PIPELINE,
-        ),
         "late_records",
+        "late_records",
+        "Deadline claim: checked records whose sink copy came later than max_delay "
+        "(delivered, not lost)",
+    ),
+    ("observed_faults", "faults_observed", "Faults seen while the checked records flowed"),
+    (
+        "filtered_records",
+        "filtered",
+        "Source records the pipeline's expected predicate excludes (never checked)",
     ),
     (
-        Family(
-            "dgm_pipeline_faults_observed", "Faults seen while the checked records flowed", PIPELINE
-        ),
-        "faults_observed",
+        "filter_undecided_records",
+        "filter_undecided",
+        "Source records the expected predicate could not evaluate (checked)",
     ),
+)
+# family -> verdicts column; a null value leaves the pipeline's series out.
+PIPELINE_VALUES: tuple[tuple[Family, str], ...] = tuple(
+    (Family(f"dgm_pipeline_{name}", f"{doc}, over the retention", PIPELINE), column)
+    for name, column, doc in _PIPELINE_COLUMNS
+)
+# family -> last_window_pipelines column: the same counts in the last closed window (0 when
+# nothing fell in it; a ratio without records is left out).
+PIPELINE_LAST_WINDOW_VALUES: tuple[tuple[Family, str], ...] = tuple(
+    (Family(f"dgm_pipeline_last_window_{name}", f"{doc}, in the last closed window", PIPELINE), c)
+    for name, c, doc in _PIPELINE_COLUMNS
 )
 
-# Per partition at its topic's newest collector sample (partition_offsets).
-LSO_LAG = Family("dgm_partition_lso_lag", "High watermark - last stable offset", PARTITION)
-LSO_STUCK = Family(
-    "dgm_partition_lso_stuck_seconds",
-    "Seconds the LSO has not moved with records above it",
-    PARTITION,
+# Per topic (what the topic holds: topic_windows), over the retention and in the last window.
+_TOPIC_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("records", "records", "Committed records"),
+    ("duplicate_records", "duplicate_copies", "Extra committed copies of an id"),
+    ("duplicate_ratio", "duplicate_rate", "duplicate records / distinct ids"),
+    ("unidentified_records", "unidentified", "Committed records without a message id"),
+    ("aborted_records", "aborted", "Records of aborted transactions"),
 )
-# Per consumer group at its newest sample (group_lag): summed, and per partition.
+TOPIC_VALUES: tuple[tuple[Family, str], ...] = tuple(
+    (Family(f"dgm_topic_{name}", f"{doc}, over the retention", TOPIC), column)
+    for name, column, doc in _TOPIC_COLUMNS
+)
+TOPIC_LAST_WINDOW_VALUES: tuple[tuple[Family, str], ...] = tuple(
+    (Family(f"dgm_topic_last_window_{name}", f"{doc}, in the last closed window", TOPIC), c)
+    for name, c, doc in _TOPIC_COLUMNS
+)
+
+# Per topic at its newest collector sample (partition_offsets), whatever the granularity.
+TOPIC_LSO_LAG = Family(
+    "dgm_topic_max_lso_lag",
+    "High watermark - last stable offset, the largest over the topic's partitions (records)",
+    TOPIC,
+)
+TOPIC_LSO_STUCK = Family(
+    "dgm_topic_max_lso_stuck_seconds",
+    "Seconds the LSO has not moved with records above it, the longest over the partitions",
+    TOPIC,
+)
+# Per consumer group at its newest sample (group_lag): summed per group and per topic.
 GROUP_LAG_FROM_HW = Family(
     "dgm_consumer_group_lag_from_hw",
     "High watermark - committed offset, summed over the group's partitions",
@@ -150,6 +188,24 @@ GROUP_LAG_FROM_LSO = Family(
     "dgm_consumer_group_lag_from_lso",
     "LSO - committed offset (transaction-correct), summed over the group's partitions",
     GROUP,
+)
+TOPIC_LAG_FROM_HW = Family(
+    "dgm_consumer_group_topic_lag_from_hw",
+    "High watermark - committed offset, summed over the group's partitions of the topic",
+    GROUP_TOPIC,
+)
+TOPIC_LAG_FROM_LSO = Family(
+    "dgm_consumer_group_topic_lag_from_lso",
+    "LSO - committed offset (transaction-correct), summed over the group's partitions of the topic",
+    GROUP_TOPIC,
+)
+
+# Per partition: served with exporter.granularity = "partition" only.
+LSO_LAG = Family("dgm_partition_lso_lag", "High watermark - last stable offset", PARTITION)
+LSO_STUCK = Family(
+    "dgm_partition_lso_stuck_seconds",
+    "Seconds the LSO has not moved with records above it",
+    PARTITION,
 )
 PARTITION_LAG_FROM_HW = Family(
     "dgm_consumer_group_topic_partition_lag_from_hw",
@@ -161,13 +217,21 @@ PARTITION_LAG_FROM_LSO = Family(
     "LSO - committed offset (transaction-correct)",
     GROUP_PARTITION,
 )
+PER_PARTITION = (LSO_LAG, LSO_STUCK, PARTITION_LAG_FROM_HW, PARTITION_LAG_FROM_LSO)
+
 # Per group, its worst partition's status by Burrow's rules over lag from the LSO
-# (group_status; docs/design.md, "Consumer-group status").
+# (group_status; docs/design.md, "Consumer-group status"): the number in one series per group
+# (a status change moves its value, so `for:` and range queries see one series), the word in
+# an info series beside it.
 GROUP_STATUS = Family(
     "dgm_consumer_group_status",
-    f"Status by Burrow's rules over lag from the LSO: {severity_legend()} (the status label "
-    "names it)",
-    ("group_id", "status"),
+    f"Status by Burrow's rules over lag from the LSO, as its severity: {severity_legend()}",
+    GROUP,
+)
+GROUP_STATUS_INFO = Family(
+    "dgm_consumer_group_status_info",
+    "Always 1; the group's status by name (the word for dgm_consumer_group_status's value)",
+    ("group_id", "status", "cluster"),
 )
 # Per topic with open transactions at the last sample (transactions).
 OPEN_TRANSACTIONS = Family("dgm_open_transactions", "Open transactions at the last sample", TOPIC)
@@ -178,16 +242,22 @@ HANGING_TRANSACTIONS = Family(
 )
 
 PUBLISHED = (
+    LAST_WINDOW_START,
     VERDICT_INFO,
     MEETS_DECLARED,
     *(family for family, _ in PIPELINE_VALUES),
-    LSO_LAG,
-    LSO_STUCK,
+    *(family for family, _ in PIPELINE_LAST_WINDOW_VALUES),
+    *(family for family, _ in TOPIC_VALUES),
+    *(family for family, _ in TOPIC_LAST_WINDOW_VALUES),
+    TOPIC_LSO_LAG,
+    TOPIC_LSO_STUCK,
     GROUP_LAG_FROM_HW,
     GROUP_LAG_FROM_LSO,
-    PARTITION_LAG_FROM_HW,
-    PARTITION_LAG_FROM_LSO,
+    TOPIC_LAG_FROM_HW,
+    TOPIC_LAG_FROM_LSO,
+    *PER_PARTITION,
     GROUP_STATUS,
+    GROUP_STATUS_INFO,
     OPEN_TRANSACTIONS,
     HANGING_TRANSACTIONS,
 )

@@ -17,6 +17,7 @@ from prometheus_client.registry import CollectorRegistry
 from dgm import __version__
 from exporter import api
 from exporter.collector import registry_for
+from exporter.snapshot import DEFAULT_SETTINGS, ScrapeSettings
 
 log = logging.getLogger(__name__)
 INDEX = (
@@ -30,11 +31,15 @@ class ExporterServer(ThreadingHTTPServer):
     daemon_threads = True
 
     def __init__(
-        self, address: tuple[str, int], state_dir: Path, stale_after: float = 60.0
+        self,
+        address: tuple[str, int],
+        state_dir: Path,
+        settings: ScrapeSettings = DEFAULT_SETTINGS,
     ) -> None:
         self.state_dir = Path(state_dir)
-        self.stale_after = stale_after  # for the API's `stale`, as `dgm verdicts` judges
-        self.registry: CollectorRegistry = registry_for(self.state_dir)
+        # analysis.interval_s also says when the API's `stale` is true, as `dgm verdicts` judges
+        self.settings = settings
+        self.registry: CollectorRegistry = registry_for(self.state_dir, settings)
         super().__init__(address, Handler)
 
     @property
@@ -61,7 +66,7 @@ class Handler(BaseHTTPRequestHandler):
             self._send(200, content_type, encoder(self.server.registry))
         elif url.path.startswith(api.PREFIX):
             status, document = api.answer(
-                self.server.state_dir, url.path, url.query, self.server.stale_after
+                self.server.state_dir, url.path, url.query, self.server.settings.interval_s
             )
             self._send(status, "application/json", api.encode(document))
         elif url.path == HEALTH:

@@ -3,7 +3,10 @@
 Starts a real Kafka on loopback, writes the demo's dgm.toml into its state directory, runs
 the continuous lab (one pipeline per mode, plus one whose producer's acks are dropped), the
 collectors, periodic analysis and the dashboard, and prints the dashboard URL and a status
-line. Ctrl-C (or SIGTERM) stops the lab, the services and the broker, in that order.
+line. The config declares alert rules that the broken exactly-once pipeline sets off within
+its first minutes (it reads aborted transactions); their webhook is a receiver the demo runs
+on 127.0.0.1 (alerts/receiver.py), which keeps what it gets for the dashboard's Alerts page.
+Ctrl-C (or SIGTERM) stops the lab, the services and the broker, in that order.
 
 The state directory is the demo's own: it is emptied at every start (a directory that holds
 anything else is refused). Every process of the demo carries DGM_STATE_DIR=<state dir> in its
@@ -24,6 +27,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from alerts.receiver import WebhookReceiver
+from dgm.alert_store import AlertStore
 from dgm.command_line import add_stack_arguments, say
 from dgm.config import CONFIG_FILE_NAME, ENV_BOOTSTRAP, ENV_STATE_DIR
 from dgm.errors import UserFacingError
@@ -64,7 +69,8 @@ def register(commands: Any) -> None:
         description="Starts a real Kafka on loopback, the lab's pipelines (one per mode: "
         "at-most-once, at-least-once, exactly-once, exactly-once-broken, idempotent-sink, and "
         "one whose producer's acks are dropped) with crashes and rebalances on a schedule, the "
-        "collectors, periodic analysis and the dashboard. Ctrl-C stops everything.",
+        "collectors, periodic analysis, the dashboard, and alert rules notifying a local webhook "
+        "receiver (the Alerts page shows what it got). Ctrl-C stops everything.",
     )
     demo.add_argument("--brokers", type=int, choices=(1, 3), default=1, help="Kafka brokers")
     add_stack_arguments(demo)
@@ -98,8 +104,33 @@ def prepare_state_dir(state_dir: Path) -> None:
     (state_dir / MARKER).write_text("dgm demo state: emptied by every `dgm demo`\n")
 
 
-def demo_config(state_dir: Path, bootstrap_servers: str) -> str:
-    return (
+# The rules the demo declares: the broken exactly-once pipeline reads records of aborted
+# transactions (every third source transaction is aborted) from its first minutes, so both
+# fire on it; `latest` lets the first one resolve when a window goes by without any.
+DEMO_RULES = """
+# Alert rules (`dgm alerts list`): evaluated after every analysis run; the demo's own
+# receiver gets their notifications, and the dashboard's Alerts page shows both.
+[[alerts]]
+name = "aborted-reads"
+metric = "aborted_reads"
+threshold = 0
+window = "latest"
+severity = "critical"
+
+[[alerts]]
+name = "verdict-violated"
+metric = "verdict_violates"
+threshold = 0
+severity = "critical"
+"""
+
+
+def demo_config(
+    state_dir: Path, bootstrap_servers: str, webhook_url: str = "", dashboard: str = ""
+) -> str:
+    """The demo's dgm.toml: its cluster, fast collectors and analysis and, with a
+    `webhook_url` (the demo's receiver), alert rules notifying it with links to `dashboard`."""
+    text = (
         "# Written by `dgm demo` at every start; the lab adds its [[pipelines]] below.\n"
         f'state_dir = "{state_dir}"\n\n'
         "[cluster]\n"
@@ -110,6 +141,12 @@ def demo_config(state_dir: Path, bootstrap_servers: str) -> str:
         f"interval_s = {ANALYZE_EVERY_S}\n"
         f"grace_s = {GRACE_S}\n"
         "window_s = 60\n"
+    )
+    if not webhook_url:
+        return text
+    return (
+        f"{text}{DEMO_RULES}\n[alerts_webhook]\n"
+        f'url = "{webhook_url}"\ndashboard_url = "{dashboard}"\n'
     )
 
 
@@ -137,6 +174,7 @@ def _demo(args: argparse.Namespace) -> int:
     began = time.monotonic()
     cluster: EmbeddedCluster | None = None
     lab: ContinuousLab | None = None
+    receiver: WebhookReceiver | None = None
     group = ServiceGroup(state_dir / "logs", say)
     stop = threading.Event()
     previous = interrupt_on_signals()
@@ -146,8 +184,10 @@ def _demo(args: argparse.Namespace) -> int:
         cluster = EmbeddedCluster(state_dir, brokers=args.brokers, die_with_parent=True)
         cluster.start(distribution=distribution, fresh=True)
         say(f"Kafka ready at {cluster.bootstrap_servers} ({time.monotonic() - began:.0f}s)")
+        url = dashboard_url(args.host, args.port)
+        receiver = WebhookReceiver(AlertStore(state_dir)).start()
         config_path = state_dir / CONFIG_FILE_NAME
-        config_path.write_text(demo_config(state_dir, cluster.bootstrap_servers))
+        config_path.write_text(demo_config(state_dir, cluster.bootstrap_servers, receiver.url, url))
         lab = ContinuousLab(
             ContinuousSettings(
                 bootstrap_servers=cluster.bootstrap_servers,
@@ -163,12 +203,15 @@ def _demo(args: argparse.Namespace) -> int:
         for spec in monitoring_services(config_path, (args.host, args.port), exporter=exporter):
             group.start(spec)
         lab.start()
-        url = dashboard_url(args.host, args.port)
         say(
             f"demo running: {len(lab.pipelines)} pipelines, logs in {group.log_dir}; "
             f"dashboard at {url} once it answers (the first analysis starts Spark, which "
             f"resolves its Kafka package once); Prometheus metrics at {metrics_url(*exporter)}. "
             "Ctrl-C stops everything."
+        )
+        say(
+            f"alerts: rules on aborted reads and violated verdicts notify the demo's webhook "
+            f"receiver at {receiver.url}; the dashboard's Alerts page shows what it got"
         )
         commands = other_shell_commands(config_path)
         say(f"from another shell: {'; '.join(commands[:2])}; or {commands[2]}")
@@ -185,6 +228,8 @@ def _demo(args: argparse.Namespace) -> int:
         if lab is not None:
             lab.stop()
         group.stop()
+        if receiver is not None:
+            receiver.stop()
         if cluster is not None:
             cluster.stop()
         for signum, handler in previous.items():

@@ -9,9 +9,9 @@ from typing import Any
 from dgm.command_line import EXPORTER_PORT, add_listen_arguments
 from dgm.config import load_config
 from dgm.errors import UserFacingError
-from dgm.published import stale_after_s
 from dgm.signals import stop_on_signals
 from exporter.server import ExporterServer
+from exporter.snapshot import ScrapeSettings
 
 
 def register(commands: Any) -> None:
@@ -31,7 +31,8 @@ def register(commands: Any) -> None:
 def _exporter(args: argparse.Namespace) -> int:
     config = load_config(getattr(args, "config", None))
     try:
-        server = ExporterServer((args.host, args.port), config.state_dir, stale_after_s(config))
+        settings = ScrapeSettings(config.analysis.interval_s, config.exporter.granularity)
+        server = ExporterServer((args.host, args.port), config.state_dir, settings)
     except OSError as error:
         raise UserFacingError(f"cannot listen on {args.host}:{args.port}: {error}") from None
     stop = threading.Event()

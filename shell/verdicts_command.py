@@ -2,8 +2,9 @@
 
 Exit codes: 0 every pipeline meets what it declares (or has no verdict yet), 1 a pipeline
 violates its declaration, 3 the publication is stale: its analysis finished more than
-max(3 x analysis.interval_s, 60 s) ago, so `dgm analyze` has probably stopped (3 wins over 1:
-the verdicts shown may no longer hold), 2 an error (no publication, bad config).
+max(3 x (analysis.interval_s + the run's duration), 60 s) ago (dgm.published.stale_after_s,
+the exporter's and the dashboard's threshold too), so `dgm analyze` has probably stopped (3
+wins over 1: the verdicts shown may no longer hold), 2 an error (no publication, bad config).
 """
 
 from __future__ import annotations
@@ -20,7 +21,14 @@ import duckdb
 from dgm import published
 from dgm.config import load_config
 from dgm.errors import UserFacingError
-from dgm.published import PUBLISHED_FILE, open_read_only, stale_after_s, verdicts_document
+from dgm.published import (
+    PUBLISHED_FILE,
+    open_read_only,
+    run_duration_s,
+    stale_after_s,
+    verdicts_document,
+)
+from dgm.published_views import read_missing_permissions
 
 # What the table prints, in order: (column, heading).
 _SHOWN = (
@@ -29,6 +37,7 @@ _SHOWN = (
     ("achieved", "achieved"),
     ("meets", "meets"),
     ("records_checked", "records"),
+    ("filtered", "filtered"),
     ("duplicate_copies", "duplicates"),
     ("lost", "lost"),
     ("aborted_reads", "aborted reads"),
@@ -47,15 +56,18 @@ def register(commands: Any) -> None:
         description="Per pipeline, from the last published analysis: declared and achieved "
         "semantic, records checked, duplicates, lost ids, aborted reads, faults observed, and "
         "whether it meets what it declares. Exits 1 when a pipeline violates its declaration, "
-        "3 when the publication is older than max(3 x analysis.interval_s, 60 s) (stale: is "
-        "`dgm analyze` running?), 2 on errors.",
+        "3 when the publication is older than max(3 x (analysis.interval_s + the run's "
+        "duration), 60 s) (stale: is `dgm analyze` running?), 2 on errors.",
     )
     verdicts.add_argument("--json", action="store_true", help="one JSON document")
     verdicts.set_defaults(handler=_verdicts)
 
 
-def read_verdicts(state_dir: Path) -> tuple[list[dict[str, Any]], datetime | None]:
-    """The verdict rows and when their analysis finished; UserFacingError if none exist yet."""
+def read_verdicts(
+    state_dir: Path,
+) -> tuple[list[dict[str, Any]], datetime | None, float, list[str]]:
+    """The verdict rows, when their analysis finished, how long it ran (seconds) and what dgm
+    cannot see for want of a permission; UserFacingError if none exist yet."""
     path = state_dir / PUBLISHED_FILE
     if not path.exists():
         raise UserFacingError(
@@ -64,7 +76,8 @@ def read_verdicts(state_dir: Path) -> tuple[list[dict[str, Any]], datetime | Non
         )
     try:
         with open_read_only(path) as db:
-            return published.read_verdicts(db)
+            rows, finished = published.read_verdicts(db)
+            return rows, finished, run_duration_s(db), read_missing_permissions(db)
     except (duckdb.Error, OSError) as error:
         raise UserFacingError(f"cannot read {path}: {error}") from None
 
@@ -100,21 +113,26 @@ def format_table(rows: list[dict[str, Any]]) -> str:
 
 def _verdicts(args: argparse.Namespace) -> int:
     config = load_config(args.config)
-    rows, finished = read_verdicts(config.state_dir)
-    document = verdicts_document(rows, finished, stale_after_s(config), datetime.now(UTC))
+    rows, finished, run_s, missing = read_verdicts(config.state_dir)
+    stale_after = stale_after_s(config.analysis.interval_s, run_s)
+    document = verdicts_document(rows, finished, stale_after, datetime.now(UTC))
     age, stale = document["age_s"], document["stale"]
     if args.json:
-        print(json.dumps(document, default=str, indent=2))
-    elif not rows:
-        print("no pipelines analyzed: add [[pipelines]] to dgm.toml (or run `dgm lab run`)")
+        print(json.dumps({**document, "missing_permissions": missing}, default=str, indent=2))
     else:
-        print(format_table(rows))
-        print(f"analyzed at {finished:%Y-%m-%d %H:%M:%S %Z}" if finished else "")
+        if not rows:
+            print("no pipelines analyzed: add [[pipelines]] to dgm.toml (or run `dgm lab run`)")
+        else:
+            print(format_table(rows))
+            print(f"analyzed at {finished:%Y-%m-%d %H:%M:%S %Z}" if finished else "")
+        # What dgm cannot see weakens every verdict that needs it: said after the table.
+        for line in missing:
+            print(line)
     if stale:
         print(
             f"dgm: stale: the last analysis finished {age:.0f} s ago, more than "
-            f"{stale_after_s(config):.0f} s (3 x analysis.interval_s, at least 60 s): is "
-            "`dgm analyze` running?",
+            f"{stale_after:.0f} s (3 x (analysis.interval_s + the run's {run_s:.0f} s), at "
+            "least 60 s): is `dgm analyze` running?",
             file=sys.stderr,
         )
         return EXIT_STALE

@@ -36,13 +36,25 @@ def command(service: dict[str, Any]) -> list[str]:
     return shlex.split(raw) if isinstance(raw, str) else [str(part) for part in raw]
 
 
+def interpolate(text: str, env: Mapping[str, str]) -> str:
+    """Compose's interpolation of ${VAR}, ${VAR:-default} and $$ (a literal $)."""
+
+    def value(match: re.Match[str]) -> str:
+        if match[0] == "$$":
+            return "$"
+        name, default = match[1], match[3] or ""
+        return (env.get(name) or default) if match[2] else env.get(name, "")
+
+    return re.sub(r"\$\$|\$\{(\w+)(:-([^}]*))?\}", value, text)
+
+
 def healthcheck(service: dict[str, Any]) -> list[str]:
     """The health check's argv, as Docker runs it: CMD's list as is; CMD-SHELL's (or a plain
-    string) through /bin/sh -c."""
+    string) through /bin/sh -c; after Compose's interpolation ($$ is a $)."""
     test = service["healthcheck"]["test"]
     if isinstance(test, str):
-        return ["/bin/sh", "-c", test]
-    kind, *argv = [str(part) for part in test]
+        test = ["CMD-SHELL", test]
+    kind, *argv = [interpolate(str(part), {}) for part in test]
     assert kind in ("CMD", "CMD-SHELL"), f"health check test starts with {kind!r}"
     return argv if kind == "CMD" else ["/bin/sh", "-c", " ".join(argv)]
 

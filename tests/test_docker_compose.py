@@ -32,7 +32,7 @@ from typing import Any, NamedTuple
 import pytest
 import yaml
 
-from tests.compose_file import COMPOSE_FILE, ROOT, command, healthcheck, in_test
+from tests.compose_file import COMPOSE_FILE, ROOT, command, healthcheck, in_test, interpolate
 
 DOCKERFILE = ROOT / "Dockerfile"
 DOCKERIGNORE = ROOT / ".dockerignore"
@@ -712,18 +712,6 @@ def test_alertmanager_routes_everything_to_a_webhook_placeholder(
         [amtool, "check-config", str(ALERTMANAGER_CONFIG)], capture_output=True, text=True
     )
     assert checked.returncode == 0, checked.stdout + checked.stderr
-
-
-def interpolate(text: str, env: Mapping[str, str]) -> str:
-    """Compose's interpolation of ${VAR}, ${VAR:-default} and $$ (a literal $)."""
-
-    def value(match: re.Match[str]) -> str:
-        if match[0] == "$$":
-            return "$"
-        name, default = match[1], match[3] or ""
-        return env.get(name) or default if match[2] else env.get(name, "")
-
-    return re.sub(r"\$\$|\$\{(\w+)(:-([^}]*))?\}", value, text)
 
 
 def test_grafana_takes_its_admin_password_from_the_environment_and_has_no_default(

@@ -147,7 +147,7 @@ def _active(found: list[alerting.Active], sinks: dict[str, list[str]]) -> None:
 
 def _deliveries(store: AlertStore, config: DgmConfig) -> None:
     st.header("Notification deliveries", anchor=False)
-    st.caption("Webhook notifications that failed or wait for a (re)try.")
+    st.caption("Webhook notifications that failed or wait for a (re)try, then the delivered.")
     undelivered = store.deliveries(MAX_DELIVERIES, "pending") + store.deliveries(
         MAX_DELIVERIES, "failed"
     )
@@ -170,6 +170,27 @@ def _deliveries(store: AlertStore, config: DgmConfig) -> None:
         )
     table = alerting.deliveries_table(undelivered)
     st.dataframe(table, hide_index=True, width="stretch")
+
+
+def _delivered(store: AlertStore) -> None:
+    delivered = store.deliveries(MAX_DELIVERIES, "delivered")
+    if not delivered:
+        return
+    st.caption(f"Delivered to the webhook, newest first (the last {MAX_DELIVERIES} at most).")
+    st.dataframe(alerting.delivered_table(delivered), hide_index=True, width="stretch")
+
+
+def _received(store: AlertStore) -> None:
+    """What a local receiver (`dgm demo`'s) got: the far end of the deliveries above."""
+    received = store.received(MAX_DELIVERIES)
+    if not received:
+        return
+    st.subheader("Received by the local webhook receiver", anchor=False)
+    st.caption(
+        f"{len(received)} notification(s) this state directory's receiver got (`dgm demo` "
+        "runs one on 127.0.0.1 and sends its alerts there), newest first."
+    )
+    st.dataframe(alerting.received_table(received), hide_index=True, width="stretch")
 
 
 def _history(store: AlertStore) -> None:
@@ -257,6 +278,8 @@ def _live() -> None:
         if exists:
             _history(store)
             _deliveries(store, config)
+            _delivered(store)
+            _received(store)
         _rules(config, page_rules, errors + clashes, len(rules))
     except sqlite3.Error as error:
         st.error(

@@ -8,7 +8,6 @@ The full run restarts brokers 10 times (DGM_LONG=1, about 5 minutes); CI restart
 from __future__ import annotations
 
 import contextlib
-import os
 import signal
 import threading
 import uuid
@@ -21,8 +20,9 @@ from confluent_kafka import Consumer, Producer
 from dgm.samples import SampleStore
 from dgm.waiting import wait_until
 from tests.shell.test_collect_command import collect_process, events, write_config
+from tests.strength import by_strength
 
-RESTARTS = 10 if os.environ.get("DGM_LONG") == "1" else 3
+RESTARTS = by_strength(3, 10)
 
 
 def keep_busy(bootstrap: str, topic: str, groups: list[str], stop: threading.Event) -> None:

@@ -14,15 +14,16 @@ from typing import Any
 from prometheus_client.parser import text_string_to_metric_families
 
 from exporter.server import ExporterServer
+from exporter.snapshot import DEFAULT_SETTINGS, ScrapeSettings
 
 # family name -> {labels as a sorted tuple of (name, value): value}
 Scrape = dict[str, dict[tuple[tuple[str, str], ...], float]]
 
 
 @contextmanager
-def serving(state_dir: Path) -> Iterator[str]:
+def serving(state_dir: Path, settings: ScrapeSettings = DEFAULT_SETTINGS) -> Iterator[str]:
     """The exporter over `state_dir` on a free loopback port; yields its base URL."""
-    server = ExporterServer(("127.0.0.1", 0), state_dir)
+    server = ExporterServer(("127.0.0.1", 0), state_dir, settings)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

@@ -123,7 +123,7 @@ def test_pipeline_series_are_the_verdicts(scraped: Scrape, verdicts: dict[str, A
         expected = {n: float(r[column]) for n, r in rows.items() if r[column] is not None}
         assert by(scraped, family.name, "pipeline") == expected, family.name
     assert any(by(scraped, "dgm_pipeline_duplicate_ratio", "pipeline").values())
-    assert any(by(scraped, "dgm_pipeline_faults_observed", "pipeline").values())
+    assert any(by(scraped, "dgm_pipeline_observed_faults", "pipeline").values())
 
 
 def test_health_series(

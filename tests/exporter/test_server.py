@@ -32,9 +32,15 @@ def build(state_dir: Path, **options: Any) -> None:
         builder.build(state_dir, **options)
 
 
+def minute() -> datetime:
+    """The current minute: the builder's windows start whole minutes before its `now`, so
+    they fall on the analysis' windows (multiples of window_s), one being the last closed."""
+    return datetime.now(UTC).replace(second=0, microsecond=0)
+
+
 @pytest.fixture
 def state_dir(tmp_path: Path) -> Path:
-    build(tmp_path)
+    build(tmp_path, now=minute())
     return tmp_path
 
 
@@ -60,14 +66,16 @@ def test_values_are_the_published_ones(state_dir: Path) -> None:
         "orders-alo": 1,
         "payments-eos": 0,
     }  # audit-trail: insufficient evidence, no series
-    assert by(scraped, "dgm_pipeline_lost", "pipeline") == {
+    assert by(scraped, "dgm_pipeline_lost_records", "pipeline") == {
         "orders-alo": 0,
         "payments-eos": 5,
         "audit-trail": 0,
     }
     # The hanging transaction pins the LSO of payments-ledger partition 1.
     lag = scraped["dgm_partition_lso_lag"]
-    assert lag[(("partition_id", "1"), ("topic_name", "payments-ledger"))] == 480
+    at = (("cluster", "default"), ("partition_id", "1"), ("topic_name", "payments-ledger"))
+    assert lag[at] == 480
+    assert by(scraped, "dgm_topic_max_lso_lag", "topic_name")["payments-ledger"] == 480
     assert by(scraped, "dgm_hanging_transactions", "topic_name") == {"payments-ledger": 1}
     assert by(scraped, "dgm_open_transactions", "topic_name") == {"payments-ledger": 2}
     hw = by(scraped, "dgm_consumer_group_lag_from_hw", "group_id")
@@ -173,18 +181,19 @@ def test_errors_are_json_with_their_status(
     assert got == status and says in document["error"], document
 
 
-def test_group_status_is_the_published_group_rows(state_dir: Path) -> None:
+def test_group_status_is_one_series_per_group_with_its_word_beside(state_dir: Path) -> None:
     with open_read_only(published.published_path(state_dir)) as db:
-        expected = {
-            (group, status): float(severity)
-            for group, status, severity in db.execute(
-                "SELECT group_id, status, severity FROM group_status WHERE topic IS NULL"
-            ).fetchall()
-        }
+        rows = db.execute(
+            "SELECT group_id, status, severity FROM group_status WHERE topic IS NULL"
+        ).fetchall()
     with serving(state_dir) as base:
         scraped = scrape(base)
-    served = {
-        (dict(labels)["group_id"], dict(labels)["status"]): value
-        for labels, value in scraped["dgm_consumer_group_status"].items()
+    assert rows
+    assert by(scraped, "dgm_consumer_group_status", "group_id") == {
+        group: float(severity) for group, _, severity in rows
     }
-    assert expected and served == expected
+    info = {
+        dict(labels)["group_id"]: dict(labels)["status"]
+        for labels in scraped["dgm_consumer_group_status_info"]
+    }
+    assert info == {group: status for group, status, _ in rows}

@@ -10,12 +10,14 @@ import pytest
 from lab.ledger import read_ledger
 from lab.mirror.run import Fault, MirrorLabReport, MirrorLabSettings, run_mirror_lab
 from tests.conftest import KafkaUnderTest
+from tests.strength import by_strength
 from tests.truth_records import Delivery, delivery, read_records
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-KILLS = 3
-MESSAGES = 3000
+# CI: one kill into 1200 records; DGM_LONG=1: the three kills into 3000.
+KILLS = by_strength(1, 3)
+MESSAGES = by_strength(1200, 3000)
 
 
 def run(

@@ -9,11 +9,14 @@ import pytest
 from lab.streams.app import Guarantee
 from lab.streams.run import StreamsLabReport, StreamsLabSettings, run_streams_lab
 from tests.conftest import KafkaUnderTest
+from tests.strength import by_strength
 from tests.truth_records import Delivery, delivery, read_records
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-KILLS = 3
+# CI: one kill into 1500 records; DGM_LONG=1: the three kills into 4000.
+KILLS = by_strength(1, 3)
+MESSAGES = by_strength(1500, 4000)
 
 
 def run(
@@ -29,7 +32,7 @@ def run(
             tmp_path,
             guarantee,
             drop_every_tenth=filtered,
-            messages=4000,
+            messages=MESSAGES,
             rate=100.0,
             kills=KILLS,
             seed=27,
@@ -37,13 +40,13 @@ def run(
         )
     )
     assert report.caught_up, f"not caught up; see {report.run_dir}/logs"
-    assert report.messages["acked"] == 4000
+    assert report.messages["acked"] == MESSAGES
     assert len(report.kills) == KILLS
     assert all(k["returncode"] == -9 for k in report.kills)
     assert report.kills_while_producing >= 1
     source = read_records(kafka.bootstrap_servers, report.source_topic)
     sink = read_records(kafka.bootstrap_servers, report.sink_topic)
-    assert len(source) == 4000
+    assert len(source) == MESSAGES
     # Keyed by the id of the value; the header came along untouched.
     assert all(r.key == r.headers["dgm-id"] for r in sink)
     return report, delivery(source, sink, sink_by_key=True, filtered=filtered)
@@ -74,9 +77,9 @@ def test_filter_drops_exactly_the_records_its_rule_excludes(
     kafka: KafkaUnderTest, tmp_path: Path
 ) -> None:
     _, truth = run(kafka, tmp_path, "exactly_once_v2", filtered=True)
-    # The producer numbers its records 0..3999: every tenth one is excluded by the rule.
-    assert len(truth.dropped) == 400
-    assert len(truth.expected) == 3600
+    # The producer numbers its records from 0: every tenth one is excluded by the rule.
+    assert len(truth.dropped) == MESSAGES // 10
+    assert len(truth.expected) == MESSAGES - MESSAGES // 10
     assert truth.unexpected == frozenset()  # no dropped record reached the sink
     assert truth.lost == frozenset()
     assert truth.duplicates == 0

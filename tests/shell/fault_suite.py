@@ -31,6 +31,7 @@ from embedded_kafka.cluster import EmbeddedCluster
 from lab.faults import leader
 from shell.services import ServiceGroup
 from shell.stack import dashboard_answers
+from tests.strength import by_strength
 
 SERVICES = ("collectors", "analysis", "dashboard")
 Say = Callable[[str], None]
@@ -48,12 +49,11 @@ class Plan:
 
     @classmethod
     def from_env(cls) -> Plan:
-        long = os.environ.get("DGM_LONG") == "1"
         return cls(
-            minutes=float(os.environ.get("DGM_FAULT_MINUTES", "10" if long else "1.5")),
-            kills=int(os.environ.get("DGM_FAULT_KILLS", "24" if long else "4")),
-            broker_restarts=2 if long else 1,
-            outage_s=float(os.environ.get("DGM_FAULT_OUTAGE_S", "120" if long else "15")),
+            minutes=float(os.environ.get("DGM_FAULT_MINUTES", by_strength("1.5", "10"))),
+            kills=int(os.environ.get("DGM_FAULT_KILLS", by_strength("4", "24"))),
+            broker_restarts=by_strength(1, 2),
+            outage_s=float(os.environ.get("DGM_FAULT_OUTAGE_S", by_strength("15", "120"))),
             seed=int(os.environ.get("DGM_FAULT_SEED", str(random.randrange(10**6)))),
         )
 

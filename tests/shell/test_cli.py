@@ -98,13 +98,11 @@ def test_every_command_reads_dgm_config(
 # --- dgm verdicts: violations and stale publications -----------------------------------------
 
 
-def published(tmp_path: Path, age_s: float, **values: object) -> Path:
+def published(tmp_path: Path, age_s: float, run_s: float = 0, **values: object) -> Path:
     (tmp_path / "dgm.toml").write_text('state_dir = "state"\n[analysis]\ninterval_s = 30\n')
     finished = datetime.now(UTC) - timedelta(seconds=age_s)
-    publish(
-        tmp_path / "state",
-        {"verdicts": [verdict("orders", **values)], "runs": [{"finished_at": finished}]},
-    )
+    run = {"finished_at": finished, "started_at": finished - timedelta(seconds=run_s)}
+    publish(tmp_path / "state", {"verdicts": [verdict("orders", **values)], "runs": [run]})
     return tmp_path / "dgm.toml"
 
 
@@ -123,7 +121,7 @@ def test_a_fresh_publication_exits_0_or_1_for_a_violation(
 def test_a_stale_publication_exits_3_and_says_so(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str]
 ) -> None:
-    # interval_s = 30: stale after max(3 x 30, 60) = 90 s.
+    # interval_s = 30, runs of 0 s: stale after max(3 x (30 + 0), 60) = 90 s.
     fresh = published(tmp_path, age_s=80, meets_declared=False)
     assert main(["verdicts", *flags, "--config", str(fresh)]) == 1
     assert "stale" not in capsys.readouterr().err
@@ -135,6 +133,21 @@ def test_a_stale_publication_exits_3_and_says_so(
         document = json.loads(captured.out)
         assert document["stale"] is True and document["age_s"] >= 600
         assert document["pipelines"][0]["pipeline"] == "orders"
+
+
+def test_a_slow_analysis_is_not_called_stale(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Runs of 100 s, every 30 s: they finish 130 s apart, stale after 3 x 130 = 390 s (the
+    # threshold of the dashboard and the exporter too).
+    slow = published(tmp_path, age_s=300, run_s=100)
+    assert main(["verdicts", "--config", str(slow)]) == 0
+    assert "stale" not in capsys.readouterr().err
+    behind = published(tmp_path, age_s=400, run_s=100)
+    assert main(["verdicts", "--config", str(behind)]) == 3
+    assert "more than 390 s (3 x (analysis.interval_s + the run's 100 s)" in (
+        capsys.readouterr().err
+    )
 
 
 # --- dgm demo: reaching it from another shell --------------------------------------------------

@@ -1,5 +1,7 @@
 """`dgm demo` as a user runs it: one command, a dashboard that answers, every demo pipeline
-published with the verdict its mode produces, and Ctrl-C leaving nothing behind."""
+published with the verdict its mode produces, its alert rules firing on the broken
+exactly-once pipeline and delivered to the demo's own receiver, and Ctrl-C leaving nothing
+behind."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from dgm.alert_store import AlertStore
 from dgm.errors import UserFacingError
 from dgm.ports import free_ports
 from dgm.waiting import wait_until
@@ -26,6 +29,8 @@ EXPECTED = {
     "demo-exactly-once-broken": "no guarantee",
     "demo-idempotent-sink": "exactly-once",
 }
+BROKEN = "demo-exactly-once-broken"
+DEMO_ALERTS = ("aborted-reads", "verdict-violated")  # shell/demo_command.py's rules
 DEMO = (sys.executable, "-m", "shell.cli", "demo")
 DASHBOARD_TIMEOUT = 240.0  # a cold Kafka and Streamlit on a busy machine
 VERDICTS_TIMEOUT = 1200.0  # the first analysis starts Spark; a run takes minutes here
@@ -82,7 +87,22 @@ def test_dgm_demo_shows_every_verdict_and_stops_cleanly(tmp_path: Path) -> None:
         verdicts_s = time.monotonic() - began
         rows = published_verdicts(state_dir)
         assert rows["demo-drop-acks"]["declared"] == "at-least-once"
-        print(f"dashboard after {dashboard_s:.0f}s, every verdict after {verdicts_s:.0f}s")
+        store = AlertStore(state_dir)
+
+        def alerted() -> set[str]:
+            return {
+                r.body["rule"]
+                for r in store.received()
+                if r.body.get("subject") == BROKEN and r.body.get("state") == "firing"
+            }
+
+        # Evaluated and delivered right after the publication that judged the pipeline.
+        wait_until(lambda: alerted() == set(DEMO_ALERTS), 180, f"{DEMO_ALERTS} at the receiver")
+        alerts_s = time.monotonic() - began
+        print(
+            f"dashboard after {dashboard_s:.0f}s, every verdict after {verdicts_s:.0f}s, "
+            f"both alerts at the receiver after {alerts_s:.0f}s"
+        )
     finally:
         if demo.poll() is None:
             demo.send_signal(signal.SIGINT)
@@ -95,6 +115,7 @@ def test_dgm_demo_shows_every_verdict_and_stops_cleanly(tmp_path: Path) -> None:
     assert returncode == 0, text[-3000:]
     assert f"dashboard: {url}" in text
     assert f"Prometheus metrics at http://127.0.0.1:{exporter_port}/metrics" in text
+    assert "receiver at http://127.0.0.1:" in text
     assert "demo stopped" in text
     # Nothing of this run is left: no broker, no services (Streamlit, Spark), no processor.
     wait_until(lambda: not processes_of(str(state_dir)), 30, "no process of the demo left")
