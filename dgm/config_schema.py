@@ -730,6 +730,17 @@ def _clusters_problems(config: DgmConfig) -> Iterator[Problem]:
 
 
 @dataclass(frozen=True)
+class DashboardSettings:
+    """[dashboard]: what the web dashboard may change."""
+
+    # The Alerts page's form adds and deletes alert rules (in <state_dir>/alerts.sqlite) only
+    # when true. Off by default: the dashboard has no login, so anyone who reaches its port
+    # could change what alerts. Turn it on only where the dashboard binds loopback or sits
+    # behind authentication (README.md, "The dashboard beyond loopback").
+    allow_edits: bool = False
+
+
+@dataclass(frozen=True)
 class DgmConfig:
     """The whole of dgm.toml, after validation, defaults and environment overrides."""
 
@@ -750,6 +761,7 @@ class DgmConfig:
     alerts: tuple[AlertRule, ...] = ()
     alerts_webhook: AlertWebhook = field(default_factory=AlertWebhook)
     exporter: ExporterSettings = field(default_factory=ExporterSettings)
+    dashboard: DashboardSettings = field(default_factory=DashboardSettings)
 
     def pipeline(self, name: str) -> PipelineConfig:
         """The pipeline called `name`; ConfigError (with a suggestion) if there is none."""

@@ -171,6 +171,13 @@ def test_a_boolean_is_not_a_number(tmp_path: Path) -> None:
     assert message == "dgm.toml: collectors.interval_s: expected a number, got boolean true"
 
 
+def test_dashboard_edits_are_off_unless_a_boolean_says_on(tmp_path: Path) -> None:
+    assert load_text(tmp_path, "").dashboard.allow_edits is False
+    assert load_text(tmp_path, "[dashboard]\nallow_edits = true\n").dashboard.allow_edits
+    message = error_for(tmp_path, '[dashboard]\nallow_edits = "yes"\n')
+    assert message == "dgm.toml: dashboard.allow_edits: expected a boolean, got string 'yes'"
+
+
 def test_unknown_semantic_lists_the_three(tmp_path: Path) -> None:
     text = PIPELINE + PIPELINE.replace('"orders"', '"b"').replace("exactly-once", "exactly-twice")
     assert error_for(tmp_path, text) == (
@@ -649,6 +656,7 @@ def test_example_config_loads(monkeypatch: pytest.MonkeyPatch) -> None:
     assert config.alerts_webhook.format == "alertmanager"
     assert config.alerts_webhook.headers == {"Authorization": "Bearer hunter2-token"}
     assert config.exporter.granularity == "topic"
+    assert config.dashboard.allow_edits is False
     assert "hunter2" not in repr(config)
 
 
