@@ -23,17 +23,16 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import pytest
 
 from collectors.several import cluster_collectors, run_each_forever
 from dgm.config import DgmConfig, PipelineConfig, append_pipeline, load_config
-from dgm.published import PUBLISHED_FILE
 from dgm.vocabulary import Achieved, LossCause
 from dgm.waiting import wait_until
 from lab.mirror.run import Fault, MirrorLabReport, MirrorLabSettings, run_mirror_lab
 from spark_jobs.job import AnalysisJob
 from tests.conftest import KafkaUnderTest
+from tests.published_lab import offsets_samples, pipeline_verdict
 from tests.strength import by_strength
 from tests.truth_records import Delivery, delivery, read_records
 
@@ -65,23 +64,6 @@ def collecting(config: DgmConfig, servers: dict[str, str]) -> Iterator[None]:
         thread.join(60)
         collectors.close()
         assert not thread.is_alive(), "the collectors did not stop"
-
-
-def offsets_samples(state_dir: Path) -> int:
-    return len(list((state_dir / "samples" / "offsets").glob("*.parquet")))
-
-
-def verdict(state_dir: Path, pipeline: str) -> dict[str, Any]:
-    with duckdb.connect(str(state_dir / PUBLISHED_FILE), read_only=True) as db:
-        cursor = db.execute("SELECT * FROM verdicts WHERE pipeline = ?", [pipeline])
-        names = [d[0] for d in cursor.description]
-        row = cursor.fetchone()
-        causes = db.execute(
-            "SELECT cause, cluster, count(*) FROM lost WHERE pipeline = ? GROUP BY ALL",
-            [pipeline],
-        ).fetchall()
-    assert row is not None
-    return dict(zip(names, row, strict=True)) | {"causes": {(c, k): n for c, k, n in causes}}
 
 
 def mirror(
@@ -185,7 +167,7 @@ def judge_mirror_maker(
     # Just before the first missing record is max_delay old: nothing is lost yet.
     before = datetime.fromtimestamp(first_missing_ms / 1000, UTC) + MAX_DELAY
     job.run_once(now=before - timedelta(milliseconds=500))
-    early = verdict(state_dir, "mm2-stopped")
+    early = pipeline_verdict(state_dir, "mm2-stopped")
     assert early["lost"] == 0 and early["records_checked"] > 0
     # Then every record is older than max_delay.
     last_ms = max(sent_at.values())
@@ -195,23 +177,23 @@ def judge_mirror_maker(
 
     for name, (report, _) in reports.items():
         found, _ = truths[name]
-        row = verdict(state_dir, name)
+        row = pipeline_verdict(state_dir, name)
         assert row["records_checked"] == found.source == runs[name][3], name
         assert (row["source_cluster"], row["sink_cluster"]) == ("default", TARGET)
         assert row["source_topics"] == [report.source_topic]
         assert row["sink"] == [f"{TARGET}/{report.replica_topic}"]
         assert row["duplicate_copies"] == found.duplicates, name
         assert row["lost"] == len(found.lost), name
-    killed_row = verdict(state_dir, "mm2-killed")
+    killed_row = pipeline_verdict(state_dir, "mm2-killed")
     assert killed_row["lost"] == 0
     killed_achieved = (
         Achieved.AT_LEAST_ONCE if killed_row["duplicate_copies"] else Achieved.EXACTLY_ONCE
     )
     assert (killed_row["achieved"], killed_row["meets_declared"]) == (killed_achieved.value, True)
-    eos = verdict(state_dir, "mm2-eos")
+    eos = pipeline_verdict(state_dir, "mm2-eos")
     assert (eos["duplicate_copies"], eos["lost"], eos["aborted_reads"]) == (0, 0, 0)
     assert (eos["achieved"], eos["meets_declared"]) == (Achieved.EXACTLY_ONCE.value, True)
-    late = verdict(state_dir, "mm2-stopped")
+    late = pipeline_verdict(state_dir, "mm2-stopped")
     cause = LossCause.NOT_IN_SINK_WITHIN_MAX_DELAY.value
     assert late["causes"] == {(cause, "default"): len(stop_truth.lost)}
     stopped_achieved = Achieved.NO_GUARANTEE if late["duplicate_copies"] else Achieved.AT_MOST_ONCE

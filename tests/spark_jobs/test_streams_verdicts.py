@@ -23,8 +23,7 @@ from dgm.config_schema import MessageIdRule, PipelineConfig
 from lab.streams.app import Guarantee
 from lab.streams.run import StreamsLabReport, StreamsLabSettings, run_streams_lab
 from spark_jobs.job import AnalysisJob
-from tests.published_lab import _cycles, _wait_for_cycles, collecting
-from tests.spark_jobs.test_no_offsets_deadline import verdict
+from tests.published_lab import _cycles, _wait_for_cycles, collecting, pipeline_verdict
 from tests.strength import by_strength
 from tests.truth_records import Delivery, delivery, read_records
 
@@ -91,7 +90,7 @@ def judged(
     source = read_records(kafka.bootstrap_servers, report.source_topic)
     sink = read_records(kafka.bootstrap_servers, report.sink_topic)
     truth = delivery(source, sink, sink_by_key=True, filtered=filtered)
-    return report, truth, verdict(config.state_dir, name)
+    return report, truth, pipeline_verdict(config.state_dir, name)
 
 
 def test_exactly_once_v2_with_its_filter_declared_and_rekeyed_is_judged_exactly(
