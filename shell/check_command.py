@@ -294,13 +294,11 @@ def _watermarks(clients: Clients, topic: str, timeout_s: float) -> tuple[int, in
 
 def _spark_session() -> tuple[Any, bool]:
     """The running SparkSession (tests), else a local one started here: (session, started)."""
-    from pyspark.sql import SparkSession
+    from spark_jobs.session import build_session, running_session
 
-    from spark_jobs.session import build_session
-
-    active = SparkSession.getActiveSession()
-    if active is not None:
-        return active, False
+    running = running_session()
+    if running is not None:
+        return running, False
     return build_session(master="local[1]", app_name="dgm-check", shuffle_partitions=1), True
 
 

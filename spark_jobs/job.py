@@ -86,8 +86,10 @@ class AnalysisJob:
     def spark(self) -> SparkSession:
         if self._spark is None:
             from spark_jobs.audit.external_jdbc import driver_packages
-            from spark_jobs.session import build_session
+            from spark_jobs.session import build_session, running_session
 
+            # One SparkContext a process: a job that finds one running does not own it.
+            self._owns_spark = running_session() is None
             began = time.monotonic()
             self.progress(f"analyze: starting Spark ({self.master})")
             self._spark = build_session(

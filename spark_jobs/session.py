@@ -95,6 +95,18 @@ def build_session(
     return session
 
 
+def running_session() -> SparkSession | None:
+    """The session of a SparkContext already running in this process, whichever thread
+    started it, else None. A caller that finds one must not stop it: it is somebody else's
+    (SparkSession.getActiveSession() is per thread and misses a session another thread used
+    last, so it cannot tell)."""
+    from pyspark import SparkContext
+
+    if SparkContext._active_spark_context is None:
+        return None
+    return SparkSession.builder.getOrCreate()
+
+
 def use_this_python() -> None:
     """Local mode: Spark's Python workers run this interpreter, the one with dgm's numpy,
     pandas and pyarrow, whatever `python3` PATH finds first (pyspark's default). Unless the

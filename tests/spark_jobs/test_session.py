@@ -75,3 +75,26 @@ def test_the_spark_ui_of_a_local_session_listens_on_loopback_only(spark: Any) ->
     assert url is not None, "the Spark UI is off"
     addresses = _listening_addresses(int(url.rsplit(":", 1)[1]))
     assert addresses and addresses <= LOOPBACK, addresses  # never 0.0.0.0 or ::
+
+
+def test_whoever_finds_the_running_session_does_not_stop_it(spark: Any) -> None:
+    """`dgm check` and an analysis job built without a session reuse the one running in the
+    process, from any thread, and leave it running: one of them stopped the tests' shared
+    session once, and every Spark test after it failed."""
+    import threading
+
+    from dgm.config_schema import DgmConfig
+    from shell.check_command import _spark_session
+    from spark_jobs.job import AnalysisJob
+
+    found: list[tuple[Any, bool]] = []
+    other = threading.Thread(target=lambda: found.append(_spark_session()))
+    other.start()
+    other.join(60)
+    assert found and found[0][0].sparkContext is spark.sparkContext
+    assert found[0][1] is False  # not started there: not stopped there
+
+    job = AnalysisJob(DgmConfig(), "127.0.0.1:9", master="local[2]", progress=lambda _: None)
+    assert job.spark.sparkContext is spark.sparkContext
+    job.close()
+    assert spark.range(3).count() == 3  # still running
