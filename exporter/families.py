@@ -146,6 +146,23 @@ _PIPELINE_COLUMNS: tuple[tuple[str, str, str], ...] = (
 PIPELINE_VALUES: tuple[tuple[Family, str], ...] = tuple(
     (Family(f"dgm_pipeline_{name}", f"{doc}, over the retention", PIPELINE), column)
     for name, column, doc in _PIPELINE_COLUMNS
+) + (
+    (
+        Family(
+            "dgm_pipeline_filtered",
+            "Source records the pipeline's expected predicate excludes (never checked)",
+            PIPELINE,
+        ),
+        "filtered",
+    ),
+    (
+        Family(
+            "dgm_pipeline_filter_undecided",
+            "Source records the expected predicate could not evaluate (checked)",
+            PIPELINE,
+        ),
+        "filter_undecided",
+    ),
 )
 # family -> last_window_pipelines column: the same counts in the last closed window (0 when
 # nothing fell in it; a ratio without records is left out).
