@@ -143,10 +143,11 @@ _PIPELINE_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ),
 )
 # family -> verdicts column; a null value leaves the pipeline's series out.
-PIPELINE_VALUES: tuple[tuple[Family, str], ...] = tuple(
-    (Family(f"dgm_pipeline_{name}", f"{doc}, over the retention", PIPELINE), column)
-    for name, column, doc in _PIPELINE_COLUMNS
-) + (
+PIPELINE_VALUES: tuple[tuple[Family, str], ...] = (
+    *(
+        (Family(f"dgm_pipeline_{name}", f"{doc}, over the retention", PIPELINE), column)
+        for name, column, doc in _PIPELINE_COLUMNS
+    ),
     (
         Family(
             "dgm_pipeline_filtered",

@@ -127,15 +127,21 @@ def test_small_sets_agree_at_once_and_over_two_cycles(
     rest = fingerprints.slice(first.num_rows)
     config = engine_run.config()
     engine = Engine()
-    engine.cycle(config, Fingerprints(spark.createDataFrame(first, first.schema)), {}, engine_run.FAR)
+    engine.cycle(
+        config, Fingerprints(spark.createDataFrame(first, first.schema)), {}, engine_run.FAR
+    )
     before = spark.createDataFrame(first, first.schema)
     kept = spark.createDataFrame(fingerprints, fingerprints.schema)
     added = spark.createDataFrame(rest, rest.schema)
     loaded = replace(Fingerprints(kept), before=before, added=added)
-    assert_agree(engine_run.tables_of(*engine.cycle(config, loaded, {}, engine_run.FAR)), fingerprints)
+    assert_agree(
+        engine_run.tables_of(*engine.cycle(config, loaded, {}, engine_run.FAR)), fingerprints
+    )
 
 
-def test_a_constructed_set_names_each_record_behind(spark: Any, one_shuffle_partition: None) -> None:
+def test_a_constructed_set_names_each_record_behind(
+    spark: Any, one_shuffle_partition: None
+) -> None:
     # Session p0 writes seq 0 1 2 3, a retried 1 2 after them, then 4; the sink copies
     # source offsets 0 1 2 of s/0, then 1 2 again (a reprocessed batch), then 3.
     sources = [(0, "p0", seq, True) for seq in (0, 1, 2, 3, 1, 2, 4)]
