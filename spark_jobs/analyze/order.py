@@ -11,13 +11,13 @@ A stream reduces to its **mark**: the highest position read so far, the offset o
 record holding it, and the highest offset read. An audit reads each partition's offsets in
 increasing ranges, so a cycle's new records lie above their streams' marks and are judged
 against the marks alone (`judge`); the rebuild judges every record in one shuffle by stream
-(passes.ordered, `order_rows`). Records that do not lie above their mark (`above` says so)
+(passes.streams, `order_rows`). Records that do not lie above their mark (`above` says so)
 are judged again with every record of their streams.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 import pandas as pd
@@ -26,7 +26,7 @@ import pyarrow as pa
 from dgm.vocabulary import OrderAnomaly
 from spark_jobs.analyze.output import NO_TIME
 
-# What a stream's records carry in (passes.ordered selects them from the fingerprints).
+# What a stream's records carry in (passes.stream_records selects them, with `committed`).
 COLUMNS = ("anomaly", "topic", "partition", "offset", "timestamp", "message_id", "stream",
            "position")  # fmt: skip
 STREAM = ["anomaly", "topic", "partition", "stream"]
@@ -50,11 +50,13 @@ ROWS = pa.schema(
     ]
 )
 MARK_COLUMNS = [*STREAM, "offset", "position", "preceded_at"]
+EXTERNAL_PREFIX = "external:"  # dgm.config_schema's sink_names() for an external sink
 
 
-def sink_stream(src_topic: str, src_partition: int) -> str:
-    """A sink stream's name: the source partition its records were made from."""
-    return f"{src_topic}/{src_partition}"
+def kafka_topics(topics: Iterable[str]) -> list[str]:
+    """The Kafka topics among sink names: an external sink's is 'external:<pipeline>:<table>'
+    (no Kafka topic name holds a colon), and its rows' order is the table's, not a log's."""
+    return [t for t in topics if not t.startswith(EXTERNAL_PREFIX)]
 
 
 def source_topic_of(stream: str) -> str:
