@@ -233,7 +233,8 @@ WITH sink_partitions AS (
 )
 SELECT CASE WHEN missing THEN 'lost' ELSE 'late' END AS kind, message_id, topic,
        "partition", "offset", timestamp, producer, seq, 1::BIGINT AS missing,
-       'not in sink within max_delay' AS cause, timestamp AS window_at
+       'not in sink within max_delay' AS cause, timestamp AS window_at,
+       NULL::VARCHAR AS aborted_copy
 FROM firsts
 WHERE n = 1 AND (missing OR first_copy_at > timestamp + $max_delay)
 """

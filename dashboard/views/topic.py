@@ -153,7 +153,9 @@ def _order(topic: str, within: timerange.TimeRange) -> None:
         st.success(f"No record out of order in this topic, {within.label}.")
         return
     by_anomaly = frame.drop_duplicates(["anomaly", "partition", "offset"]).groupby("anomaly")
-    st.markdown(", ".join(f"**{n} records {anomaly}**" for anomaly, n in by_anomaly.size().items()))
+    st.markdown(
+        ", ".join(f"{anomaly}: **{n} records**" for anomaly, n in by_anomaly.size().items())
+    )
     _table(frame[ORDER_COLUMNS])
     _download(frame[ORDER_COLUMNS], f"out-of-order-{topic}.csv", f"order-csv-{topic}")
 
