@@ -1,26 +1,29 @@
 # The dgm image: the `dgm` CLI and everything it runs (collectors, the Spark driver of
-# `dgm analyze`, the Streamlit dashboard, the lab). Used by docker-compose.yml.
+# `dgm analyze`, the Streamlit dashboard, the lab), and the Spark standalone master and
+# worker (pyspark's own `spark-class`), so that the executors run the driver's Python and
+# packages. Used by docker-compose.yml. One stage, one Python (/usr/local/bin's), no venv:
+# tests/test_docker_compose.py fails on anything that would give the executors another.
 #
 # bookworm, not the default python:3.11-slim (trixie): trixie has no OpenJDK 17 package.
 FROM python:3.11-slim-bookworm
 
-# Spark version of the standalone cluster in docker-compose.yml (apache/spark image tag).
-# The driver's pyspark must be the same version as the master and workers it talks to.
+# pyspark's version: the driver's, and the master's and workers' (its `spark-class`).
 ARG SPARK_VERSION=4.0.0
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 
-# A headless JRE 17 for the pyspark driver (Spark 4 runs on Java 17 or 21).
+# A headless JRE 17 for the pyspark driver and the Spark daemons (Spark 4 runs on Java 17
+# or 21).
 # (The man1 directory is missing from slim images and the JRE's postinst needs it.)
 RUN mkdir -p /usr/share/man/man1 \
     && apt-get update \
     && apt-get install -y --no-install-recommends openjdk-17-jre-headless \
     && rm -rf /var/lib/apt/lists/*
 
-# uid/gid 185 like the "spark" user of the apache/spark image, so files the Spark executors
-# write into the shared state volume belong to the same user as the dgm services.
+# uid/gid 185 (the apache/spark images' "spark" user, kept for volumes they wrote before):
+# the dgm services and the Spark executors, which share the state volume, run as it.
 RUN groupadd --system --gid 185 dgm \
     && useradd --system --uid 185 --gid dgm --create-home --home-dir /home/dgm dgm \
     && mkdir -p /var/lib/dgm /etc/dgm \

@@ -30,6 +30,13 @@ from dgm.vocabulary import (
 )
 
 PUBLISHED_FILE = "dgm.duckdb"
+# The `cluster` columns (docs/design.md, "Several clusters"): filled from the row's topic or
+# group by dgm.clusters.cluster_of when the analysis publishes (spark_jobs/analyze).
+_CLUSTER_DOC = (
+    "the cluster the row's topic (or group) lives on: 'default' ([cluster]) or a "
+    "[clusters.<name>]; its topic and group names are qualified '<cluster>/<name>' off the "
+    "default cluster; null for an external sink"
+)
 
 
 @dataclass(frozen=True)
@@ -162,7 +169,10 @@ VERDICTS = _table(
         "BIGINT",
         "committed source records the predicate could not evaluate (NULL, e.g. malformed "
         "JSON): expected, so checked like any other",
-    ),    (
+    ),
+    ("source_cluster", "VARCHAR", "the cluster of the source topics and consumer group"),
+    ("sink_cluster", "VARCHAR", "the cluster of the sink topics (with an external sink too)"),
+    (
         "torn_commits",
         "BIGINT",
         f"lost records of cause '{LossCause.TORN_COMMIT}': the sink holds the id only in "
@@ -217,6 +227,7 @@ TOPIC_WINDOWS = _table(
     ("duplicate_rate", "DOUBLE", "duplicate_copies / distinct_ids"),
     ("unidentified", "BIGINT", "committed records without a message id"),
     ("aborted", "BIGINT", "records of aborted transactions"),
+    ("cluster", "VARCHAR", _CLUSTER_DOC),
     (
         "out_of_order",
         "BIGINT",
@@ -235,6 +246,7 @@ PARTITION_WINDOWS = _table(
     ("records", "BIGINT", "committed records"),
     ("duplicate_copies", "BIGINT", "extra copies located in this partition"),
     ("aborted", "BIGINT", "aborted records"),
+    ("cluster", "VARCHAR", _CLUSTER_DOC),
 )
 
 DUPLICATES = _table(
@@ -258,6 +270,7 @@ DUPLICATES = _table(
     ("seq", "BIGINT", "dgm-seq header"),
     ("lineage", "VARCHAR", "dgm-src header"),
     ("cause", "VARCHAR", listing(DuplicateCause)),
+    ("cluster", "VARCHAR", _CLUSTER_DOC),
 )
 
 LOST = _table(
@@ -280,6 +293,7 @@ LOST = _table(
         f"claim: no sink copy once older than max_delay) | {LossCause.TORN_COMMIT} (the sink "
         "holds the id only in aborted transactions, the claim past the source record)",
     ),
+    ("cluster", "VARCHAR", _CLUSTER_DOC),
     (
         "aborted_copy",
         "VARCHAR",
@@ -290,8 +304,8 @@ LOST = _table(
 
 OUT_OF_ORDER = _table(
     "out_of_order",
-    "Every committed record out of order (docs/design.md, \"Order, beside the delivery "
-    "semantic\"): behind a higher position of its stream at a lower offset of its partition.",
+    'Every committed record out of order (docs/design.md, "Order, beside the delivery '
+    'semantic"): behind a higher position of its stream at a lower offset of its partition.',
     ("anomaly", "VARCHAR", listing(OrderAnomaly)),
     (
         "pipeline",
@@ -313,6 +327,7 @@ OUT_OF_ORDER = _table(
     ("position", "BIGINT", "its dgm-seq, or its source offset"),
     ("preceded_by", "BIGINT", "the highest position of its stream at a lower offset"),
     ("preceded_at", "BIGINT", "the offset of the first record holding preceded_by"),
+    ("cluster", "VARCHAR", _CLUSTER_DOC),
 )
 
 PIPELINE_STAGES = _table(
@@ -361,6 +376,7 @@ PARTITION_OFFSETS = _table(
     ("lso", "BIGINT", "last stable offset"),
     ("lso_lag", "BIGINT", "high_watermark - lso"),
     ("lso_stuck_ms", "BIGINT", "how long the LSO has not moved with records above it"),
+    ("cluster", "VARCHAR", _CLUSTER_DOC),
 )
 
 GROUP_LAG = _table(
@@ -374,6 +390,7 @@ GROUP_LAG = _table(
     ("group_state", "VARCHAR", "group state"),
     ("lag_from_hw", "BIGINT", "high watermark - committed (what other tools show)"),
     ("lag_from_lso", "BIGINT", "LSO - committed (transaction-correct)"),
+    ("cluster", "VARCHAR", _CLUSTER_DOC),
 )
 
 GROUP_STATUS = _table(
@@ -415,6 +432,7 @@ GROUP_STATUS = _table(
     ),
     ("member_id", "VARCHAR", "member assigned the partition at window_end; null if none"),
     ("group_state", "VARCHAR", "group state at window_end"),
+    ("cluster", "VARCHAR", _CLUSTER_DOC),
 )
 
 TRANSACTIONS = _table(
@@ -430,6 +448,7 @@ TRANSACTIONS = _table(
     ("age_ms", "BIGINT", "how long the producer has been idle on the partition"),
     ("hanging", "BOOLEAN", "as kafka-transactions.sh find-hanging decides"),
     ("hanging_reason", "VARCHAR", "why it is hanging"),
+    ("cluster", "VARCHAR", _CLUSTER_DOC),
 )
 
 FAULTS = _table(
@@ -440,11 +459,13 @@ FAULTS = _table(
         "event",
         "VARCHAR",
         "rebalance, member_joined, member_left, epoch_bump, outage_start, "
-        "outage_end, broker_left, broker_joined, collector_start",
+        "outage_end, broker_left, broker_joined, collector_start, topic_recreated, "
+        "authorization_failed, authorization_restored",
     ),
     ("group_id", "VARCHAR", "group, for group events"),
     ("pipeline", "VARCHAR", "pipeline the fault is attributed to; null when cluster-wide"),
     ("detail", "VARCHAR", "one human-readable line"),
+    ("cluster", "VARCHAR", "the cluster whose collector saw it (as in the other cluster columns)"),
 )
 
 TABLES: tuple[Table, ...] = (
@@ -524,12 +545,23 @@ def age_s(finished: datetime | None, now: datetime) -> float | None:
 
 
 def verdicts_document(
-    rows: list[dict[str, Any]], finished: datetime | None, stale_after: float, now: datetime
+    rows: list[dict[str, Any]],
+    finished: datetime | None,
+    stale_after: float,
+    now: datetime,
+    missing_permissions: list[str],
 ) -> dict[str, Any]:
-    """What `dgm verdicts --json` prints and the exporter's /api/v1/verdicts answers."""
+    """What `dgm verdicts --json` prints and the exporter's /api/v1/verdicts answers;
+    `missing_permissions`: the 'cannot see X: missing permission Y' lines."""
     age = age_s(finished, now)
     stale = age is not None and age > stale_after
-    return {"analyzed_at": finished, "age_s": age, "stale": stale, "pipelines": rows}
+    return {
+        "analyzed_at": finished,
+        "age_s": age,
+        "stale": stale,
+        "pipelines": rows,
+        "missing_permissions": missing_permissions,
+    }
 
 
 def read_verdicts(db: duckdb.DuckDBPyConnection) -> tuple[list[dict[str, Any]], datetime | None]:

@@ -142,13 +142,24 @@ EVENTS = _schema(
         "event",
         pa.string(),
         "collector_start, outage_start, outage_end, broker_joined, broker_left, rebalance, "
-        "member_joined, member_left, epoch_bump, topic_recreated",
+        "member_joined, member_left, epoch_bump, topic_recreated, authorization_failed, "
+        "authorization_restored",
     ),
-    _column("group_id", pa.string(), "rebalance, member_joined, member_left", True),
+    _column(
+        "group_id",
+        pa.string(),
+        "rebalance, member_joined, member_left; authorization_*: the group refused",
+        True,
+    ),
     _column("member_id", pa.string(), "member_joined, member_left", True),
     _column("client_id", pa.string(), "member_joined, member_left", True),
     _column("producer_id", pa.int64(), "epoch_bump: the producer id after the bump", True),
-    _column("transactional_id", pa.string(), "epoch_bump, when the producer has one", True),
+    _column(
+        "transactional_id",
+        pa.string(),
+        "epoch_bump, when the producer has one; authorization_*: the id refused",
+        True,
+    ),
     _column("broker_id", pa.int32(), "broker_joined, broker_left", True),
     _column(
         "before",
@@ -162,8 +173,12 @@ EVENTS = _schema(
         "epoch_bump: new epoch; rebalance: members after; outage_end: outage length in ms",
         True,
     ),
-    _column("detail", pa.string(), "one human-readable line"),
-    _column("topic", pa.string(), "topic_recreated: the topic", True),
+    _column(
+        "detail",
+        pa.string(),
+        "one human-readable line; authorization_*: 'cannot see X: missing permission Y'",
+    ),
+    _column("topic", pa.string(), "topic_recreated: the topic; authorization_*: the topic", True),
 )
 
 # Sample kind -> schema; the kind is also the directory name under <state_dir>/samples/.

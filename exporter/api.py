@@ -32,6 +32,7 @@ from dgm.published import (
     stale_after_s,
     verdicts_document,
 )
+from dgm.published_views import read_missing_permissions
 
 PREFIX = "/api/v1/"
 WINDOWS_LIMIT, MAX_WINDOWS = 60, 10_000
@@ -151,7 +152,8 @@ def _verdicts(db: Connection, params: dict[str, str], interval_s: float) -> Docu
     _only(params)
     rows, finished = read_verdicts(db)
     stale_after = stale_after_s(interval_s, run_duration_s(db))
-    return verdicts_document(rows, finished, stale_after, datetime.now(UTC))
+    missing = read_missing_permissions(db)
+    return verdicts_document(rows, finished, stale_after, datetime.now(UTC), missing)
 
 
 def _pipeline(db: Connection, params: dict[str, str], interval_s: float, name: str) -> Document:

@@ -1,4 +1,5 @@
-"""One HTTP server for `/metrics` (Prometheus text or OpenMetrics) and `/api/v1/...` (JSON).
+"""One HTTP server for `/metrics` (Prometheus text or OpenMetrics), `/api/v1/...` (JSON) and
+`/healthz` (the server answers: for health checks, docker-compose.yml's among them).
 
 Threaded (a slow scrape does not hold up the API); each request reads the publication anew.
 """
@@ -13,6 +14,7 @@ from urllib.parse import urlsplit
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import CollectorRegistry
 
+from dgm import __version__
 from exporter import api
 from exporter.collector import registry_for
 from exporter.snapshot import DEFAULT_SETTINGS, ScrapeSettings
@@ -20,8 +22,9 @@ from exporter.snapshot import DEFAULT_SETTINGS, ScrapeSettings
 log = logging.getLogger(__name__)
 INDEX = (
     b"dgm exporter: /metrics (Prometheus), /api/v1/verdicts, /api/v1/pipelines/{name}, "
-    b"/api/v1/topics/{topic}/duplicates\n"
+    b"/api/v1/topics/{topic}/duplicates, /healthz\n"
 )
+HEALTH = "/healthz"
 
 
 class ExporterServer(ThreadingHTTPServer):
@@ -66,6 +69,13 @@ class Handler(BaseHTTPRequestHandler):
                 self.server.state_dir, url.path, url.query, self.server.settings.interval_s
             )
             self._send(status, "application/json", api.encode(document))
+        elif url.path == HEALTH:
+            # Liveness only: the server takes requests. A missing or stale publication is
+            # not the exporter's ill health; /metrics says it (dgm_publication_up, the ages)
+            # and Prometheus alerts on it (deploy/prometheus/alerts.yml).
+            self._send(
+                200, "application/json", api.encode({"status": "ok", "version": __version__})
+            )
         elif url.path == "/":
             self._send(200, "text/plain; charset=utf-8", INDEX)
         else:

@@ -2,9 +2,11 @@
 own (with backoff), stopped together.
 
 Used by `dgm run` and `dgm demo` for the collectors, the analysis loop and the dashboard.
-Each child writes its output to `<log_dir>/<name>.log`, runs in its own session (a Ctrl-C in
-the terminal reaches only the parent, which then stops the children in order) and dies with
-the parent (PR_SET_PDEATHSIG), so even a SIGKILLed parent leaves nothing behind.
+Each child's output (stdout and stderr, its Spark JVM's included) goes through a pipe to
+`<log_dir>/<name>.log`, rotated at 10 MB with 3 older files kept (`<name>.log.1` the newest;
+dgm.log_files). Each child runs in its own session (a Ctrl-C in the terminal reaches only the
+parent, which then stops the children in order) and dies with the parent
+(PR_SET_PDEATHSIG), so even a SIGKILLed parent leaves nothing behind.
 """
 
 from __future__ import annotations
@@ -18,9 +20,11 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from dgm import log_files
+from dgm.log_files import RotatingFile
 from dgm.waiting import next_delay
 
 Say = Callable[[str], None]
@@ -65,36 +69,57 @@ class Restart:
 @dataclass(eq=False)
 class _Service:
     spec: ServiceSpec
-    log_path: Path
+    log: RotatingFile
     process: subprocess.Popen[bytes] | None = None
     started: float = 0.0
     delay: float | None = None  # the last backoff, None after a healthy run
     restart_at: float | None = None  # monotonic time a pending restart is due
     restarts: int = 0
+    copiers: list[threading.Thread] = field(default_factory=list)
+
+    @property
+    def log_path(self) -> Path:
+        return self.log.path
 
     def spawn(self) -> None:
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        with self.log_path.open("ab") as log:
-            log.write(f"--- {time.strftime('%H:%M:%S')} {' '.join(self.spec.command)}\n".encode())
-            log.flush()
-            self.process = subprocess.Popen(
-                list(self.spec.command),
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env=None if self.spec.env is None else dict(self.spec.env),
-                cwd=self.spec.cwd,
-                start_new_session=True,
-                preexec_fn=_die_with_parent,
-            )
+        self.log.write(f"--- {time.strftime('%H:%M:%S')} {' '.join(self.spec.command)}\n".encode())
+        self.process = subprocess.Popen(
+            list(self.spec.command),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env=None if self.spec.env is None else dict(self.spec.env),
+            cwd=self.spec.cwd,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
+        )
+        assert self.process.stdout is not None
+        # Until the pipe's end: the child's and whatever of its offspring still writes.
+        copier = threading.Thread(
+            target=log_files.copy,
+            args=(self.process.stdout, self.log),
+            name=f"log-{self.spec.name}",
+            daemon=True,
+        )
+        copier.start()
+        self.copiers = [t for t in self.copiers if t.is_alive()] + [copier]
         self.started = time.monotonic()
 
 
 class ServiceGroup:
     """Named children under one supervisor thread; `stop()` is idempotent."""
 
-    def __init__(self, log_dir: Path, say: Say | None = None, poll_s: float = 0.2) -> None:
+    def __init__(
+        self,
+        log_dir: Path,
+        say: Say | None = None,
+        poll_s: float = 0.2,
+        log_max_bytes: int = log_files.MAX_BYTES,
+        log_backups: int = log_files.BACKUPS,
+    ) -> None:
         self.log_dir = log_dir
+        self.log_max_bytes = log_max_bytes
+        self.log_backups = log_backups
         self.say = say or (lambda line: print(line, file=sys.stderr, flush=True))
         self.poll_s = poll_s
         self.restarts: list[Restart] = []
@@ -113,7 +138,8 @@ class ServiceGroup:
         with self._lock:
             if spec.name in self._services:
                 raise ValueError(f"service {spec.name!r} already started")
-            service = _Service(spec, self.log_path(spec.name))
+            log = RotatingFile(self.log_path(spec.name), self.log_max_bytes, self.log_backups)
+            service = _Service(spec, log)
             service.spawn()
             self._services[spec.name] = service
             if self._watcher is None:
@@ -165,6 +191,13 @@ class ServiceGroup:
             # in the group is its own offspring, nobody else's.
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(process.pid, signal.SIGKILL)
+        for service in services:
+            # The last words of each child (and its group) into its log, then close it. A
+            # pipe still held by a process outside the group is left to its daemon thread.
+            for copier in service.copiers:
+                copier.join(5.0)
+            if not any(copier.is_alive() for copier in service.copiers):
+                service.log.close()
 
     def __enter__(self) -> ServiceGroup:
         return self

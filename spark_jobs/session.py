@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 import zipfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -84,6 +85,7 @@ def build_session(
         )
         # The Spark UI binds to SPARK_LOCAL_IP, else every interface: the JVM inherits this.
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        use_this_python()
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")
     if not master.startswith("local"):
@@ -91,6 +93,18 @@ def build_session(
         # per_id, per_session): ship it, so they need pyspark's own Python deps, not dgm.
         session.sparkContext.addPyFile(str(code_archive()))
     return session
+
+
+def use_this_python() -> None:
+    """Local mode: Spark's Python workers run this interpreter, the one with dgm's numpy,
+    pandas and pyarrow, whatever `python3` PATH finds first (pyspark's default). Unless the
+    user chose one: PYSPARK_PYTHON set (pyspark reads it when the SparkContext starts).
+
+    On a cluster the executors run their own `python3` (or the PYSPARK_PYTHON the driver
+    was started with): the same Python minor version with the same packages (README.md,
+    "Spark executors' Python")."""
+    if not os.environ.get("PYSPARK_PYTHON"):
+        os.environ["PYSPARK_PYTHON"] = sys.executable
 
 
 def code_archive() -> Path:

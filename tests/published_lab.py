@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import duckdb
+
 from collectors.clients import Clients
 from collectors.cycle import Collector
 from collectors.runner import Runner
@@ -127,3 +129,23 @@ def _wait_for_cycles(state_dir: Path, count: int) -> None:
     from dgm.waiting import wait_until
 
     wait_until(lambda: _cycles(state_dir) >= count, 60, f"{count} collector cycles")
+
+
+def offsets_samples(state_dir: Path) -> int:
+    """How many offsets samples the collectors have written under `state_dir`."""
+    return len(list((state_dir / "samples" / "offsets").glob("*.parquet")))
+
+
+def pipeline_verdict(state_dir: Path, pipeline: str) -> dict[str, Any]:
+    """The pipeline's published verdicts row, with `causes`: its lost rows counted by
+    (cause, cluster of the source record)."""
+    with duckdb.connect(str(state_dir / PUBLISHED_FILE), read_only=True) as db:
+        cursor = db.execute("SELECT * FROM verdicts WHERE pipeline = ?", [pipeline])
+        names = [d[0] for d in cursor.description]
+        row = cursor.fetchone()
+        causes = db.execute(
+            "SELECT cause, cluster, count(*) FROM lost WHERE pipeline = ? GROUP BY ALL",
+            [pipeline],
+        ).fetchall()
+    assert row is not None
+    return dict(zip(names, row, strict=True)) | {"causes": {(c, k): n for c, k, n in causes}}

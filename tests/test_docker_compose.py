@@ -1,8 +1,12 @@
-"""Static checks of docker-compose.yml, the Dockerfile and deploy/dgm.compose.toml.
+"""Static checks of docker-compose.yml, the Dockerfile and deploy/ (dgm.compose.toml, the
+Prometheus and Alertmanager configs).
 
-There is no Docker engine here, so nothing is started: these tests read the files and check
-what would otherwise only fail after `docker compose up` (a command the CLI rejects, a Spark
-class that does not exist, a broker missing from the quorum, a port open beyond loopback).
+There is no Docker engine here, so no container is started: these tests read the files and
+check what would otherwise only fail after `docker compose up` (a command the CLI rejects, a
+Spark class that does not exist, a broker missing from the quorum, a port open beyond
+loopback, executors whose Python differs from the driver's), and run the dgm services'
+health checks against what they probe. tests/spark_jobs/test_standalone_cluster.py starts
+the Spark services' commands themselves.
 """
 
 from __future__ import annotations
@@ -10,11 +14,17 @@ from __future__ import annotations
 import argparse
 import base64
 import importlib.util
+import os
 import re
 import shlex
+import shutil
+import subprocess
+import sys
+import threading
+import time
 import tomllib
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from fnmatch import fnmatch
 from pathlib import Path, PurePosixPath
 from typing import Any, NamedTuple
@@ -22,11 +32,12 @@ from typing import Any, NamedTuple
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
-COMPOSE_FILE = ROOT / "docker-compose.yml"
+from tests.compose_file import COMPOSE_FILE, ROOT, command, healthcheck, in_test, interpolate
+
 DOCKERFILE = ROOT / "Dockerfile"
 DOCKERIGNORE = ROOT / ".dockerignore"
 DGM_CONFIG = ROOT / "deploy" / "dgm.compose.toml"
+ALERTMANAGER_CONFIG = ROOT / "deploy" / "alertmanager" / "alertmanager.yml"
 
 # `dgm` subcommands used below that later issues add. While one is listed here, it must NOT be
 # registered yet; once it is, this test fails until the entry is removed, and from then on the
@@ -42,7 +53,7 @@ DGM_SERVICES = {
     "demo-pipelines": "lab",
 }
 # Services of the `monitoring` profile, from public images, configured from deploy/.
-MONITORING = ("prometheus", "grafana")
+MONITORING = ("prometheus", "alertmanager", "grafana")
 EXPORTER_PORT = "9598"
 KAFKA_BROKERS = ("kafka-1", "kafka-2", "kafka-3")
 KAFKA_IMAGE = "apache/kafka:4.1.1"
@@ -68,7 +79,8 @@ REPLICATION = {
 
 # The keys dgm.config reads (a subset is enough for this file).
 CONFIG_KEYS: dict[str, set[str]] = {
-    "": {"state_dir", "cluster", "collectors", "pipelines"},
+    "": {"state_dir", "cluster", "collectors", "pipelines", "dashboard"},
+    "dashboard": {"allow_edits"},
     "cluster": {"bootstrap_servers", "client"},
     "collectors": {"interval_s", "include_topics", "exclude_topics"},
     "pipelines": {
@@ -106,12 +118,6 @@ def environment(service: dict[str, Any]) -> dict[str, str]:
     if isinstance(raw, list):
         return dict(item.split("=", 1) for item in raw)
     return {key: "" if value is None else str(value) for key, value in raw.items()}
-
-
-def command(service: dict[str, Any]) -> list[str]:
-    raw = service.get("command")
-    assert raw, f"no command in {service}"
-    return shlex.split(raw) if isinstance(raw, str) else [str(part) for part in raw]
 
 
 def option(argv: list[str], name: str) -> str | None:
@@ -455,6 +461,157 @@ def test_services_wait_for_what_they_need(services: dict[str, dict[str, Any]]) -
     analysis = depends_on(services["analysis"])
     assert analysis.get(SPARK_MASTER) == analysis.get(SPARK_WORKER) == "service_healthy"
     assert depends_on(services[SPARK_WORKER]).get(SPARK_MASTER) == "service_healthy"
+    assert depends_on(services["prometheus"]) == {
+        "exporter": "service_healthy",
+        "alertmanager": "service_healthy",
+    }
+    assert depends_on(services["grafana"]) == {"prometheus": "service_healthy"}
+
+
+def test_every_dependency_waits_for_health(services: dict[str, dict[str, Any]]) -> None:
+    for name, service in services.items():
+        for dependency, condition in depends_on(service).items():
+            assert condition == "service_healthy", f"{name} starts once {dependency} started"
+
+
+# --- health checks and logs -----------------------------------------------------------------
+
+
+def test_every_service_has_a_health_check(services: dict[str, dict[str, Any]]) -> None:
+    for name, service in services.items():
+        check = service.get("healthcheck") or {}
+        assert not check.get("disable"), f"{name} disables its health check"
+        argv = healthcheck(service)  # a well-formed test
+        assert argv, name
+        for key in ("interval", "timeout", "retries", "start_period"):
+            assert key in check, f"{name}'s health check has no {key}"
+
+
+def test_every_service_logs_with_rotation(services: dict[str, dict[str, Any]]) -> None:
+    """Docker's json-file driver keeps every line forever unless told a size."""
+    for name, service in services.items():
+        logging = service.get("logging") or {}
+        assert logging.get("driver") == "json-file", f"{name}: {logging}"
+        options = logging.get("options") or {}
+        assert re.fullmatch(r"\d+[km]", str(options.get("max-size", ""))), f"{name}: {options}"
+        assert int(options.get("max-file", 0)) >= 2, f"{name}: {options}"
+
+
+def health_url(service: dict[str, Any]) -> str:
+    """The one http://127.0.0.1:PORT/... URL a health check asks."""
+    (url,) = re.findall(r"http://127\.0\.0\.1:\d+/[^\s\"']*", " ".join(healthcheck(service)))
+    return str(url)
+
+
+@pytest.mark.parametrize(
+    ("name", "path"),
+    [
+        ("dashboard", "/_stcore/health"),  # Streamlit's own, as shell.stack.dashboard_answers
+        ("exporter", "/healthz"),
+        (SPARK_MASTER, "/json/"),
+        (SPARK_WORKER, "/json/"),
+        ("prometheus", "/-/healthy"),
+        ("alertmanager", "/-/healthy"),
+        ("grafana", "/api/health"),
+    ],
+)
+def test_http_health_checks_ask_the_services_own_port(
+    services: dict[str, dict[str, Any]], name: str, path: str
+) -> None:
+    service = services[name]
+    listening = {
+        SPARK_MASTER: option(command(services[SPARK_MASTER]), "--webui-port"),
+        SPARK_WORKER: option(command(services[SPARK_WORKER]), "--webui-port"),
+        "dashboard": option(command(services["dashboard"]), "--port"),
+        "exporter": option(command(services["exporter"]), "--port"),
+    }.get(name) or next(port.target for port in ports(service))
+    assert health_url(service) == f"http://127.0.0.1:{listening}{path}"
+
+
+def run_health_check(
+    service: dict[str, Any], replacements: Mapping[str, str], cwd: Path
+) -> subprocess.CompletedProcess[str]:
+    """A dgm-image health check run here: its `python` is this interpreter's folder's."""
+    env = {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        "PYTHONPATH": str(ROOT),
+    }
+    argv = in_test(healthcheck(service), replacements)
+    return subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True, timeout=60)
+
+
+def config_for(state_dir: Path, text: str = "") -> Path:
+    """A dgm.toml standing in for /etc/dgm/dgm.toml, its state_dir a test folder."""
+    path = state_dir.parent / "dgm.toml"
+    path.write_text(f'state_dir = "{state_dir}"\n{text}')
+    return path
+
+
+def test_exporter_health_check_passes_while_it_serves(
+    services: dict[str, dict[str, Any]], tmp_path: Path
+) -> None:
+    from exporter.server import ExporterServer
+
+    server = ExporterServer(("127.0.0.1", 0), tmp_path)  # nothing published: still healthy
+    serving = threading.Thread(target=server.serve_forever, daemon=True)
+    serving.start()
+    port = {EXPORTER_PORT: str(server.port)}
+    try:
+        passed = run_health_check(services["exporter"], port, tmp_path)
+        assert passed.returncode == 0, passed.stderr
+    finally:
+        server.shutdown()
+        server.server_close()
+        serving.join(10)
+    assert run_health_check(services["exporter"], port, tmp_path).returncode != 0
+
+
+def test_collectors_health_check_wants_a_recent_sample(
+    services: dict[str, dict[str, Any]], tmp_path: Path
+) -> None:
+    from dgm.samples import SampleStore
+
+    state = tmp_path / "state"
+    config = {CONFIG_IN_CONTAINER: str(config_for(state, "[collectors]\ninterval_s = 10\n"))}
+    check = services["collectors"]
+    assert run_health_check(check, config, tmp_path).returncode == 1  # no sample yet
+    written = SampleStore(state).write("offsets", [])
+    assert run_health_check(check, config, tmp_path).returncode == 0
+    old = time.time() - 120  # the name says when it was written: an older name, the same file
+    written.rename(written.with_name(f"{int(old * 1000):013d}-000000.parquet"))
+    assert run_health_check(check, config, tmp_path).returncode == 1
+
+
+def test_analysis_health_check_wants_a_fresh_publication(
+    services: dict[str, dict[str, Any]], tmp_path: Path
+) -> None:
+    from tests.dashboard.published import build
+
+    state = tmp_path / "state"
+    config = {CONFIG_IN_CONTAINER: str(config_for(state, "[analysis]\ninterval_s = 10\n"))}
+    check = services["analysis"]
+    assert run_health_check(check, config, tmp_path).returncode == 1  # nothing published
+    build(state, finished_ago_s=20)
+    assert run_health_check(check, config, tmp_path).returncode == 0
+    build(state, finished_ago_s=600)  # stale: older than max(3 x 10 s, 60 s)
+    assert run_health_check(check, config, tmp_path).returncode == 1
+
+
+def test_demo_pipelines_health_check_wants_every_ledger_growing(
+    services: dict[str, dict[str, Any]], tmp_path: Path
+) -> None:
+    lab = tmp_path / "state" / "lab"
+    state = {STATE_DIR: str(tmp_path / "state")}
+    check = services["demo-pipelines"]
+    assert run_health_check(check, state, tmp_path).returncode == 1  # nothing produced yet
+    ledgers = [lab / name / "ledger.jsonl" for name in ("demo-a", "demo-b")]
+    for ledger in ledgers:
+        ledger.parent.mkdir(parents=True)
+        ledger.write_text("{}\n")
+    assert run_health_check(check, state, tmp_path).returncode == 0
+    os.utime(ledgers[1], (time.time() - 600, time.time() - 600))  # one producer stopped
+    assert run_health_check(check, state, tmp_path).returncode == 1
 
 
 def test_demo_pipelines_only_run_with_the_demo_profile(
@@ -521,6 +678,75 @@ def test_prometheus_scrapes_the_exporter_and_loads_the_mounted_rules(
     assert f"exporter:{option(command(services['exporter']), '--port')}" in targets
 
 
+def test_prometheus_sends_alerts_to_the_profiles_alertmanager(
+    services: dict[str, dict[str, Any]],
+) -> None:
+    prometheus = services["prometheus"]
+    files = bind_mounts(prometheus)
+    config = yaml.safe_load(files[option(command(prometheus), "--config.file") or ""].read_text())
+    (alertmanagers,) = config["alerting"]["alertmanagers"]
+    targets = [t for static in alertmanagers["static_configs"] for t in static["targets"]]
+    alertmanager = services["alertmanager"]
+    assert str(alertmanager["image"]).startswith("prom/alertmanager:v")
+    (port,) = ports(alertmanager)
+    assert targets == [f"alertmanager:{port.target}"] and port.host_ip == LOOPBACK
+
+
+def test_alertmanager_routes_everything_to_a_webhook_placeholder(
+    services: dict[str, dict[str, Any]], tmp_path: Path
+) -> None:
+    alertmanager = services["alertmanager"]
+    files = bind_mounts(alertmanager)
+    config_file = option(command(alertmanager), "--config.file")
+    assert config_file in files and files[config_file] == ALERTMANAGER_CONFIG
+    config = yaml.safe_load(ALERTMANAGER_CONFIG.read_text())
+    receivers = {r["name"]: r for r in config["receivers"]}
+    (webhook,) = receivers[config["route"]["receiver"]]["webhook_configs"]
+    # A placeholder that resolves nowhere (RFC 2606), to be replaced: not somebody's server.
+    assert re.fullmatch(r"https?://[\w.-]+\.invalid(/.*)?", webhook["url"]), webhook
+    assert webhook.get("send_resolved") is True
+    amtool = shutil.which("amtool")
+    if amtool is None:
+        return  # Debian's prometheus-alertmanager package provides it
+    checked = subprocess.run(
+        [amtool, "check-config", str(ALERTMANAGER_CONFIG)], capture_output=True, text=True
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_grafana_takes_its_admin_password_from_the_environment_and_has_no_default(
+    services: dict[str, dict[str, Any]], tmp_path: Path
+) -> None:
+    grafana = services["grafana"]
+    password = environment(grafana)["GF_SECURITY_ADMIN_PASSWORD"]
+    assert re.fullmatch(r"\$\{GRAFANA_ADMIN_PASSWORD(:-)?\}", password), password
+    # ${VAR:?} would stop every `docker compose up`: Compose interpolates the services of
+    # profiles that are off too. So the check is Grafana's own, when it starts.
+    for name, service in services.items():
+        if service.get("profiles"):
+            assert ":?" not in yaml.safe_dump(service), f"{name} would break a plain up"
+        for key, value in environment(service).items():
+            if re.search(r"PASSWORD|SECRET|TOKEN", key):
+                assert re.fullmatch(r"\$\{\w+(:?-)?\}", value), f"{name}: {key} has a default"
+
+    entrypoint = [interpolate(part, {}) for part in grafana["entrypoint"]]
+    assert entrypoint[:2] == ["sh", "-c"] and entrypoint[2].endswith("exec /run.sh")
+    script = entrypoint[2].replace("exec /run.sh", "exec echo starts")  # the image's /run.sh
+    for given, code, said in (("", 1, "set GRAFANA_ADMIN_PASSWORD"), ("s3cret", 0, "starts")):
+        env = {"PATH": os.environ["PATH"], "GRAFANA_ADMIN_PASSWORD": given}
+        env["GF_SECURITY_ADMIN_PASSWORD"] = interpolate(password, env)
+        done = subprocess.run(["sh", "-c", script], env=env, capture_output=True, text=True)
+        assert (done.returncode, said in done.stdout + done.stderr) == (code, True), done
+
+
+def test_compose_keeps_the_dashboards_edits_off() -> None:
+    from dgm.config import load_config
+
+    text = DGM_CONFIG.read_text(encoding="utf-8")
+    assert tomllib.loads(text)["dashboard"]["allow_edits"] is False
+    assert load_config(DGM_CONFIG).dashboard.allow_edits is False
+
+
 def test_grafana_is_provisioned_with_prometheus_and_the_dashboard(
     services: dict[str, dict[str, Any]],
 ) -> None:
@@ -550,22 +776,50 @@ def spark_core_jar() -> Path:
 
 
 def spark_class(argv: list[str]) -> str:
-    assert argv[0] == "/opt/spark/bin/spark-class", argv
+    assert argv[0] == "spark-class", f"not pyspark's spark-class (found on PATH): {argv}"
     return argv[1]
 
 
-def test_spark_images_are_4_0_scala_2_13_and_match_the_pinned_pyspark(
+# What would give the executors another Python, other packages or another Spark than the
+# driver's: an interpreter or Spark chosen by environment, a venv, an install elsewhere.
+PYTHON_CHOOSERS = {"PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "SPARK_HOME", "PATH"}
+PYTHON_CHOOSERS |= {"PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "CONDA_PREFIX"}
+PIP_ELSEWHERE = ("--target", "-t ", "--prefix", "--root", "--user", "--python")
+
+
+def test_driver_and_executors_share_one_image_one_python_one_set_of_packages(
     services: dict[str, dict[str, Any]],
 ) -> None:
-    version = dockerfile_arg("SPARK_VERSION")
-    assert re.fullmatch(r"4\.0\.\d+", version), version
-    for name in SPARK_CLASSES:
-        image = services[name]["image"]
-        assert image == f"apache/spark:{version}-scala2.13-java17-python3-ubuntu", (
-            f"{name} runs {image}, but the dgm image's driver is pyspark {version}"
-        )
-    runs = [rest for keyword, rest in dockerfile_instructions() if keyword == "RUN"]
+    """The analysis's mapInArrow code runs in the executors' Python workers with numpy,
+    pandas and pyarrow: the Spark master and worker run the dgm image itself (pyspark's
+    spark-class), whose one Python, found by PATH, is the one pip installed everything into."""
+    driver = services["analysis"]
+    for name in (SPARK_MASTER, SPARK_WORKER):
+        service = services[name]
+        assert service.get("image") == driver["image"], f"{name} runs {service.get('image')}"
+        assert service.get("build") == driver["build"], f"{name} is not built as the driver"
+        spark_class(command(service))
+    for name in (SPARK_MASTER, SPARK_WORKER, "analysis"):
+        chosen = PYTHON_CHOOSERS & set(environment(services[name]))
+        assert not chosen, f"{name} sets {chosen}: the executors could run another Python"
+        assert "entrypoint" not in services[name], f"{name} replaces the image's entrypoint"
+
+    instructions = dockerfile_instructions()
+    assert [keyword for keyword, _ in instructions].count("FROM") == 1, "one stage, one Python"
+    for keyword, rest in instructions:
+        if keyword == "ENV":
+            names = set(re.findall(r"(?:^|\s)([A-Z_][A-Z0-9_]*)=", rest))
+            assert not names & PYTHON_CHOOSERS, f"the image sets {names & PYTHON_CHOOSERS}"
+        if keyword == "RUN":
+            assert not re.search(r"\b(venv|virtualenv|conda|pipx|uv)\b", rest), rest
+            for install in re.findall(r"pip install[^&;]*", rest):
+                assert not any(flag in install for flag in PIP_ELSEWHERE), install
+    runs = [rest for keyword, rest in instructions if keyword == "RUN"]
     assert any("pip install" in run and "pyspark==${SPARK_VERSION}" in run for run in runs)
+    version = dockerfile_arg("SPARK_VERSION")
+    pinned = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    assert f"pyspark=={version}" in pinned, f"the image's pyspark {version} is not {pinned}"
+    assert "pip install" in " ".join(runs) and "constraints.txt" in " ".join(runs)
 
 
 @pytest.mark.parametrize("name", sorted(SPARK_CLASSES))

@@ -2,9 +2,11 @@
 
 Everything here comes from `<state_dir>/alerts.sqlite` (dgm/alert_store.py): the analysis
 evaluates the rules after every run and writes states, history and the webhook outbox there.
-The page never evaluates; it only adds and deletes page rules (SQLite in WAL mode, apart from
-dgm.duckdb, so a rule can be added while an analysis runs). dgm.duckdb is read only for the
-pipelines' sink topics (links) and the freshness banner.
+The page never evaluates; with `[dashboard] allow_edits = true` it adds and deletes page rules
+(SQLite in WAL mode, apart from dgm.duckdb, so a rule can be added while an analysis runs);
+without it (the default: the dashboard has no login) every rule is read-only here and the
+page says how to turn the form on. dgm.duckdb is read only for the pipelines' sink topics
+(links) and the freshness banner.
 """
 
 from __future__ import annotations
@@ -49,6 +51,13 @@ HOW_TO_ADD = (
     "Add one with the form at the bottom of this page (stored in `alerts.sqlite`, evaluated "
     "after the next analysis run), or declare `[[alerts]]` in dgm.toml, for example:"
 )
+HOW_TO_DECLARE = "Declare `[[alerts]]` in dgm.toml, for example:"
+EDITS_OFF = (
+    "The form is off: set `allow_edits = true` under `[dashboard]` in `{file}` and reload this "
+    "page. Do it only while the dashboard binds loopback or sits behind authentication "
+    '(README.md, "The dashboard beyond loopback"): anyone who reaches it could add or delete '
+    "rules."
+)
 
 
 def _retry(key: str) -> None:
@@ -78,7 +87,7 @@ def _analysis_banner() -> None:
         st.info(
             "**No analysis published yet**, so no rule has been evaluated: rules are "
             "evaluated after every `dgm analyze` run (run `dgm collect` and `dgm analyze`, or "
-            "`dgm demo`). Rules can be added meanwhile.",
+            "`dgm demo`). Rules added meanwhile are evaluated after the first run.",
             icon=":material/hourglass_empty:",
         )
     except queries.UnreadableDatabase as error:
@@ -199,7 +208,10 @@ def _history(store: AlertStore) -> None:
 
 def _delete(name: str) -> None:
     try:
-        deleted = AlertStore(queries.config().state_dir).delete_rule(name)
+        config = queries.config()
+        if not config.dashboard.allow_edits:  # the button is not shown then; a stale page
+            raise ConfigError("edits are off ([dashboard] allow_edits = false)")
+        deleted = AlertStore(config.state_dir).delete_rule(name)
     except (ConfigError, sqlite3.Error) as error:
         st.session_state[DELETED] = ("error", f"Rule `{name}` was not deleted: {error}")
         return
@@ -219,8 +231,10 @@ def _rules(
     if DELETED in st.session_state:
         kind, text = st.session_state.pop(DELETED)
         (st.success if kind == "success" else st.error)(text)
+    edits = config.dashboard.allow_edits
     if not in_effect and not page_rules:
-        st.info(f"**No alert rules yet.** {HOW_TO_ADD}", icon=":material/notifications_off:")
+        how = HOW_TO_ADD if edits else HOW_TO_DECLARE
+        st.info(f"**No alert rules yet.** {how}", icon=":material/notifications_off:")
         st.code(alerting.TOML_EXAMPLE, language="toml")
         return
     st.subheader(f"From {config_file(config)}", anchor=False)
@@ -231,9 +245,12 @@ def _rules(
         st.caption("None: the file declares no `[[alerts]]`.")
     st.subheader("Added on this page", anchor=False)
     if not page_rules:
-        st.caption("None yet: use the form below.")
+        st.caption("None yet: use the form below." if edits else "None.")
         return
     st.dataframe(alerting.rules_table(page_rules), hide_index=True, width="stretch")
+    if not edits:
+        st.caption("Read-only: the form that adds and deletes them is off (below).")
+        return
     for rule in page_rules:
         text, button = st.columns([5, 1], vertical_alignment="center")
         text.markdown(f"`{rule.name}`: {rule.metric} {alerting.condition(rule)} on `{rule.scope}`")
@@ -283,6 +300,8 @@ def _submit() -> None:
     values = alerting.form_values({field: state.get(KEYS[field]) for field in alerting.FIELDS})
     try:
         config = queries.config()
+        if not config.dashboard.allow_edits:  # the form is not shown then; a stale page
+            raise ConfigError("edits are off ([dashboard] allow_edits = false)")
         result = AlertStore(config.state_dir).add_rule(
             values, config.alerts, replace=bool(state.get(KEYS["replace"]))
         )
@@ -304,6 +323,16 @@ def _submit() -> None:
         state[KEYS[field]] = value
 
 
+def _last_submission() -> None:
+    """What the last press of Add rule did (set by _submit, shown once)."""
+    if RESULT in st.session_state:
+        kind, text = st.session_state.pop(RESULT)
+        if kind == "success":
+            st.success(text, icon=":material/check_circle:")
+        else:
+            st.error(text, icon=":material/error:")
+
+
 def _form() -> None:
     st.header("Add a rule", anchor=False)
     st.caption(
@@ -311,12 +340,7 @@ def _form() -> None:
         "Scope is an fnmatch pattern over the metric's subjects (`orders-*`), optionally with "
         "a kind: `topic:orders-*`, `pipeline:*`, `group:*`."
     )
-    if RESULT in st.session_state:
-        kind, text = st.session_state.pop(RESULT)
-        if kind == "success":
-            st.success(text, icon=":material/check_circle:")
-        else:
-            st.error(text, icon=":material/error:")
+    _last_submission()
     for field, value in DEFAULTS.items():  # set here, not as widget arguments: see _submit
         st.session_state.setdefault(KEYS[field], value)
     with st.form("add-alert-rule", border=True):
@@ -381,10 +405,15 @@ def _page() -> None:
 
     live()
     try:
-        queries.config()
+        config = queries.config()
     except ConfigError:
         return  # the message and Retry are above; a rule needs a valid dgm.toml to be stored
-    _form()
+    if config.dashboard.allow_edits:
+        _form()
+        return
+    st.header("Add a rule", anchor=False)
+    _last_submission()  # a form rendered before edits were turned off
+    st.info(EDITS_OFF.format(file=config_file(config)), icon=":material/lock:")
 
 
 _page()

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from dgm.clusters import EXTERNAL_PREFIX, SEPARATOR
 from dgm.vocabulary import OrderAnomaly
 from spark_jobs.analyze.output import NO_TIME
 
@@ -50,7 +51,6 @@ ROWS = pa.schema(
     ]
 )
 MARK_COLUMNS = [*STREAM, "offset", "position", "preceded_at"]
-EXTERNAL_PREFIX = "external:"  # dgm.config_schema's sink_names() for an external sink
 
 
 def kafka_topics(topics: Iterable[str]) -> list[str]:
@@ -60,7 +60,15 @@ def kafka_topics(topics: Iterable[str]) -> list[str]:
 
 
 def source_topic_of(stream: str) -> str:
+    """The source topic a sink stream names, as dgm-src names it (plain: lineage is not
+    qualified with a cluster, docs/design.md "Several clusters")."""
     return stream.rsplit("/", 1)[0]
+
+
+def plain(topic: str) -> str:
+    """A topic's name on its cluster: what follows a qualified name's '<cluster>/' (a Kafka
+    topic name holds no '/')."""
+    return topic.rsplit(SEPARATOR, 1)[-1]
 
 
 def no_marks() -> pd.DataFrame:
@@ -186,7 +194,8 @@ def per_pipeline(
 ) -> pd.DataFrame:
     """`behind` once per pipeline it counts against (column `pipeline`): a producer
     session's record for every pipeline reading its topic, a sink's for the pipelines
-    writing that sink from the source topic its stream names."""
+    writing that sink from the source topic its stream names (by its plain name: dgm-src
+    does not say the cluster)."""
     parts = []
     producer = behind[behind["anomaly"] == OrderAnomaly.OUT_OF_ORDER.value]
     for topic, names in sources.items():
@@ -197,7 +206,8 @@ def per_pipeline(
         read_from = sink["stream"].map(source_topic_of)
         for topic, names in sinks.items():
             for name in names:
-                mine = sink[(sink["topic"] == topic) & read_from.isin(source_topics.get(name, ()))]
+                reads = [plain(t) for t in source_topics.get(name, ())]
+                mine = sink[(sink["topic"] == topic) & read_from.isin(reads)]
                 if not mine.empty:
                     parts.append(mine.assign(pipeline=name))
     if not parts:

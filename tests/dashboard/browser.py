@@ -30,14 +30,16 @@ def _wait_http(url: str, server: subprocess.Popen[bytes], timeout_s: float = 90)
 
 
 @contextmanager
-def serving(state_dir: Path, refresh_s: float = 30, config: Path | None = None) -> Iterator[str]:
+def serving(
+    state_dir: Path, refresh_s: float = 30, config: Path | None = None, allow_edits: bool = False
+) -> Iterator[str]:
     """`dgm dashboard` over `state_dir` on a free port; stopped on exit. Its dgm.toml is
-    `config`, else one written into `state_dir`."""
+    `config`, else one written into `state_dir` (`allow_edits` turning the rule form on)."""
     (port,) = free_ports(1)
     env = {
         **os.environ,
         "DGM_STATE_DIR": str(state_dir),
-        "DGM_CONFIG": str(config or write_config(state_dir)),
+        "DGM_CONFIG": str(config or write_config(state_dir, allow_edits)),
         "DGM_DASHBOARD_REFRESH_S": str(refresh_s),
     }
     server = subprocess.Popen(

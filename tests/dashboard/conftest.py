@@ -20,20 +20,23 @@ def published(tmp_path_factory: pytest.TempPathFactory) -> Expected:
     return build(tmp_path_factory.mktemp("published"))
 
 
-def write_config(directory: Path) -> Path:
+def write_config(directory: Path, allow_edits: bool = False) -> Path:
+    """directory/dgm.toml; `allow_edits` turns the Alerts page's rule form on."""
     config = directory / "dgm.toml"
     config.write_text(
         'state_dir = "."\n[analysis]\ninterval_s = 60\n[collectors]\ninterval_s = 10\n'
+        + ("[dashboard]\nallow_edits = true\n" if allow_edits else "")
     )
     return config
 
 
 @pytest.fixture
-def use_state_dir(monkeypatch: pytest.MonkeyPatch) -> Callable[[Path], None]:
-    """Point the dashboard at a state directory (its own dgm.toml there, no auto-refresh)."""
+def use_state_dir(monkeypatch: pytest.MonkeyPatch) -> Callable[..., None]:
+    """Point the dashboard at a state directory (its own dgm.toml there, no auto-refresh;
+    `allow_edits=True` turns the Alerts page's rule form on)."""
 
-    def point(state_dir: Path) -> None:
-        monkeypatch.setenv("DGM_CONFIG", str(write_config(state_dir)))
+    def point(state_dir: Path, allow_edits: bool = False) -> None:
+        monkeypatch.setenv("DGM_CONFIG", str(write_config(state_dir, allow_edits)))
         monkeypatch.setenv("DGM_STATE_DIR", str(state_dir))
         monkeypatch.setenv("DGM_DASHBOARD_REFRESH_S", "0")
 

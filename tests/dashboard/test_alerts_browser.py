@@ -1,6 +1,7 @@
 """The Alerts page in a real browser (Debian's Chromium via Playwright, `dgm dashboard` served
 as in test_browser.py): a rule added with the form fires after the next evaluation, and the
-open page shows it without a reload. Screenshot: $DGM_ARTIFACTS/dashboard/alerts.png."""
+open page shows it without a reload (Screenshot: $DGM_ARTIFACTS/dashboard/alerts.png); with
+the default config the form is not there and the page says how to turn it on."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from playwright.sync_api import expect
 from alerts.run import evaluate_after_analysis
 from dgm.alert_store import AlertStore
 from dgm.config import load_config
-from tests.dashboard.browser import CHROMIUM, WAIT_MS, chromium, serving
+from tests.dashboard.browser import CHROMIUM, WAIT_MS, chromium, serving, wait_cell
 from tests.dashboard.published import build
 
 pytestmark = [
@@ -37,7 +38,7 @@ def test_a_rule_added_in_the_browser_fires_after_the_next_analysis(
 ) -> None:
     state_dir = tmp_path / "state"
     build(state_dir)
-    with serving(state_dir, refresh_s=2) as url, chromium() as page:
+    with serving(state_dir, refresh_s=2, allow_edits=True) as url, chromium() as page:
         page.goto(f"{url}/alerts", timeout=WAIT_MS)
         page.get_by_text("No alert rules yet", exact=False).wait_for(timeout=WAIT_MS)
 
@@ -95,3 +96,25 @@ def test_an_alert_link_to_a_group_opens_that_group(tmp_path: Path) -> None:
         expect(page.get_by_role("combobox", name="Group")).to_have_value(
             "orders-enricher", timeout=WAIT_MS
         )
+
+
+def test_by_default_rules_are_read_only_and_the_page_says_how_to_edit(tmp_path: Path) -> None:
+    state_dir = tmp_path / "state"
+    build(state_dir)
+    added = AlertStore(state_dir).add_rule(
+        {
+            "name": "ledger-dups",
+            "metric": "duplicate_rate",
+            "scope": "topic:payments-ledger",
+            "threshold": 0.001,
+        }
+    )
+    assert not isinstance(added, list), added
+    with serving(state_dir) as url, chromium() as page:
+        page.goto(f"{url}/alerts", timeout=WAIT_MS)
+        page.get_by_text("allow_edits = true", exact=False).wait_for(timeout=WAIT_MS)
+        wait_cell(page, "ledger-dups")  # listed in the page rules' table
+        page.wait_for_selector('[data-testid="stStatusWidget"]', state="detached", timeout=WAIT_MS)
+        assert page.get_by_role("button", name="Add rule").count() == 0
+        assert page.get_by_role("button", name="Delete").count() == 0
+        assert page.get_by_label("Threshold", exact=True).count() == 0

@@ -1,5 +1,7 @@
 """The Alerts page (AppTest): the rule form stores valid rules only, and what an evaluation
-after an analysis run wrote (states, history, failed webhook deliveries) is shown."""
+after an analysis run wrote (states, history, failed webhook deliveries) is shown; without
+`[dashboard] allow_edits = true` there is no form, rules are read-only and the page says how
+to turn it on."""
 
 from __future__ import annotations
 
@@ -25,10 +27,11 @@ LEDGER_RATE = 4 / (1670 - 4)
 
 
 @pytest.fixture
-def state(tmp_path: Path, use_state_dir: Callable[[Path], None]) -> Expected:
-    """A published analysis in a state directory of this test's own (alerts.sqlite too)."""
+def state(tmp_path: Path, use_state_dir: Callable[..., None]) -> Expected:
+    """A published analysis in a state directory of this test's own (alerts.sqlite too), the
+    rule form on."""
     expected = build(tmp_path)
-    use_state_dir(tmp_path)
+    use_state_dir(tmp_path, allow_edits=True)
     return expected
 
 
@@ -127,7 +130,7 @@ def test_a_duplicate_name_is_refused(state: Expected, tmp_path: Path) -> None:
 def test_a_name_dgm_toml_uses_is_refused(
     state: Expected, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    config = write_config(tmp_path)
+    config = write_config(tmp_path, allow_edits=True)
     config.write_text(
         config.read_text()
         + "[[alerts]]\nname = 'lag'\nmetric = 'consumer_lag_from_lso'\nthreshold = 1000\n"
@@ -200,7 +203,7 @@ def test_a_failed_webhook_delivery_is_listed_with_its_error(
     with socket.socket() as closed:  # a port nothing listens on once the socket is closed
         closed.bind(("127.0.0.1", 0))
         port = closed.getsockname()[1]
-    config = write_config(tmp_path)
+    config = write_config(tmp_path, allow_edits=True)
     config.write_text(config.read_text() + f"[alerts_webhook]\nurl = 'http://127.0.0.1:{port}/h'\n")
     submit(open_alerts(), name="dups", scope="topic:payments-ledger", threshold="0.001")
     summary = evaluate_after_analysis(config_of(tmp_path), now=state.now)
@@ -225,9 +228,9 @@ def test_a_page_rule_can_be_deleted(state: Expected, tmp_path: Path) -> None:
 
 
 def test_no_analysis_yet_still_takes_rules(
-    tmp_path: Path, use_state_dir: Callable[[Path], None]
+    tmp_path: Path, use_state_dir: Callable[..., None]
 ) -> None:
-    use_state_dir(tmp_path)
+    use_state_dir(tmp_path, allow_edits=True)
     at = open_alerts()
     assert any("No analysis published yet" in str(i.value) for i in at.info)
     at = submit(at, name="dups", threshold="0.001")
@@ -251,3 +254,44 @@ def test_an_unreadable_alerts_file_is_a_message_with_retry(state: Expected, tmp_
     assert "Retry" in [b.label for b in at.button]
     at = submit(at, name="dups", threshold="0.001")
     assert "not stored" in errors(at)
+
+
+# --- edits off (the default) ----------------------------------------------------------------
+
+
+def test_by_default_there_is_no_form_and_the_page_says_how_to_turn_it_on(
+    tmp_path: Path, use_state_dir: Callable[..., None]
+) -> None:
+    build(tmp_path)
+    use_state_dir(tmp_path)  # no [dashboard] table: edits off
+    AlertStore(tmp_path).add_rule({"name": "dups", "metric": "duplicate_rate", "threshold": 0.01})
+    at = open_alerts()
+    assert not [b for b in at.button if b.label in ("Add rule", "Delete")]
+    assert not [t for t in at.text_input if t.key and t.key.startswith("alert-")]
+    info = " ".join(str(i.value) for i in at.info)
+    assert "allow_edits = true" in info and "[dashboard]" in info
+    assert str(tmp_path / "dgm.toml") in info and "authentication" in info
+    rules = frame_titled(at, "name", "fires when")
+    assert [r["name"] for r in rules] == ["dups"]  # listed, read-only
+    assert AlertStore(tmp_path).page_rules()[0][0].name == "dups"
+
+
+def test_by_default_no_rules_says_to_declare_them_in_dgm_toml(
+    tmp_path: Path, use_state_dir: Callable[..., None]
+) -> None:
+    build(tmp_path)
+    use_state_dir(tmp_path)
+    at = open_alerts()
+    (empty,) = [str(i.value) for i in at.info if "No alert rules yet" in str(i.value)]
+    assert "[[alerts]]" in empty and "form" not in empty
+    assert not (tmp_path / STORE_FILE).exists()
+
+
+def test_a_form_left_open_after_edits_were_turned_off_stores_nothing(
+    state: Expected, tmp_path: Path
+) -> None:
+    at = open_alerts()  # edits on: the form is there
+    write_config(tmp_path)  # then turned off in dgm.toml, the page not reloaded
+    at = submit(at, name="dups", threshold="0.01")
+    assert "not stored" in errors(at) and "allow_edits" in errors(at)
+    assert AlertStore(tmp_path).page_rules() == ([], [])

@@ -127,6 +127,42 @@ def test_rules_cover_down_stale_violated_and_lso_lag() -> None:
         assert re.fullmatch(r"\d+[smh]", rule.get("for", "0m")), name
 
 
+def github_anchors(markdown: str) -> set[str]:
+    """The anchors GitHub gives a page's headings: lower case, punctuation but '-' and '_'
+    dropped, spaces as '-'; a repeated one gets -1, -2, ..."""
+    found: set[str] = set()
+    for heading in re.findall(r"^#{1,6}\s+(.+?)\s*#*\s*$", markdown, re.MULTILINE):
+        slug = re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+        anchor, n = slug, 0
+        while anchor in found:
+            n += 1
+            anchor = f"{slug}-{n}"
+        found.add(anchor)
+    return found
+
+
+def test_github_anchors_are_githubs() -> None:
+    page = "# Runbook: dgm's alerts\n## DgmDown\n### The `[cluster]` table\n## DgmDown\n"
+    assert github_anchors(page) == {
+        "runbook-dgms-alerts",
+        "dgmdown",
+        "the-cluster-table",
+        "dgmdown-1",
+    }
+
+
+def test_every_rule_has_a_runbook_section_that_exists() -> None:
+    document = yaml.safe_load(RULES.read_text())
+    for group in document["groups"]:
+        for rule in group["rules"]:
+            url = rule["annotations"].get("runbook_url", "")
+            path, _, anchor = url.partition("#")
+            assert path == "docs/runbook.md" and anchor, f"{rule['alert']}: runbook_url {url!r}"
+            page = ROOT / path
+            assert anchor in github_anchors(page.read_text()), f"{url}: no such section"
+            assert anchor == rule["alert"].lower(), f"{rule['alert']} points at {url}"
+
+
 def test_promtool_accepts_the_rules_and_the_scrape_config(tmp_path: Path, promtool: str) -> None:
     checked = subprocess.run(
         [promtool, "check", "rules", str(RULES)], capture_output=True, text=True, check=False

@@ -111,6 +111,8 @@ def test_pipeline_series_are_the_verdicts(scraped: Scrape, verdicts: dict[str, A
             "achieved": row["achieved"],
             "evidence": row["evidence"],
             "group_id": row["consumer_group"],
+            "source_cluster": row["source_cluster"],
+            "sink_cluster": row["sink_cluster"],
         }
     meets = by(scraped, "dgm_pipeline_meets_declared", "pipeline")
     assert meets == {

@@ -11,7 +11,7 @@ from typing import Any
 import duckdb
 import pytest
 
-from dgm import published
+from dgm import __version__, published
 from dgm.published import PUBLISHED_FILE, open_read_only
 from exporter.families import FAMILIES, HEALTH, served_names
 from tests.dashboard import published as builder
@@ -87,7 +87,8 @@ def test_values_are_the_published_ones(state_dir: Path) -> None:
     assert (topics["payments"], topics["payments-ledger"], topics["orders"]) == (2, 1, 0)
     # The hanging transaction pins the LSO of payments-ledger partition 1.
     lag = scraped["dgm_partition_lso_lag"]
-    assert lag[(("partition_id", "1"), ("topic_name", "payments-ledger"))] == 480
+    at = (("cluster", "default"), ("partition_id", "1"), ("topic_name", "payments-ledger"))
+    assert lag[at] == 480
     assert by(scraped, "dgm_topic_max_lso_lag", "topic_name")["payments-ledger"] == 480
     assert by(scraped, "dgm_hanging_transactions", "topic_name") == {"payments-ledger": 1}
     assert by(scraped, "dgm_open_transactions", "topic_name") == {"payments-ledger": 2}
@@ -122,6 +123,21 @@ def test_an_unreadable_publication_is_up_0_not_an_error(tmp_path: Path) -> None:
         assert single(scrape(base), "dgm_publication_up") == 0
         status, document = get_json(f"{base}/api/v1/pipelines/x")
     assert status == 503 and "cannot read" in document["error"]
+
+
+def test_healthz_answers_whatever_the_publication_is(state_dir: Path, tmp_path: Path) -> None:
+    """Liveness for health checks: ok with a publication, without one, and with a damaged
+    one (those are /metrics' news, not the exporter's ill health)."""
+    damaged = tmp_path / "damaged"
+    damaged.mkdir()
+    (damaged / PUBLISHED_FILE).write_text("not a DuckDB file")
+    for directory in (state_dir, tmp_path / "empty", damaged):
+        with serving(directory) as base:
+            status, document = get_json(f"{base}/healthz")
+            _, _, index = get(f"{base}/")
+        assert (status, document["status"]) == (200, "ok"), directory
+        assert document["version"] == __version__
+        assert b"/healthz" in index
 
 
 def test_pipeline_endpoint(state_dir: Path) -> None:

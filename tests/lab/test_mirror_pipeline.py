@@ -10,10 +10,11 @@ import pytest
 from lab.ledger import read_ledger
 from lab.mirror.run import Fault, MirrorLabReport, MirrorLabSettings, run_mirror_lab
 from tests.conftest import KafkaUnderTest
-from tests.strength import by_strength
+from tests.strength import by_strength, only_at_full_strength
 from tests.truth_records import Delivery, delivery, read_records
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+# tests/spark_jobs/test_{streams,mirror}_verdicts.py run these apps against the same truth.
+pytestmark = [pytest.mark.integration, pytest.mark.slow, only_at_full_strength]
 
 # CI: one kill into 1200 records; DGM_LONG=1: the three kills into 3000.
 KILLS = by_strength(1, 3)

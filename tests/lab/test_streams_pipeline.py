@@ -9,10 +9,11 @@ import pytest
 from lab.streams.app import Guarantee
 from lab.streams.run import StreamsLabReport, StreamsLabSettings, run_streams_lab
 from tests.conftest import KafkaUnderTest
-from tests.strength import by_strength
+from tests.strength import by_strength, only_at_full_strength
 from tests.truth_records import Delivery, delivery, read_records
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+# tests/spark_jobs/test_{streams,mirror}_verdicts.py run these apps against the same truth.
+pytestmark = [pytest.mark.integration, pytest.mark.slow, only_at_full_strength]
 
 # CI: one kill into 1500 records; DGM_LONG=1: the three kills into 4000.
 KILLS = by_strength(1, 3)

@@ -45,6 +45,31 @@ def test_restarts_a_child_that_dies_and_says_so(tmp_path: Path) -> None:
     assert not is_alive(first, marker)
 
 
+def test_a_childs_output_rotates_at_the_bound_and_keeps_only_the_backups(tmp_path: Path) -> None:
+    """What `dgm run` does with its services' output: <log_dir>/<name>.log, rotated."""
+    bound, lines = 64 * 1024, 20_000  # ~660 KB of output: ten times the bound
+    chatty = (
+        "import sys, time\n"
+        f"for n in range({lines}): print(f'line {{n:06d}} ' + 'x' * 20)\n"
+        "print('said it all', flush=True)\n"
+        "print('on stderr too', file=sys.stderr, flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    group = ServiceGroup(tmp_path / "logs", lambda line: None, log_max_bytes=bound, log_backups=2)
+    with group:
+        group.start(ServiceSpec("chatty", python(chatty, str(tmp_path / "chatty"))))
+        log = group.log_path("chatty")
+        wait_until(lambda: said(log, "on stderr too"), 60, "the child's last line")
+    files = [log.with_name("chatty.log.2"), log.with_name("chatty.log.1"), log]
+    assert sorted(p.name for p in log.parent.iterdir()) == sorted(p.name for p in files)
+    assert all(0 < p.stat().st_size <= bound for p in files)
+    text = [line for p in files for line in p.read_text().splitlines()]
+    numbers = [int(line.split()[1]) for line in text if line.startswith("line ")]
+    assert numbers == list(range(numbers[0], lines)), "lines lost or cut within the kept files"
+    assert numbers[0] > 0 and text[-2:] == ["said it all", "on stderr too"]
+    assert not any(line.startswith("--- ") for line in text)  # the start line was rotated away
+
+
 def test_backoff_grows_for_a_child_that_keeps_failing(tmp_path: Path) -> None:
     group = ServiceGroup(tmp_path / "logs", lambda line: None, poll_s=0.05)
     with group:

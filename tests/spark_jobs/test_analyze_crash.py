@@ -8,61 +8,14 @@ import shutil
 import signal
 import subprocess
 import sys
-import uuid
 from pathlib import Path
 from typing import Any
 
 import duckdb
-from confluent_kafka import Consumer, Producer, TopicPartition
 
-from dgm.headers import ID, PRODUCER, SEQ, SRC
 from dgm.published import PUBLISHED_FILE, TABLES
 from dgm.waiting import wait_until
-from tests.published_lab import collecting
-
-PARTITIONS = 2
-
-
-def _fill(kafka: Any, source: str, sink: str, group: str) -> None:
-    """A source of 200 stamped records; a sink holding all of them, 10 twice (reprocessing);
-    the group committed up to the end of the source."""
-    producer = Producer(kafka.client_config(**{"enable.idempotence": True}))
-    session = uuid.uuid4().hex
-    for n in range(200):
-        partition = n % PARTITIONS
-        headers: dict[str, str | bytes | None] = {
-            ID: f"m-{n}",
-            PRODUCER: session,
-            SEQ: str(n // PARTITIONS),
-        }
-        producer.produce(source, b"v", f"k{n}", partition=partition, headers=headers)
-    producer.flush(30)
-    for n in range(200):
-        partition = n % PARTITIONS
-        lineage = f"{source}/{partition}/{n // PARTITIONS}"
-        for _ in range(2 if n < 10 else 1):
-            producer.produce(sink, b"v", partition=partition, headers={ID: f"m-{n}", SRC: lineage})
-    producer.flush(30)
-    consumer = Consumer(kafka.client_config(**{"group.id": group}))
-    try:
-        offsets = [TopicPartition(source, p, 100) for p in range(PARTITIONS)]
-        consumer.commit(offsets=offsets, asynchronous=False)
-    finally:
-        consumer.close()
-
-
-def _config(directory: Path, bootstrap: str, source: str, sink: str, group: str) -> Path:
-    path = directory / "dgm.toml"
-    path.write_text(
-        f'state_dir = "{directory / "state"}"\n'
-        f'[cluster]\nbootstrap_servers = "{bootstrap}"\n'
-        "[analysis]\ngrace_s = 0\nmin_records = 10\n"
-        f"[collectors]\ninclude_topics = ['^{source}$', '^{sink}$']\n"
-        f'[[pipelines]]\nname = "crashy"\nsource_topics = ["{source}"]\n'
-        f'sink_topics = ["{sink}"]\nconsumer_group = "{group}"\n'
-        'declared_semantic = "at-least-once"\n'
-    )
-    return path
+from tests.spark_jobs.small_pipeline import DUPLICATED, collected
 
 
 def _analyze(config: Path) -> subprocess.Popen[str]:
@@ -105,22 +58,10 @@ def _tables(state_dir: Path) -> dict[str, list[tuple[Any, ...]]]:
 def test_killed_and_restarted_analysis_publishes_what_an_uninterrupted_one_does(
     kafka: Any, tmp_path: Path
 ) -> None:
-    source, sink = (
-        kafka.new_topic("crash-src", PARTITIONS),
-        kafka.new_topic("crash-sink", PARTITIONS),
-    )
-    group = f"crash-{uuid.uuid4().hex[:8]}"
-    _fill(kafka, source, sink, group)
     killed, calm = tmp_path / "killed", tmp_path / "calm"
-    killed.mkdir()
-    config = _config(killed, kafka.bootstrap_servers, source, sink, group)
-    from dgm.config import load_config
-
-    samples = killed / "state" / "samples"
-    with collecting(kafka.bootstrap_servers, load_config(config), interval_s=0.5):
-        wait_until(lambda: len(list((samples / "offsets").glob("*.parquet"))) >= 2, 60, "samples")
+    pipeline, config = collected(kafka, killed)
     shutil.copytree(killed, calm)
-    calm_config = _config(calm, kafka.bootstrap_servers, source, sink, group)
+    calm_config = pipeline.write_config(calm, kafka.bootstrap_servers)
 
     fingerprints = killed / "state" / "fingerprints"
     _kill_when(
@@ -145,7 +86,8 @@ def test_killed_and_restarted_analysis_publishes_what_an_uninterrupted_one_does(
     assert restarted == uninterrupted
     verdicts = restarted["verdicts"]
     assert len(verdicts) == 1 and verdicts[0][2] == "at-least-once"  # 10 duplicates, no loss
-    assert len([row for row in restarted["duplicates"] if row[1] == sink]) == 20
+    duplicates = [row for row in restarted["duplicates"] if row[1] == pipeline.sink]
+    assert len(duplicates) == 2 * DUPLICATED
     # The range was audited once: one batch of fingerprints, not two.
     batches = [p for p in fingerprints.iterdir() if p.name.startswith("batch-")]
     assert len(batches) == 1, batches

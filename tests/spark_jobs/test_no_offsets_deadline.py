@@ -13,36 +13,18 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import pytest
 
 from dgm.config import PipelineConfig, append_pipeline, load_config
-from dgm.published import PUBLISHED_FILE
 from dgm.vocabulary import Achieved, Claim, LossCause
 from dgm.waiting import wait_until
 from lab.no_offsets import NoOffsetsSettings, run_no_offsets
 from spark_jobs.job import AnalysisJob
-from tests.published_lab import collecting
+from tests.published_lab import collecting, offsets_samples, pipeline_verdict
 from tests.truth_records import Record, delivery, read_records
 
 MESSAGES = 1500
 MAX_DELAY = timedelta(seconds=4)
-
-
-def offsets_samples(state_dir: Path) -> int:
-    return len(list((state_dir / "samples" / "offsets").glob("*.parquet")))
-
-
-def verdict(state_dir: Path, pipeline: str) -> dict[str, Any]:
-    with duckdb.connect(str(state_dir / PUBLISHED_FILE), read_only=True) as db:
-        cursor = db.execute("SELECT * FROM verdicts WHERE pipeline = ?", [pipeline])
-        names = [d[0] for d in cursor.description]
-        row = cursor.fetchone()
-        causes = db.execute(
-            "SELECT cause, count(*) FROM lost WHERE pipeline = ? GROUP BY cause", [pipeline]
-        ).fetchall()
-    assert row is not None
-    return dict(zip(names, row, strict=True)) | {"causes": dict(causes)}
 
 
 def late_ids(source: list[Record], sink: list[Record], before_ms: float) -> set[str]:
@@ -110,7 +92,7 @@ def test_no_offsets_processor_is_judged_by_deadline(kafka: Any, spark: Any, tmp_
     middle_ms = stamps[len(stamps) // 2]
     then = datetime.fromtimestamp(middle_ms / 1000, UTC) + MAX_DELAY
     job.run_once(now=then)
-    first = verdict(state_dir, name)
+    first = pipeline_verdict(state_dir, name)
     checked = sum(1 for at in stamps if at < middle_ms)
     assert MESSAGES // 3 < checked < MESSAGES
     assert first["records_checked"] == checked
@@ -118,10 +100,12 @@ def test_no_offsets_processor_is_judged_by_deadline(kafka: Any, spark: Any, tmp_
     assert first["late_records"] == len(late_ids(source, sink, middle_ms))
 
     job.run_once()
-    row = verdict(state_dir, name)
+    row = pipeline_verdict(state_dir, name)
     assert row["records_checked"] == MESSAGES
     assert row["lost"] == len(truth.lost) == report.claimed_lost
-    assert row["causes"] == {LossCause.NOT_IN_SINK_WITHIN_MAX_DELAY.value: len(truth.lost)}
+    assert row["causes"] == {
+        (LossCause.NOT_IN_SINK_WITHIN_MAX_DELAY.value, "default"): len(truth.lost)
+    }
     assert row["late_records"] == len(late_ids(source, sink, float("inf")))
     assert row["duplicate_copies"] == 0 and row["aborted_reads"] == 0
     assert (row["achieved"], row["meets_declared"]) == (Achieved.AT_MOST_ONCE.value, True)

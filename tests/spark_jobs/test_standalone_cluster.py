@@ -1,16 +1,23 @@
 """The analysis on a real Spark standalone cluster — a master and two workers started from
 pyspark's own `spark-class` on loopback, executors in their own JVMs and Python workers —
 publishes the same tables as in local mode, and an incremental cycle there the same as a
-rebuild (tests/spark_jobs/cluster_run.py does both)."""
+rebuild (tests/spark_jobs/cluster_run.py does both).
+
+And docker-compose.yml's Spark cluster as its services start it: the master's and the
+worker's commands and health checks, and the analysis service's `dgm analyze`, read from the
+file, with only addresses and container paths replaced (tests/compose_file.py), and Python
+found as in the dgm image: by PATH, the installed dgm's Python first, no PYSPARK_PYTHON."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +27,8 @@ from pyspark.find_spark_home import _find_spark_home
 from dgm.ports import free_ports
 from dgm.published import TABLES, open_read_only, published_path
 from dgm.waiting import wait_until
+from tests.compose_file import command, compose_services, healthcheck, in_test
+from tests.spark_jobs.small_pipeline import DUPLICATED, collected
 
 RUNNER = Path(__file__).with_name("cluster_run.py")
 REPO = Path(__file__).resolve().parents[2]
@@ -32,6 +41,43 @@ def _alive_workers(ui_port: int) -> int:
     with urllib.request.urlopen(f"http://127.0.0.1:{ui_port}/json/", timeout=5) as answer:
         state: dict[str, Any] = json.load(answer)
     return sum(1 for w in state.get("workers", []) if w.get("state") == "ALIVE")
+
+
+@contextmanager
+def standalone(
+    commands: list[list[str]], env: dict[str, str], ready: Callable[[], bool], logs: Path
+) -> Iterator[None]:
+    """The Spark daemons `commands` start, each logging to logs/process-N.log, until `ready()`
+    holds (two minutes at most); terminated on exit, killed when they linger."""
+    processes = []
+    outputs = []
+    try:
+        for n, command in enumerate(commands):
+            outputs.append((logs / f"process-{n}.log").open("w"))
+            processes.append(
+                subprocess.Popen(command, stdout=outputs[-1], stderr=subprocess.STDOUT, env=env)
+            )
+
+        def up() -> bool:
+            for n, process in enumerate(processes):
+                if process.poll() is not None:
+                    said = (logs / f"process-{n}.log").read_text()[-3000:]
+                    raise AssertionError(f"{commands[n]} exited with {process.returncode}: {said}")
+            return ready()
+
+        wait_until(up, 120, "the standalone master and its workers", interval=0.5)
+        yield
+    finally:
+        for process in processes:
+            process.terminate()
+        for process in processes:
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        for output in outputs:
+            output.close()
 
 
 @pytest.fixture(scope="module")
@@ -51,30 +97,15 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             for n in range(2)
         ),
     ]  # fmt: skip
-    processes = []
-    try:
-        for n, command in enumerate(commands):
-            log = (logs / f"process-{n}.log").open("w")
-            processes.append(
-                subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=LOOPBACK)
-            )
 
-        def ready() -> bool:
-            try:
-                return _alive_workers(ui) == 2
-            except OSError:
-                return False
+    def ready() -> bool:
+        try:
+            return _alive_workers(ui) == 2
+        except OSError:
+            return False
 
-        wait_until(ready, 120, "a standalone master with two alive workers", interval=0.5)
+    with standalone(commands, LOOPBACK, ready, logs):
         yield master
-    finally:
-        for process in processes:
-            process.terminate()
-        for process in processes:
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
 
 
 def _run(master: str, out: Path) -> str:
@@ -114,3 +145,86 @@ def test_a_standalone_cluster_publishes_what_local_mode_does(cluster: str, tmp_p
     with open_read_only(published_path(tmp_path / "cluster")) as connection:
         master = connection.execute("SELECT spark_master FROM runs").fetchone()
     assert master == (cluster,)
+
+
+# --- docker-compose.yml's Spark cluster --------------------------------------------------
+
+COMPOSE_SPARK = ("spark-master", "spark-worker")
+# What the image's environment holds that a test machine's may not: Java, the caches.
+PASSED = ("HOME", "JAVA_HOME", "DGM_CACHE_DIR", "XDG_CACHE_HOME")
+
+
+def image_like_env() -> dict[str, str]:
+    """The dgm image's way of finding Python: PATH, with the Python that has dgm and its
+    packages (/usr/local/bin's there, this interpreter's folder here) ahead of the system's.
+    No PYSPARK_PYTHON: the executors' Python workers are the `python3` PATH finds."""
+    env = {
+        "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
+        "SPARK_LOCAL_IP": "127.0.0.1",  # every daemon and the driver on loopback
+        **{name: os.environ[name] for name in PASSED if name in os.environ},
+    }
+    python3 = shutil.which("python3", path=env["PATH"])
+    assert python3 and Path(python3).resolve() == Path(sys.executable).resolve(), python3
+    return env
+
+
+@pytest.fixture(scope="module")
+def compose_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """(the master's URL, its logs folder) of compose's spark-master and spark-worker, ready
+    when their own health checks say so."""
+    services = compose_services()
+    logs = tmp_path_factory.mktemp("compose-cluster")
+    port, ui, worker_ui = free_ports(3)
+    addresses = {
+        "spark-master": "127.0.0.1",
+        "7077": str(port),
+        "8080": str(ui),
+        "8081": str(worker_ui),
+        "/tmp/spark-work": str(logs / "work"),
+    }
+    commands = [in_test(command(services[name]), addresses) for name in COMPOSE_SPARK]
+    checks = [in_test(healthcheck(services[name]), addresses) for name in COMPOSE_SPARK]
+    env = image_like_env()
+
+    def healthy() -> bool:
+        return all(
+            subprocess.run(check, env=env, capture_output=True, timeout=60).returncode == 0
+            for check in checks
+        )
+
+    with standalone(commands, env, healthy, logs):
+        yield f"spark://127.0.0.1:{port}", logs
+
+
+@pytest.mark.slow
+def test_composes_spark_cluster_runs_the_analysis_services_command(
+    compose_cluster: tuple[str, Path], kafka: Any, tmp_path: Path
+) -> None:
+    master, logs = compose_cluster
+    pipeline, config = collected(kafka, tmp_path)
+    analysis = compose_services()["analysis"]
+    argv = in_test(
+        command(analysis),
+        {
+            "/etc/dgm/dgm.toml": str(config),
+            "spark-master": "127.0.0.1",
+            "7077": master.split(":")[-1],
+        },
+    )
+    assert argv[0] == "dgm" and argv[argv.index("--master") + 1] == master, argv
+    env = {**image_like_env(), "PYTHONPATH": str(REPO)}  # the driver runs this tree's dgm
+    done = subprocess.run([*argv, "--once"], env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    state = config.parent / "state"
+    with open_read_only(published_path(state)) as db:
+        assert db.execute("SELECT spark_master FROM runs").fetchall() == [(master,)]
+        verdicts = db.execute("SELECT pipeline, achieved FROM verdicts").fetchall()
+        copies = db.execute("SELECT count(*) FROM duplicates WHERE topic = ?", [pipeline.sink])
+        assert copies.fetchone() == (2 * DUPLICATED,)
+    assert verdicts == [("crashy", "at-least-once")]
+    # The Python work ran in an executor the worker started, not in the driver.
+    executors = list((logs / "work").glob("app-*/*/stderr"))
+    assert executors, f"no executor ran under {logs / 'work'}"
+    # The analysis service's health check sees this publication as fresh.
+    check = in_test(healthcheck(analysis), {"/etc/dgm/dgm.toml": str(config)})
+    assert subprocess.run(check, env=env, capture_output=True, timeout=60).returncode == 0
