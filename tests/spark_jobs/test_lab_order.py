@@ -91,6 +91,10 @@ def test_the_same_producer_idempotent_keeps_its_order(
     assert dropped["detail"]["dropped_responses"] > 0
     records = read_records(kafka.bootstrap_servers, report.source_topic)
     assert len(records) == len(read_ledger(Path(report.ledger_path)).acked)
+    print(
+        f"\ndrop-acks, idempotence on, 5 in flight: {report.messages['sent']} sent, "
+        f"{len(records)} records, {dropped['detail']['dropped_responses']} responses dropped"
+    )
     assert producer_out_of_order(records) == []
     assert published_behind(published_lab, report.source_topic, OrderAnomaly.OUT_OF_ORDER) == set()
     assert counted(published_lab, "drop-acks-idempotent", "producer_out_of_order") == 0
@@ -104,6 +108,7 @@ def test_reprocessing_after_kills_puts_the_sink_out_of_order(
         assert report.sink_topic is not None
         records = read_records(kafka.bootstrap_servers, report.sink_topic)
         truth = {(r.partition, r.offset) for r in sink_out_of_order(records)}
+        print(f"\n{run}: {len(records)} sink records, {len(truth)} out of order (truth)")
         assert bool(truth) == reorders, (run, len(truth))
         sink = OrderAnomaly.SINK_OUT_OF_ORDER
         assert published_behind(published_lab, report.sink_topic, sink) == truth, run
