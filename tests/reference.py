@@ -115,8 +115,8 @@ FROM bounded WHERE seq - previous > 1
 
 # Lost ids of one pipeline (spark_jobs.analyze.loss.lost without `pipeline`): `committed` holds the
 # group's (topic, partition, committed_offset); with $external the greater of that and the
-# sink's own highest src_offset + 1 (the table's rows are its claim). A missing id the sink
-# holds in aborted transactions is a torn commit, its first aborted copy named. Gaps are
+# sink's own highest src_offset + 1 (the table's rows are its claim). A missing id a Kafka
+# sink holds in aborted transactions is a torn commit, its first aborted copy named. Gaps are
 # counted from the distinct sequences each session wrote, dated by the earliest record after
 # the gap.
 # Beyond retention (docs/design.md): a missing record older than the oldest held record of a
@@ -154,7 +154,8 @@ WITH sink_partitions AS (
     SELECT message_id,
            first(concat_ws('/', topic, "partition", "offset")
                  ORDER BY topic, "partition", "offset") AS aborted_copy
-    FROM sink WHERE NOT committed AND message_id IS NOT NULL GROUP BY message_id
+    FROM sink WHERE NOT $external AND NOT committed AND message_id IS NOT NULL
+    GROUP BY message_id
 ), not_in_sink AS (
     SELECT m.message_id, topic, "partition", "offset", timestamp, producer, seq,
            1::BIGINT AS missing,

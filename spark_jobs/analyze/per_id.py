@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from dgm.clusters import EXTERNAL_PREFIX
 from dgm.vocabulary import DuplicateCause, LossCause
 from spark_jobs.analyze import duplicates as duplicate_rules
 from spark_jobs.analyze import loss as loss_rules
@@ -421,9 +422,11 @@ def per_id_rows(batch: pa.Table, context: Context) -> pa.Table:
     sinks = per_pipeline(frame[frame["committed"]], names.by_topic(context.sinks), "int64")
     copied, duplicate_rows = duplicates(frame, batch, context, names)
     checked, first_lost = loss(sources, sinks, context, names)
+    # Aborted sink rows are a Kafka sink's: an external table holds what it committed.
     aborted = frame[~frame["committed"] & frame["has_id"]]
+    kafka_sinks = {t: ps for t, ps in context.sinks.items() if not t.startswith(EXTERNAL_PREFIX)}
     first_lost = with_causes(
-        first_lost, per_pipeline(aborted, names.by_topic(context.sinks), "int64"), context, names
+        first_lost, per_pipeline(aborted, names.by_topic(kafka_sinks), "int64"), context, names
     )
     counts = pipeline_counts(
         frame,
