@@ -62,6 +62,9 @@ _PIPELINE_COLUMNS = {
     "lost": "lost",
     "aborted_reads": "aborted_reads",
     "verdict_violates": "(meets_declared IS FALSE)::INTEGER",
+    "torn_commits": "torn_commits",
+    "producer_out_of_order": "producer_out_of_order",
+    "sink_out_of_order": "sink_out_of_order",
 }
 
 
@@ -72,7 +75,7 @@ def _rows(db: Connection, sql: str) -> Values:
 
 
 def pipeline_metric(db: Connection, metric: str, window: str) -> Values:
-    """duplicate_rate, loss_rate, lost, aborted_reads or verdict_violates per pipeline."""
+    """A metric of _PIPELINE_COLUMNS (duplicate_rate, lost, torn_commits, …) per pipeline."""
     sql = VERDICTS_SQL if window == "cumulative" else LATEST_PIPELINE_WINDOW_SQL
     return _rows(db, sql.format(column=_PIPELINE_COLUMNS[metric]))
 

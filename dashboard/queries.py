@@ -210,6 +210,17 @@ def lost(topic: str, within: TimeRange | None = None) -> pd.DataFrame:
     )
 
 
+def out_of_order(topic: str, within: TimeRange | None = None) -> pd.DataFrame:
+    """The records of `topic` out of order (producer sessions' or a sink's), in the range."""
+    kept, args = between('"timestamp"', within)
+    return read(
+        f'SELECT * FROM out_of_order WHERE topic = $topic AND ("timestamp" IS NULL OR {kept}) '
+        'ORDER BY "partition", "offset", pipeline',
+        topic=topic,
+        **args,
+    )
+
+
 def at_newest_sample(table: str) -> str:
     """A SQL condition keeping the rows of `table`'s newest sample: of the whole table, what
     the dashboard shows as "the newest sample" (the latest_… views of dgm.published_views

@@ -24,6 +24,7 @@ from dgm.vocabulary import (
     Evidence,
     GroupStatus,
     LossCause,
+    OrderAnomaly,
     listing,
     severity_legend,
 )
@@ -171,6 +172,25 @@ VERDICTS = _table(
     ),
     ("source_cluster", "VARCHAR", "the cluster of the source topics and consumer group"),
     ("sink_cluster", "VARCHAR", "the cluster of the sink topics (with an external sink too)"),
+    (
+        "torn_commits",
+        "BIGINT",
+        f"lost records of cause '{LossCause.TORN_COMMIT}': the sink holds the id only in "
+        "aborted transactions while the claim covers the source record (a transaction "
+        "protocol failure)",
+    ),
+    (
+        "producer_out_of_order",
+        "BIGINT",
+        f"'{OrderAnomaly.OUT_OF_ORDER}' records of its source topics: behind a higher dgm-seq "
+        "of their producer session in their partition (order: beside the verdict, never in it)",
+    ),
+    (
+        "sink_out_of_order",
+        "BIGINT",
+        f"'{OrderAnomaly.SINK_OUT_OF_ORDER}' records of its sink topics: behind a higher "
+        "dgm-src offset of their source partition in their sink partition (order)",
+    ),
 )
 
 PIPELINE_WINDOWS = _table(
@@ -191,6 +211,9 @@ PIPELINE_WINDOWS = _table(
     ("late_records", "BIGINT", "as in verdicts, whose source record is in this window"),
     ("filtered", "BIGINT", "as in verdicts, source records of this window"),
     ("filter_undecided", "BIGINT", "as in verdicts, source records of this window"),
+    ("torn_commits", "BIGINT", "as in verdicts, whose source record is in this window"),
+    ("producer_out_of_order", "BIGINT", "as in verdicts, records timestamped in this window"),
+    ("sink_out_of_order", "BIGINT", "as in verdicts, records timestamped in this window"),
 )
 
 TOPIC_WINDOWS = _table(
@@ -205,6 +228,13 @@ TOPIC_WINDOWS = _table(
     ("unidentified", "BIGINT", "committed records without a message id"),
     ("aborted", "BIGINT", "records of aborted transactions"),
     ("cluster", "VARCHAR", _CLUSTER_DOC),
+    (
+        "out_of_order",
+        "BIGINT",
+        "committed records out of order (rows of out_of_order, each record once): behind a "
+        "higher dgm-seq of their producer session, or a higher source offset of their source "
+        "partition",
+    ),
 )
 
 PARTITION_WINDOWS = _table(
@@ -260,8 +290,43 @@ LOST = _table(
         "VARCHAR",
         f"{LossCause.NOT_IN_SINK} (below the committed offset, past the grace period) | "
         f"{LossCause.SEQUENCE_GAP} | {LossCause.NOT_IN_SINK_WITHIN_MAX_DELAY} (a deadline "
-        "claim: no sink copy once older than max_delay)",
+        f"claim: no sink copy once older than max_delay) | {LossCause.TORN_COMMIT} (the sink "
+        "holds the id only in aborted transactions, the claim past the source record)",
     ),
+    ("cluster", "VARCHAR", _CLUSTER_DOC),
+    (
+        "aborted_copy",
+        "VARCHAR",
+        f"{LossCause.TORN_COMMIT}: the first aborted sink record holding the id, "
+        "'topic/partition/offset' (the evidence); null otherwise",
+    ),
+)
+
+OUT_OF_ORDER = _table(
+    "out_of_order",
+    'Every committed record out of order (docs/design.md, "Order, beside the delivery '
+    'semantic"): behind a higher position of its stream at a lower offset of its partition.',
+    ("anomaly", "VARCHAR", listing(OrderAnomaly)),
+    (
+        "pipeline",
+        "VARCHAR",
+        f"{OrderAnomaly.SINK_OUT_OF_ORDER}: the pipeline writing the sink from the stream's "
+        "source topic (a row per such pipeline); null otherwise",
+    ),
+    ("topic", "VARCHAR", "the topic holding the record"),
+    ("partition", "INTEGER", "its partition"),
+    ("offset", "BIGINT", "its offset"),
+    ("timestamp", "TIMESTAMPTZ", "its Kafka timestamp"),
+    ("message_id", "VARCHAR", "its id; null when unidentified"),
+    (
+        "stream",
+        "VARCHAR",
+        "the dgm-producer session, or the source partition ('topic/partition') the sink "
+        "record was made from",
+    ),
+    ("position", "BIGINT", "its dgm-seq, or its source offset"),
+    ("preceded_by", "BIGINT", "the highest position of its stream at a lower offset"),
+    ("preceded_at", "BIGINT", "the offset of the first record holding preceded_by"),
     ("cluster", "VARCHAR", _CLUSTER_DOC),
 )
 
@@ -417,6 +482,7 @@ TABLES: tuple[Table, ...] = (
     GROUP_STATUS,
     TRANSACTIONS,
     FAULTS,
+    OUT_OF_ORDER,
 )
 
 

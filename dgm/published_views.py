@@ -74,6 +74,9 @@ _PIPELINE_COUNTS = (
     "faults_observed",
     "filtered",
     "filter_undecided",
+    "torn_commits",
+    "producer_out_of_order",
+    "sink_out_of_order",
 )
 LAST_WINDOW_PIPELINES = View(
     "last_window_pipelines",
@@ -87,7 +90,14 @@ LAST_WINDOW_PIPELINES = View(
     "ON pw.pipeline = v.pipeline AND pw.window_start = w.window_start",
 )
 
-_TOPIC_COUNTS = ("records", "distinct_ids", "duplicate_copies", "unidentified", "aborted")
+_TOPIC_COUNTS = (
+    "records",
+    "distinct_ids",
+    "duplicate_copies",
+    "unidentified",
+    "aborted",
+    "out_of_order",
+)
 LAST_WINDOW_TOPICS = View(
     "last_window_topics",
     "Per topic of cumulative_topics: its row of the last closed window; a topic without one "

@@ -70,6 +70,17 @@ class LossCause(StrEnum):
     SEQUENCE_GAP = "sequence gap"
     # a deadline claim's loss: no sink copy by the time the record is older than max_delay
     NOT_IN_SINK_WITHIN_MAX_DELAY = "not in sink within max_delay"
+    # the sink holds the id only in aborted transactions, yet the claim covers its source
+    # record: the processor's offsets committed while its output aborted (named first)
+    TORN_COMMIT = "torn commit"
+
+
+class OrderAnomaly(StrEnum):
+    """A record out of order (docs/design.md, "Order, beside the delivery semantic"); order
+    is judged beside the verdict, never part of it."""
+
+    OUT_OF_ORDER = "out of order"  # a producer session's dgm-seq fell within a partition
+    SINK_OUT_OF_ORDER = "sink out of order"  # a source partition's copies fell in a sink one
 
 
 class ClaimKind(StrEnum):

@@ -137,6 +137,24 @@ _PIPELINE_COLUMNS: tuple[tuple[str, str, str], ...] = (
         "filter_undecided",
         "Source records the expected predicate could not evaluate (checked)",
     ),
+    (
+        "torn_commit_records",
+        "torn_commits",
+        "Lost records whose sink copy exists only in aborted transactions while the claim "
+        "covers them (a transaction protocol failure)",
+    ),
+    (
+        "producer_out_of_order_records",
+        "producer_out_of_order",
+        "Source records whose dgm-seq is below one their producer session wrote earlier in "
+        "the partition (order, beside the verdict)",
+    ),
+    (
+        "sink_out_of_order_records",
+        "sink_out_of_order",
+        "Sink records whose source offset is below one from the same source partition "
+        "earlier in the sink partition (order, beside the verdict)",
+    ),
 )
 # family -> verdicts column; a null value leaves the pipeline's series out.
 PIPELINE_VALUES: tuple[tuple[Family, str], ...] = tuple(
@@ -157,6 +175,12 @@ _TOPIC_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("duplicate_ratio", "duplicate_rate", "duplicate records / distinct ids"),
     ("unidentified_records", "unidentified", "Committed records without a message id"),
     ("aborted_records", "aborted", "Records of aborted transactions"),
+    (
+        "out_of_order_records",
+        "out_of_order",
+        "Committed records out of order: behind a higher dgm-seq of their producer session, or "
+        "(a sink) a higher source offset of their source partition",
+    ),
 )
 TOPIC_VALUES: tuple[tuple[Family, str], ...] = tuple(
     (Family(f"dgm_topic_{name}", f"{doc}, over the retention", TOPIC), column)

@@ -7,8 +7,9 @@ to dgm.toml, so that the collectors and the analysis monitor it from their first
 and a fault thread: every `fault_every` seconds (drawn from the range) a SIGKILL aimed as
 `run_lab` aims it, every `rebalance_every`-th time a rebalance instead; on a 3-broker embedded
 cluster one broker restart every `broker_restart_every` seconds. The drop-acks pipeline feeds
-an at-least-once processor from a producer with idempotence off through the fault proxies:
-its source gets producer-retry duplicates. `stop()` ends it all; nothing is left running.
+an at-least-once processor from a producer with idempotence off and 5 requests in flight
+through the fault proxies: its source gets producer-retry duplicates, out of order. `stop()`
+ends it all; nothing is left running.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from lab.supervisor import Supervisor
 from lab.topics import create_topic
 
 ENDLESS = 10**12  # the producer's message count: it runs until stopped
+DROP_ACKS_IN_FLIGHT = 5  # the drop-acks producer's max.in.flight.requests.per.connection
 
 
 @dataclass(frozen=True)
@@ -51,7 +53,8 @@ class DemoPipeline:
     name: str
     mode: Mode
     # The producer goes through the fault proxies (Produce responses dropped) with
-    # idempotence off: its retries duplicate the source. Needs the embedded cluster.
+    # idempotence off and 5 requests in flight: its retries duplicate the source and land
+    # after later records (out of order). Needs the embedded cluster.
     drop_acks: bool = False
     faults: bool = True  # crashes and rebalances on the schedule
 
@@ -251,6 +254,8 @@ class ContinuousLab:
             rate=s.rate,
             idempotence=not p.drop_acks,
             abort_every=None,
+            # Several requests in flight: a retried one lands after later ones (out of order).
+            max_in_flight=DROP_ACKS_IN_FLIGHT if p.drop_acks else None,
             # In-process: librdkafka's reconnect notices (the proxy closes a connection per
             # dropped ack) would flood the terminal; errors still show.
             client={"log_level": "3", **s.client},

@@ -165,6 +165,7 @@ def producer_settings(
     idempotence: bool,
     abort_every: int | None,
     client: dict[str, str],
+    max_in_flight: int | None = None,
 ) -> ProducerSettings:
     """The stamped source producer of a pipeline; transactional (with aborts) for the modes
     that read a transactional source. `bootstrap_servers` may be the fault proxies'."""
@@ -178,6 +179,7 @@ def producer_settings(
         ledger_path=run_dir / "ledger.jsonl",
         rate=rate,
         enable_idempotence=idempotence or transactional,
+        max_in_flight=max_in_flight,
         transactional_id=f"{names.group}-source" if transactional else None,
         abort_every=abort_every if transactional else 0,
         client=dict(client),

@@ -45,6 +45,10 @@ class ProducerSettings:
     acks: str = "all"
     retries: int | None = None  # None = librdkafka's default
     enable_idempotence: bool = True
+    # max.in.flight.requests.per.connection; None = librdkafka's default (5 with idempotence,
+    # a million without). Without idempotence, more than 1 lets a retried request land after
+    # a later one: what makes a producer session's records out of order (docs/design.md).
+    max_in_flight: int | None = None
     transactional_id: str | None = None
     transaction_size: int = 10  # messages per transaction when transactional
     abort_every: int = 0  # abort every k-th transaction (0 = never)
@@ -73,6 +77,10 @@ def validate(settings: ProducerSettings) -> None:
             (settings.abort_every < 0, "abort_every must be >= 0 (0 = never abort)"),
             (settings.key_spread < 1, "key_spread must be >= 1"),
             (settings.retries is not None and settings.retries < 0, "retries must be >= 0"),
+            (
+                settings.max_in_flight is not None and settings.max_in_flight < 1,
+                "max_in_flight must be >= 1 (or unset)",
+            ),
             (not settings.topic, "topic must not be empty"),
             (
                 settings.transactional_id is not None and not settings.enable_idempotence,
@@ -98,6 +106,8 @@ def librdkafka_config(settings: ProducerSettings) -> dict[str, Any]:
     }
     if settings.retries is not None:
         config["retries"] = settings.retries
+    if settings.max_in_flight is not None:
+        config["max.in.flight.requests.per.connection"] = settings.max_in_flight
     if settings.transactional_id is not None:
         config["transactional.id"] = settings.transactional_id
     return config

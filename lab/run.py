@@ -94,6 +94,9 @@ class LabSettings:
     replication_factor: int = -1
     abort_every: int | None = None  # None: DEFAULT_ABORT_EVERY for transactional modes
     producer_idempotence: bool = True
+    # The source producer's max.in.flight.requests.per.connection (None: librdkafka's default);
+    # idempotence off, several in flight and drop-acks make its records out of order.
+    producer_max_in_flight: int | None = None
     drop_probability: float = 0.2  # of a Produce response, with drop-acks
     batch_size: int = 20
     step_delay: float = 0.15
@@ -122,6 +125,10 @@ class LabSettings:
                 (self.kill_at is not None and self.kill_at not in KILL_AIMS, "--kill-at"),
                 (not 0 <= self.drop_probability <= 1, "drop probability: expected 0..1"),
                 (self.partitions < 1, "partitions: expected >= 1"),
+                (
+                    self.producer_max_in_flight is not None and self.producer_max_in_flight < 1,
+                    f"--producer-max-in-flight: expected >= 1, got {self.producer_max_in_flight}",
+                ),
                 (
                     self.mode in POSTGRES_MODES and not self.sink_dsn,
                     f"{self.mode} needs a PostgreSQL connection string (sink_dsn)",
@@ -287,6 +294,7 @@ def _producer_settings(
         idempotence=settings.producer_idempotence,
         abort_every=settings.abort_every,
         client=settings.client,
+        max_in_flight=settings.producer_max_in_flight,
     )
 
 

@@ -48,6 +48,13 @@ def register(commands: Any) -> None:
         default="on",
         help="the source producer's enable.idempotence (off + drop-acks = duplicates)",
     )
+    run.add_argument(
+        "--producer-max-in-flight",
+        type=int,
+        metavar="N",
+        help="the source producer's max.in.flight.requests.per.connection (idempotence off, "
+        "N > 1 + drop-acks = records out of order)",
+    )
     run.add_argument("--bootstrap", help="Kafka bootstrap servers (default: config, else embedded)")
     run.add_argument("--report", help="report path (default: <state_dir>/lab/<run>/report.json)")
     run.add_argument("--seed", type=int, help="seed for random kill points")
@@ -72,6 +79,7 @@ def _run(args: argparse.Namespace) -> int:
             faults=tuple(args.fault),
             kill_at=args.kill_at,
             producer_idempotence=args.producer_idempotence == "on",
+            producer_max_in_flight=args.producer_max_in_flight,
             seed=args.seed,
             cluster=embedded,
             config_path=config_path.absolute(),

@@ -46,6 +46,9 @@ _SHOWN = (
     ("faults_observed", "faults"),
     ("evidence", "evidence"),
     ("claim_shown", "claim"),
+    ("torn_commits", "torn commits"),
+    ("producer_out_of_order", "out of order (producer)"),
+    ("sink_out_of_order", "out of order (sink)"),
 )
 
 

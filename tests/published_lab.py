@@ -31,14 +31,27 @@ MESSAGES = 600
 RATE = 60.0  # ~10 s of production per run: crashes land while the processor has work
 CRASHES = 3
 # mode -> extra LabSettings; "drop-acks" is an at-least-once pipeline fed by a producer whose
-# acks the fault proxy drops, with idempotence off.
+# acks the fault proxy drops, with idempotence off and 5 requests in flight (its retries
+# duplicate and reorder its records); "drop-acks-idempotent" the same producer with
+# idempotence on (neither), a short run.
+DROP_ACKS_RUNS = ("drop-acks", "drop-acks-idempotent")
 RUNS: dict[str, dict[str, Any]] = {
     "at-most-once": {"crashes": CRASHES},
     "at-least-once": {"crashes": CRASHES},
     "exactly-once": {"crashes": CRASHES},
     "exactly-once-broken": {},
     "idempotent-sink": {"crashes": CRASHES},
-    "drop-acks": {"faults": ("drop-acks",), "producer_idempotence": False},
+    "drop-acks": {
+        "faults": ("drop-acks",),
+        "producer_idempotence": False,
+        "producer_max_in_flight": 5,
+    },
+    "drop-acks-idempotent": {
+        "faults": ("drop-acks",),
+        "producer_max_in_flight": 5,
+        "messages": 300,
+        "rate": 100.0,
+    },
 }
 
 
@@ -83,18 +96,16 @@ def build_published_lab(kafka: Any, spark: Any, root: Path) -> PublishedLab:
         for run, extra in RUNS.items():
             if "faults" in extra and kafka.embedded is None:
                 continue  # the fault proxy needs the embedded broker's FAULT listener
-            mode = "at-least-once" if run == "drop-acks" else run
+            mode = "at-least-once" if run in DROP_ACKS_RUNS else run
             settings = LabSettings(
                 pipeline=f"lab-{run}",
                 mode=mode,  # type: ignore[arg-type]
                 bootstrap_servers=kafka.bootstrap_servers,
                 lab_dir=root / "lab",
-                messages=MESSAGES,
-                rate=RATE,
                 cluster=kafka.embedded,
                 config_path=config_path,
                 progress=lambda line: None,
-                **extra,
+                **{"messages": MESSAGES, "rate": RATE, **extra},
             )
             report = run_lab(settings)
             assert report.caught_up, f"{run}: the processor never caught up"

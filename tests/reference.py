@@ -115,8 +115,10 @@ FROM bounded WHERE seq - previous > 1
 
 # Lost ids of one pipeline (spark_jobs.analyze.loss.lost without `pipeline`): `committed` holds the
 # group's (topic, partition, committed_offset); with $external the greater of that and the
-# sink's own highest src_offset + 1 (the table's rows are its claim). Gaps are counted from
-# the distinct sequences each session wrote, dated by the earliest record after the gap.
+# sink's own highest src_offset + 1 (the table's rows are its claim). A missing id a Kafka
+# sink holds in aborted transactions is a torn commit, its first aborted copy named. Gaps are
+# counted from the distinct sequences each session wrote, dated by the earliest record after
+# the gap.
 # Beyond retention (docs/design.md): a missing record older than the oldest held record of a
 # sink partition whose held history starts after offset 0; leading gaps only on source
 # partitions held from offset 0.
@@ -148,12 +150,20 @@ WITH sink_partitions AS (
     WHERE NOT EXISTS (
         SELECT 1 FROM sink WHERE sink.committed AND sink.message_id = k.message_id
     )
+), aborted_copies AS (
+    SELECT message_id,
+           first(concat_ws('/', topic, "partition", "offset")
+                 ORDER BY topic, "partition", "offset") AS aborted_copy
+    FROM sink WHERE NOT $external AND NOT committed AND message_id IS NOT NULL
+    GROUP BY message_id
 ), not_in_sink AS (
-    SELECT message_id, topic, "partition", "offset", timestamp, producer, seq,
-           1::BIGINT AS missing, 'not in sink' AS cause, timestamp AS window_at
-    FROM missing WHERE NOT beyond
+    SELECT m.message_id, topic, "partition", "offset", timestamp, producer, seq,
+           1::BIGINT AS missing,
+           CASE WHEN a.aborted_copy IS NULL THEN 'not in sink' ELSE 'torn commit' END AS cause,
+           timestamp AS window_at, a.aborted_copy
+    FROM missing m LEFT JOIN aborted_copies a USING (message_id) WHERE NOT beyond
     QUALIFY row_number() OVER (
-        PARTITION BY message_id
+        PARTITION BY m.message_id
         ORDER BY timestamp ASC NULLS FIRST, topic, "partition", "offset"
     ) = 1
 ), present AS (
@@ -170,7 +180,8 @@ WITH sink_partitions AS (
 ), gaps AS (
     SELECT NULL::VARCHAR AS message_id, topic, "partition", NULL::BIGINT AS "offset",
            NULL::TIMESTAMPTZ AS timestamp, producer, below + 1 AS seq,
-           seq - below - 1 AS missing, 'sequence gap' AS cause, next_at AS window_at
+           seq - below - 1 AS missing, 'sequence gap' AS cause, next_at AS window_at,
+           NULL::VARCHAR AS aborted_copy
     FROM floored WHERE below IS NOT NULL
 )
 SELECT * FROM not_in_sink
@@ -223,7 +234,8 @@ WITH sink_partitions AS (
 )
 SELECT CASE WHEN missing THEN 'lost' ELSE 'late' END AS kind, message_id, topic,
        "partition", "offset", timestamp, producer, seq, 1::BIGINT AS missing,
-       'not in sink within max_delay' AS cause, timestamp AS window_at
+       'not in sink within max_delay' AS cause, timestamp AS window_at,
+       NULL::VARCHAR AS aborted_copy
 FROM firsts
 WHERE n = 1 AND (missing OR first_copy_at > timestamp + $max_delay)
 """
@@ -231,6 +243,39 @@ WHERE n = 1 AND (missing OR first_copy_at > timestamp + $max_delay)
 DEADLINE_CHECKED = DEADLINE[: DEADLINE.index("), firsts AS (")] + (
     ") SELECT count(*) AS records_checked FROM judged WHERE NOT (missing AND beyond)"
 )
+
+
+# Records out of order (docs/design.md, "Order, beside the delivery semantic"): in a
+# producer session of the source (stream: dgm-producer, position: dgm-seq), or among a sink
+# partition's copies of one source partition (stream: 'src_topic/src_partition', position:
+# the src_offset), a committed record whose position is below the highest position of its
+# stream at a lower offset; with the first offset holding that highest one.
+OUT_OF_ORDER = """
+WITH streams AS (
+    SELECT 'out of order' AS anomaly, topic, "partition", "offset", timestamp, message_id,
+           producer AS stream, seq AS position
+    FROM source WHERE committed AND producer IS NOT NULL AND seq IS NOT NULL
+    UNION ALL
+    SELECT 'sink out of order', topic, "partition", "offset", timestamp, message_id,
+           src_topic || '/' || src_partition, src_offset
+    FROM sink
+    WHERE committed AND src_topic IS NOT NULL AND src_partition IS NOT NULL
+      AND src_offset IS NOT NULL
+), judged AS (
+    SELECT *, max(position) OVER (
+        PARTITION BY anomaly, topic, "partition", stream ORDER BY "offset"
+        ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
+    ) AS preceded_by
+    FROM streams
+)
+SELECT anomaly, topic, "partition", "offset", timestamp, message_id, stream, position,
+       preceded_by,
+       (SELECT min(e."offset") FROM streams e
+        WHERE e.anomaly = j.anomaly AND e.topic = j.topic AND e."partition" = j."partition"
+          AND e.stream = j.stream AND e.position = j.preceded_by
+          AND e."offset" < j."offset") AS preceded_at
+FROM judged j WHERE position < preceded_by
+"""
 
 
 def _scan(connection: duckdb.DuckDBPyConnection, name: str, data: Fingerprints) -> None:
@@ -344,3 +389,9 @@ def filtered(source_fingerprints: Fingerprints, pipeline: str = "p") -> tuple[in
     """(filtered, filter_undecided) committed source records of `pipeline`."""
     row = query(FILTERED, {"pipeline": pipeline}, source=source_fingerprints).to_pylist()[0]
     return int(row["filtered"]), int(row["filter_undecided"])
+
+
+def out_of_order(source_fingerprints: Fingerprints, sink_fingerprints: Fingerprints) -> pa.Table:
+    """The records out of order of a source (producer sessions) and a Kafka sink (copies of
+    a source partition), with anomaly, stream, position, preceded_by and preceded_at."""
+    return query(OUT_OF_ORDER, source=source_fingerprints, sink=sink_fingerprints)

@@ -11,7 +11,7 @@ from typing import Any
 
 from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, TopicPartition
 
-from dgm.headers import ID, SRC, header_map
+from dgm.headers import ID, PRODUCER, SEQ, SRC, header_map
 from dgm.waiting import wait_until
 
 
@@ -93,3 +93,44 @@ def by_id(copies: Counter[tuple[str, str]]) -> Counter[str]:
 
 def extra_copies(ids: Counter[str]) -> int:
     return sum(ids.values()) - len(ids)
+
+
+def _behind(records: list[Record], stream: Any, position: Any) -> list[Record]:
+    """The records (each partition read in offset order) whose position is below the highest
+    position a record of the same partition and stream holds at a lower offset."""
+    highest: dict[tuple[int, Any], int] = {}
+    behind = []
+    for record in sorted(records, key=lambda r: (r.partition, r.offset)):
+        key, at = (record.partition, stream(record)), position(record)
+        if key[1] is None or at is None:
+            continue
+        if at < highest.get(key, at):
+            behind.append(record)
+        highest[key] = max(at, highest.get(key, at))
+    return behind
+
+
+def producer_out_of_order(records: list[Record]) -> list[Record]:
+    """Records whose dgm-seq is below one their producer session wrote at a lower offset of
+    the same partition (docs/design.md, "out of order")."""
+
+    def seq(r: Record) -> int | None:
+        raw = r.headers.get(SEQ)
+        return int(raw) if raw is not None and raw.isdigit() else None
+
+    return _behind(records, lambda r: r.headers.get(PRODUCER), seq)
+
+
+def sink_out_of_order(records: list[Record]) -> list[Record]:
+    """Sink records whose dgm-src offset is below that of a record from the same source
+    partition at a lower offset of the same sink partition."""
+
+    def source_partition(r: Record) -> str | None:
+        src = r.headers.get(SRC)
+        return src.decode().rsplit("/", 1)[0] if src else None
+
+    def source_offset(r: Record) -> int | None:
+        src = r.headers.get(SRC)
+        return int(src.decode().rsplit("/", 1)[1]) if src else None
+
+    return _behind(records, source_partition, source_offset)

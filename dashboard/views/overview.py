@@ -39,6 +39,23 @@ COLUMNS = {
     "duplicate_rate": st.column_config.NumberColumn("Duplicate rate", format="percent"),
     "loss_rate": st.column_config.NumberColumn("Loss rate", format="percent"),
     "aborted_reads": st.column_config.NumberColumn("Aborted reads", format="localized"),
+    "torn_commits": st.column_config.NumberColumn(
+        "Torn commits",
+        help="lost records whose sink copy exists only in aborted transactions while the "
+        "claim covers them: a transaction protocol failure",
+        format="localized",
+    ),
+    "producer_out_of_order": st.column_config.NumberColumn(
+        "Out of order (producer)",
+        help="source records behind a higher dgm-seq of their producer session (order: beside "
+        "the verdict, never part of it)",
+        format="localized",
+    ),
+    "sink_out_of_order": st.column_config.NumberColumn(
+        "Out of order (sink)",
+        help="sink records behind a higher offset of their source partition (order)",
+        format="localized",
+    ),
     "producer_achieved": st.column_config.TextColumn(
         "Producer",
         help="what reached the first source: the producer stage's semantic (its retries' "
@@ -177,6 +194,31 @@ def _late(v: pd.Series) -> str:
     )
 
 
+def _counted(v: pd.Series, name: str) -> int:
+    value = v.get(name)
+    return 0 if value is None or pd.isna(value) else int(value)
+
+
+def _torn_and_order(v: pd.Series) -> str:
+    """The torn commits among the losses and the records out of order, when there are any."""
+    said = ""
+    torn = _counted(v, "torn_commits")
+    if torn:
+        said += (
+            f" **{ui.count(torn)}** of the lost records are torn commits: their sink copy "
+            "exists only in aborted transactions, yet the claim moved past them (a "
+            "transaction protocol failure)."
+        )
+    producer, sink = _counted(v, "producer_out_of_order"), _counted(v, "sink_out_of_order")
+    if producer or sink:
+        said += (
+            f" Order, beside the verdict: **{ui.count(producer)}** source records behind a "
+            f"higher dgm-seq of their producer session, **{ui.count(sink)}** sink records "
+            "behind a higher offset of their source partition."
+        )
+    return said
+
+
 def _details(rows: pd.DataFrame, stale: bool) -> None:
     names = list(rows["pipeline"])
     if not names:
@@ -240,6 +282,7 @@ def _card(v: pd.Series, windows: pd.DataFrame, stale: bool) -> None:
             )
             + (f" Claim: **{claim_text(v)}**." if claim_text(v) else "")
             + _late(v)
+            + _torn_and_order(v)
         )
         _stages(v)
         if v["why_not_judged"]:

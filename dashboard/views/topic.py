@@ -1,5 +1,6 @@
 """Topic drill-down (shareable: `?topic=NAME&id=ID`): rates and duplicates by cause over the
-time range, heat map, duplicates, the story of one duplicated id, lost ids.
+time range, heat map, duplicates, the story of one duplicated id, lost ids, records out of
+order.
 
 Only ids, keys and record coordinates are shown: the published tables hold no payloads.
 """
@@ -10,6 +11,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import charts, queries, story_view, timerange, ui
+from dgm.vocabulary import OrderAnomaly
 
 DUPLICATE_COLUMNS = [
     "message_id",
@@ -122,18 +124,60 @@ def _lost(topic: str, within: timerange.TimeRange) -> None:
     _download(shown[LOST_COLUMNS], f"lost-{topic}.csv", f"lost-csv-{topic}")
 
 
+ORDER_COLUMNS = [
+    "anomaly",
+    "partition",
+    "offset",
+    "timestamp",
+    "message_id",
+    "stream",
+    "position",
+    "preceded_by",
+    "preceded_at",
+    "pipeline",
+]
+
+
+def _order(topic: str, within: timerange.TimeRange) -> None:
+    st.header("Order", anchor=False)
+    st.caption(
+        f"Records behind a higher position of their stream ({within.label}): "
+        f"**{OrderAnomaly.OUT_OF_ORDER}**, a producer session's dgm-seq (position) fell "
+        f"within a partition; **{OrderAnomaly.SINK_OUT_OF_ORDER}**, a sink's copies of one "
+        "source partition (stream) fell back in source offset. `preceded_by` is the highest "
+        "position before the record, at offset `preceded_at`. Order is judged beside the "
+        "verdict, never part of it."
+    )
+    frame = queries.out_of_order(topic, within)
+    if frame.empty:
+        st.success(f"No record out of order in this topic, {within.label}.")
+        return
+    by_anomaly = frame.drop_duplicates(["anomaly", "partition", "offset"]).groupby("anomaly")
+    st.markdown(
+        ", ".join(f"{anomaly}: **{n} records**" for anomaly, n in by_anomaly.size().items())
+    )
+    _table(frame[ORDER_COLUMNS])
+    _download(frame[ORDER_COLUMNS], f"out-of-order-{topic}.csv", f"order-csv-{topic}")
+
+
 def _totals(topic: str) -> None:
     totals = queries.topic_totals()
     row = totals[totals["topic"] == topic]
     if row.empty:
         return
     r = row.iloc[0]
-    cells = st.columns(5)
+    cells = st.columns(6)
     cells[0].metric("Committed records", ui.count(r["records"]))
     cells[1].metric("Distinct ids", ui.count(r["distinct_ids"]))
     cells[2].metric("Extra copies", ui.count(r["duplicate_copies"]))
     cells[3].metric("Duplicate rate", ui.rate(r["duplicate_rate"]))
     cells[4].metric("Aborted records", ui.count(r["aborted"]))
+    cells[5].metric(
+        "Out of order",
+        ui.count(r["out_of_order"]),
+        help="records behind a higher dgm-seq of their producer session, or (a sink) a "
+        "higher source offset of their source partition",
+    )
 
 
 def render() -> None:
@@ -166,6 +210,7 @@ def render() -> None:
     )
     _duplicates(topic, within)
     _lost(topic, within)
+    _order(topic, within)
 
 
 ui.run_page(render, "topic")

@@ -10,12 +10,15 @@ makes the engine rebuild.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from dgm import published as tables
+from dgm.vocabulary import OrderAnomaly
 from spark_jobs.analyze.output import COUNTS, NO_TIME, PIPELINE_COUNTS, TOPIC_COUNTS
 from spark_jobs.analyze.publish import conform_arrow
 
@@ -155,3 +158,73 @@ def gap_counts(counted: pd.DataFrame) -> pd.DataFrame:
     for name in COUNTS:
         frame[name] = counted[name].astype("int64") if name in counted else 0
     return frame.assign(**dict.fromkeys(SPANS, np.nan))
+
+
+def order_counts(behind: pd.DataFrame, attributed: pd.DataFrame, window_us: int) -> pd.DataFrame:
+    """The records out of order as count rows: `out_of_order` per topic (each record once, in
+    its window when timed, and in the topic's total), and per pipeline (`attributed`, as
+    order.per_pipeline gives them) `producer_out_of_order` or `sink_out_of_order`."""
+    producer = (attributed["anomaly"] == OrderAnomaly.OUT_OF_ORDER.value).astype("int64")
+    timed = behind[behind["timestamp_us"] != NO_TIME]
+    parts = [
+        _count_rows("topic", timed["topic"], _NONE, _window(timed, window_us), False,
+                    out_of_order=1),
+        _count_rows("topic", behind["topic"], _NONE, NO_TIME, True, out_of_order=1),
+        _count_rows("pipeline", _NONE, attributed["pipeline"], _window(attributed, window_us),
+                    False, producer_out_of_order=producer, sink_out_of_order=1 - producer),
+    ]  # fmt: skip
+    return (
+        pd.concat([p for p in parts if len(p)], ignore_index=True)
+        if any(map(len, parts))
+        else (pd.DataFrame(columns=[*KEYS, *COUNTS, *SPANS]))
+    )
+
+
+def _window(rows: pd.DataFrame, window_us: int) -> pd.Series:
+    stamps = rows["timestamp_us"].astype("int64")
+    return stamps.where(stamps == NO_TIME, stamps - stamps % window_us)
+
+
+def _count_rows(
+    kind: str, topic: Any, pipeline: Any, window_us: Any, total: bool, **counts: Any
+) -> pd.DataFrame:
+    """Count rows (KEYS, COUNTS, SPANS) of one kind: one per element of the Series given."""
+    index = next(v.index for v in (topic, pipeline, window_us) if isinstance(v, pd.Series))
+    frame = pd.DataFrame(
+        {"kind": kind, "pipeline": pipeline, "topic": topic, "partition": -1,
+         "window_us": window_us, "total": total},
+        index=index,
+    )  # fmt: skip
+    for name in COUNTS:
+        frame[name] = counts.get(name, 0)
+    frame = frame.astype({name: "int64" for name in COUNTS} | {"window_us": "int64"})
+    return frame.assign(**dict.fromkeys(SPANS, np.nan)).reset_index(drop=True)
+
+
+def out_of_order_table(behind: pd.DataFrame, attributed: pd.DataFrame) -> pa.Table:
+    """The out_of_order table: every record behind once, a sink's once per pipeline it counts
+    against (pipeline null for a producer session's, and for a sink record no pipeline's)."""
+    sink = OrderAnomaly.SINK_OUT_OF_ORDER.value
+    keys = ["anomaly", "topic", "partition", "offset"]
+    owned = attributed[attributed["anomaly"] == sink]
+    alone = behind.merge(owned[keys].drop_duplicates(), on=keys, how="left", indicator=True)
+    alone = alone[alone["_merge"] == "left_only"].drop(columns=["_merge"])
+    rows = pd.concat([alone.assign(pipeline=None), owned], ignore_index=True)
+    stamps = rows["timestamp_us"].astype("int64") if len(rows) else pd.Series(dtype="int64")
+    data = {
+        "anomaly": pa.array(rows["anomaly"].astype(object), pa.string()),
+        "pipeline": pa.array(rows["pipeline"].astype(object).where(rows["pipeline"].notna(), None),
+                             pa.string()),
+        "topic": pa.array(rows["topic"].astype(object), pa.string()),
+        "partition": pa.array(rows["partition"].to_numpy(dtype="int64")).cast(pa.int32()),
+        "offset": pa.array(rows["offset"].to_numpy(dtype="int64")),
+        "timestamp": _ints(stamps, NO_TIME).cast(_STAMP),
+        "message_id": pa.array(
+            rows["message_id"].astype(object).where(rows["message_id"].notna(), None),
+            pa.string(),
+        ),
+        "stream": pa.array(rows["stream"].astype(object), pa.string()),
+        **{n: pa.array(rows[n].to_numpy(dtype="int64")) for n in
+           ("position", "preceded_by", "preceded_at")},
+    }  # fmt: skip
+    return conform_arrow(pa.table(data), tables.OUT_OF_ORDER)

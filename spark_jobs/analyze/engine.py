@@ -4,7 +4,8 @@ new records touch, with the Spark passes of passes.py.
 Kept between cycles: the fingerprints in the executors (audit.kept_fingerprints, which says
 what is new), and on the driver what is bounded by keys and windows, not by records — the
 per-key counts (counts.py), the duplicate and lost rows, the producer sessions' runs
-(per_session.py), the routes History is made of and the Context the counts were made under.
+(per_session.py), the records out of order and the marks of their streams (order.py), the
+routes History is made of and the Context the counts were made under.
 All of it is derived: a new process, a failed cycle or anything this module cannot follow
 (`rebuild_reason`) makes the next cycle rebuild it from the fingerprints, every table in one
 pass. Nothing lives only in the driver that executors need: they get the Context with each
@@ -36,15 +37,17 @@ from pyspark.sql import functions as F
 from dgm import published as tables
 from dgm.config_schema import DgmConfig
 from spark_jobs.analyze import counts as tally
-from spark_jobs.analyze import loss
+from spark_jobs.analyze import loss, order
 from spark_jobs.analyze.passes import (
     History,
     Routes,
     by_id,
     context,
     routes,
-    session_runs,
-    stamped_sources,
+    sessions_of,
+    split_streams,
+    stream_records,
+    streams,
 )
 from spark_jobs.analyze.per_id import Context
 from spark_jobs.analyze.per_session import gap_rows, intervals_of, runs, runs_frame
@@ -71,6 +74,8 @@ class State:
     records: pa.Table  # output.SCHEMA rows of RECORD_KINDS
     counts: pd.DataFrame  # counts.summed
     runs: pd.DataFrame  # per_session.RUNS
+    behind: pd.DataFrame  # the records out of order (order.judge's)
+    marks: pd.DataFrame  # every order stream's mark (order.judge's)
 
 
 def _union(first: DataFrame, second: DataFrame | None) -> DataFrame:
@@ -218,11 +223,12 @@ def _rebuilt(
     count = fingerprints.counted()  # sizes the shuffles
     with _timed(timings, "per id"):
         rows = by_id(whole, ctx, count).toArrow()
-    with _timed(timings, "runs"):
-        found = runs_frame(session_runs(whole, ctx, count).toArrow())
-    return State(
-        ctx, kept_routes, known, _records(rows), tally.summed(tally.count_rows(rows)), found
-    )
+    with _timed(timings, "runs and order"):
+        runs_rows, order_rows = split_streams(streams(whole, ctx, count).toArrow())
+        found = runs_frame(runs_rows)
+        behind, marks = order.split(order_rows)
+    counts = tally.summed(tally.count_rows(rows))
+    return State(ctx, kept_routes, known, _records(rows), counts, found, behind, marks)
 
 
 def _records(rows: pa.Table) -> pa.Table:
@@ -300,18 +306,41 @@ def _advanced(
         counts = tally.summed(
             state.counts, tally.count_rows(now_rows), tally.count_rows(was_rows, sign=-1)
         )
-    with _timed(timings, "runs"):
-        new_records = stamped_sources(fingerprints.added, ctx).toArrow()
-        found = runs(pd.concat([state.runs, intervals_of(new_records)], ignore_index=True))
-    return State(ctx, kept_routes, known, records, counts, found), len(touched)
+    with _timed(timings, "runs and order"):
+        new_records = stream_records(fingerprints.added, ctx).toArrow()
+        found = runs(
+            pd.concat([state.runs, intervals_of(sessions_of(new_records))], ignore_index=True)
+        )
+        behind, marks = _ordered_on(state, new_records, fingerprints, ctx)
+    advanced = State(ctx, kept_routes, known, records, counts, found, behind, marks)
+    return advanced, len(touched)
+
+
+def _ordered_on(
+    state: State, new_records: pa.Table, fingerprints: Fingerprints, ctx: Context
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(behind, marks) with the committed `new_records` (passes.stream_records) judged against
+    the kept marks; judged again from every record when some new one does not lie above its
+    stream's mark (an audit reads a partition's offsets in increasing ranges; records that
+    came otherwise are judged right, at the cost of a pass)."""
+    new = order.records_of(new_records.filter(new_records["committed"]))
+    if not order.above(new, state.marks):
+        log.info("order: new records below their streams' marks, judged again from all")
+        return order.split(split_streams(streams(fingerprints.whole, ctx).toArrow())[1])
+    behind, marks = order.judge(new, state.marks)
+    return pd.concat([state.behind, behind], ignore_index=True), marks
 
 
 def published(state: State) -> tuple[dict[str, pa.Table], pa.Table]:
     """The tables of the kept state: sequence gaps are worked out from the runs each cycle
-    (they depend on the cutoff, and the runs are few)."""
+    (they depend on the cutoff, and the runs are few), and the order counts from the
+    records out of order (each counts once it is read: no cutoff)."""
     partial = list(state.known.held_from)
     gap_lost, gap_counted = gap_rows(state.runs, state.ctx, partial)
-    counts = state.counts
+    ctx = state.ctx
+    attributed = order.per_pipeline(state.behind, ctx.sources, ctx.sinks, ctx.source_topics)
+    order_counts = tally.order_counts(state.behind, attributed, ctx.window_us)
+    counts = tally.summed(state.counts, order_counts) if len(order_counts) else state.counts
     pipelines = tally.summed(counts[counts["kind"] == "pipeline"], tally.gap_counts(gap_counted))
     lost = pa.concat_tables(
         [tally.record_table(state.records, "lost", tables.LOST), tally.gap_table(gap_lost)]
@@ -321,4 +350,5 @@ def published(state: State) -> tuple[dict[str, pa.Table], pa.Table]:
         tables.LOST.name: lost,
         tables.TOPIC_WINDOWS.name: tally.topic_windows(counts),
         tables.PARTITION_WINDOWS.name: tally.partition_windows(counts),
+        tables.OUT_OF_ORDER.name: tally.out_of_order_table(state.behind, attributed),
     }, tally.pipeline_counts(pipelines)

@@ -8,10 +8,12 @@ sits below the offset the pipeline claims to have processed (the group's committ
 for an external sink without group commits, the highest source offset the sink holds + 1)
 and is older than the grace cutoff. A checked record's id is **lost** when no committed sink
 record of the pipeline carries it (cause 'not in sink'); one row per lost id, at its first
-checked source record by (timestamp, topic, partition, offset). A gap in a source producer
-session's dgm-seq run is lost too (cause 'sequence gap'), once the record after the gap is
-past the cutoff (per_session.gaps). An **aborted read** is a committed sink record whose id
-the source holds only in aborted transactions.
+checked source record by (timestamp, topic, partition, offset); cause 'torn commit' instead
+when the sink holds the id in aborted transactions (first_aborted_copies; not under a
+deadline claim). A gap in a source producer session's dgm-seq run is lost too (cause
+'sequence gap'), once the record after the gap is past the cutoff (per_session.gaps). An
+**aborted read** is a committed sink record whose id the source holds only in aborted
+transactions.
 
 A pipeline with a **deadline** claim (claim = "deadline") has no claimed offset: its source
 record is checked once it is committed, identified and timestamped before now - max_delay (the
@@ -250,6 +252,17 @@ def late(checked: pd.DataFrame, sinks: pd.DataFrame, deadlines: pd.DataFrame) ->
     first = first.merge(arrived.reset_index(), on=["pipeline", "message_id"])
     delay = first["pipeline"].map(deadlines.set_index("pipeline")["max_delay_us"])
     return first[first["first_copy_us"] > first["ts"] + delay]
+
+
+def first_aborted_copies(aborted: pd.DataFrame) -> pd.DataFrame:
+    """(pipeline, message_id, topic, partition, offset) of the first aborted sink record of
+    each id by (topic, partition, offset); `aborted`: identified aborted sink rows per
+    pipeline. A lost id of a group or sink-offset claim with one is a **torn commit**
+    (docs/design.md): it has no committed sink copy (it is lost), so the aborted ones are all
+    the sink holds, while the claim covers its source record (it was checked)."""
+    keys = ["pipeline", "message_id"]
+    ordered = aborted.sort_values([*keys, "topic", "partition", "offset"])
+    return ordered.drop_duplicates(keys)[[*keys, "topic", "partition", "offset"]]
 
 
 def aborted_reads(sources: pd.DataFrame, sinks: pd.DataFrame) -> pd.DataFrame:

@@ -22,6 +22,7 @@ TOPIC_COUNTS = (
     "unidentified",
     "aborted",
     "duplicate_copies",
+    "out_of_order",
 )
 PIPELINE_COUNTS = (
     "records_checked",
@@ -35,6 +36,9 @@ PIPELINE_COUNTS = (
     "late_records",
     "filtered",
     "filter_undecided",
+    "torn_commits",
+    "producer_out_of_order",
+    "sink_out_of_order",
 )
 COUNTS = tuple(dict.fromkeys((*TOPIC_COUNTS, *PIPELINE_COUNTS)))
 SCHEMA = pa.schema(
@@ -60,6 +64,8 @@ SCHEMA = pa.schema(
         *((name, pa.int64()) for name in COUNTS),
         ("first_checked_us", pa.int64()),
         ("last_checked_us", pa.int64()),
+        # a torn commit's first aborted sink copy, 'topic/partition/offset'
+        ("aborted_copy", pa.string()),
     ]
 )
 # Taken from the fingerprints as they are (exact types), not rebuilt from pandas.

@@ -2,7 +2,9 @@
 small aggregate: held history and dgm-src routes, from which the loss module's rules work out
 the claims), one shuffle of fingerprints
 by message id whose partitions work out every id's copies, causes, losses and counts
-(per_id), and one shuffle of source records by producer session into runs (per_session).
+(per_id), and one shuffle of the records of streams (producer sessions of source topics, a
+source partition's copies in a sink partition): the sessions' runs (per_session) and the
+records out of order (order).
 
 The engine (engine.py) runs them over every fingerprint on a rebuild and over the
 fingerprints of the ids a cycle touches otherwise.
@@ -16,11 +18,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from dgm.config_schema import DgmConfig
-from spark_jobs.analyze import loss
+from dgm.vocabulary import OrderAnomaly
+from spark_jobs.analyze import loss, order
 from spark_jobs.analyze.output import SCHEMA
 from spark_jobs.analyze.per_id import COLUMNS as ID_COLUMNS
 from spark_jobs.analyze.per_id import Context, per_id_rows
@@ -29,7 +33,11 @@ from spark_jobs.analyze.per_session import RUNS, runs_rows
 from spark_jobs.schemas import spark_schema
 
 OUTPUT = spark_schema(SCHEMA)
-RUNS_SPARK = spark_schema(RUNS)
+# What the stream pass gives: order.ROWS, and the runs of producer sessions (row RUN; stream
+# the session, with per_session.RUNS' start, end and start_ts).
+RUN = "run"
+STREAM_ROWS = pa.schema([*order.ROWS, *(RUNS.field(n) for n in ("start", "end", "start_ts"))])
+STREAM_SPARK = spark_schema(STREAM_ROWS)
 _MICROS = 1_000_000
 ROWS_PER_TASK = 1_000_000
 FEW_ROWS = 100_000
@@ -168,22 +176,84 @@ def by_id(fingerprints: DataFrame, ctx: Context, rows: int | None = None) -> Dat
     )
 
 
-def stamped_sources(fingerprints: DataFrame, ctx: Context) -> DataFrame:
-    """The source records of producer sessions (per_session.COLUMNS)."""
+def stream_records(fingerprints: DataFrame, ctx: Context) -> DataFrame:
+    """The records of every stream (STREAM_COLUMNS): the stamped records of source topics,
+    committed or aborted (a session's runs count aborted records as present, its order only
+    committed ones), streams of their producer session; and the committed records of Kafka
+    sink topics made from a source record (dgm-src), streams of that record's partition."""
     stamped = F.col("producer").isNotNull() & F.col("seq").isNotNull()
-    topics = list(ctx.sources)
-    return fingerprints.where(F.col("topic").isin(*topics) & stamped).select(*SESSION_COLUMNS)
-
-
-def session_runs(fingerprints: DataFrame, ctx: Context, rows: int | None = None) -> DataFrame:
-    """The runs of every source producer session (per_session.RUNS): one shuffle by session
-    (`rows` as in by_id). Not the partitions as they lie, though runs merge: the source
-    records may all lie in a few of them, and their runs took 2.1 s for 5M rows in one
-    partition, 0.2 s for 1.2M."""
-    sessions = stamped_sources(fingerprints, ctx).repartition(
-        _partitions(fingerprints, rows), "topic", "partition", "producer"
+    common = ["topic", "partition", "offset", "timestamp", "message_id"]
+    producer = fingerprints.where(F.col("topic").isin(*ctx.sources) & stamped).select(
+        F.lit(OrderAnomaly.OUT_OF_ORDER.value).alias("anomaly"),
+        *common,
+        F.col("producer").alias("stream"),
+        F.col("seq").alias("position"),
+        "committed",
     )
-    return sessions.mapInArrow(_in_partitions(runs_rows), RUNS_SPARK)
+    made = F.col("src_topic").isNotNull() & F.col("src_partition").isNotNull()
+    made &= F.col("src_offset").isNotNull() & F.col("committed")
+    sinks = order.kafka_topics(ctx.sinks)
+    sink = fingerprints.where(F.col("topic").isin(*sinks) & made).select(
+        F.lit(OrderAnomaly.SINK_OUT_OF_ORDER.value).alias("anomaly"),
+        *common,
+        F.concat_ws("/", "src_topic", F.col("src_partition").cast("string")).alias("stream"),
+        F.col("src_offset").alias("position"),
+        "committed",
+    )
+    return producer.unionByName(sink)
+
+
+def sessions_of(records: pa.Table) -> pa.Table:
+    """The producer sessions' records among stream_records rows (per_session.COLUMNS)."""
+    stamped = records.filter(pc.equal(records["anomaly"], OrderAnomaly.OUT_OF_ORDER.value))
+    renamed = stamped.select(["topic", "partition", "stream", "position", "timestamp"])
+    return renamed.rename_columns(list(SESSION_COLUMNS))
+
+
+def stream_rows(batch: pa.Table) -> pa.Table:
+    """STREAM_ROWS of one partition of stream_records shuffled by stream: its producer
+    sessions' runs (per_session), and its records out of order and streams' marks (order)."""
+    found = runs_rows(sessions_of(batch))
+    judged = order.order_rows(batch.filter(batch["committed"]))
+    runs_part = {
+        "row": pa.array([RUN] * found.num_rows, pa.string()),
+        "stream": found["producer"],
+        **{name: found[name] for name in ("topic", "partition", "start", "end", "start_ts")},
+    }
+    return pa.concat_tables(
+        [conform(pa.table(runs_part), STREAM_ROWS), conform(judged, STREAM_ROWS)]
+    )
+
+
+def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """`table` with `schema`'s columns (nulls for those it lacks)."""
+    held = set(table.column_names)
+    columns = [
+        table[f.name].cast(f.type) if f.name in held else pa.nulls(len(table), f.type)
+        for f in schema
+    ]
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+def split_streams(rows: pa.Table) -> tuple[pa.Table, pa.Table]:
+    """(per_session.RUNS, order.ROWS) of STREAM_ROWS."""
+    runs = rows.filter(pc.equal(rows["row"], RUN))
+    runs = runs.select(["topic", "partition", "stream", "start", "end", "start_ts"])
+    runs = runs.rename_columns(list(RUNS.names)).cast(RUNS)
+    judged = rows.filter(pc.not_equal(rows["row"], RUN)).select(order.ROWS.names)
+    return runs, judged
+
+
+def streams(fingerprints: DataFrame, ctx: Context, rows: int | None = None) -> DataFrame:
+    """The runs of every source producer session, every record out of order and every
+    stream's mark (STREAM_ROWS): one shuffle of stream_records by stream (`rows` as in
+    by_id). Not the partitions as they lie, though runs merge: the source records may all lie
+    in a few of them, and their runs took 2.1 s for 5M rows in one partition, 0.2 s for
+    1.2M."""
+    shuffled = stream_records(fingerprints, ctx).repartition(
+        _partitions(fingerprints, rows), "topic", "partition", "stream"
+    )
+    return shuffled.mapInArrow(_in_partitions(stream_rows), STREAM_SPARK)
 
 
 def _partitions(frame: DataFrame, rows: int | None = None) -> int:

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from dgm.clusters import EXTERNAL_PREFIX
 from dgm.vocabulary import DuplicateCause, LossCause
 from spark_jobs.analyze import duplicates as duplicate_rules
 from spark_jobs.analyze import loss as loss_rules
@@ -206,6 +207,32 @@ def loss_causes(first_lost: pd.DataFrame, context: Context, names: Names) -> pd.
     ).astype(object)
 
 
+def with_causes(
+    first_lost: pd.DataFrame, aborted: pd.DataFrame, context: Context, names: Names
+) -> pd.DataFrame:
+    """`first_lost` with `cause` and, for a torn commit (a group or sink-offset claim's lost
+    id the sink holds in aborted transactions; loss.first_aborted_copies), its first aborted
+    sink copy as `aborted_copy` ('topic/partition/offset'). `aborted`: identified aborted
+    sink rows per pipeline."""
+    cause = loss_causes(first_lost, context, names)
+    copies = loss_rules.first_aborted_copies(aborted)
+    keys = ["pipeline", "message_id"]
+    found = first_lost[keys].merge(copies, on=keys, how="left").set_index(first_lost.index)
+    torn = found["offset"].notna() & (cause == LossCause.NOT_IN_SINK.value)
+    shown = pd.Series(None, index=first_lost.index, dtype=object)
+    if torn.any():
+        held = found[torn]
+        topics = names.topic_names(held["topic"].astype("int64"))
+        shown[torn] = [
+            f"{t}/{p}/{o}"
+            for t, p, o in zip(topics, held["partition"].astype("int64"),
+                               held["offset"].astype("int64"), strict=True)
+        ]  # fmt: skip
+    return first_lost.assign(
+        missing=1, cause=cause.where(~torn, LossCause.TORN_COMMIT.value), aborted_copy=shown
+    )
+
+
 def window_of(ts: pd.Series, has_ts: pd.Series, window_us: int) -> pd.Series:
     """Start (micros) of the window holding each time; NO_TIME for rows without one."""
     return ts.where(~has_ts, ts - ts % window_us).where(has_ts, NO_TIME)
@@ -253,6 +280,7 @@ def pipeline_counts(
         counted(checked, w, records_checked=1),
         counted(beyond, w, records_checked=-1, beyond_retention=1),
         counted(first_lost, w, lost=1),
+        counted(first_lost, w, torn_commits=first_lost["cause"] == LossCause.TORN_COMMIT.value),
         counted(aborted, w, aborted_reads=1),
         counted(sinks, w, sink_records=1, unidentified=~sinks["has_id"]),
         counted(source, w, unidentified=1),
@@ -394,6 +422,12 @@ def per_id_rows(batch: pa.Table, context: Context) -> pa.Table:
     sinks = per_pipeline(frame[frame["committed"]], names.by_topic(context.sinks), "int64")
     copied, duplicate_rows = duplicates(frame, batch, context, names)
     checked, first_lost = loss(sources, sinks, context, names)
+    # Aborted sink rows are a Kafka sink's: an external table holds what it committed.
+    aborted = frame[~frame["committed"] & frame["has_id"]]
+    kafka_sinks = {t: ps for t, ps in context.sinks.items() if not t.startswith(EXTERNAL_PREFIX)}
+    first_lost = with_causes(
+        first_lost, per_pipeline(aborted, names.by_topic(kafka_sinks), "int64"), context, names
+    )
     counts = pipeline_counts(
         frame,
         sinks,
@@ -409,9 +443,7 @@ def per_id_rows(batch: pa.Table, context: Context) -> pa.Table:
     return rows_of(
         batch,
         duplicates=_named(duplicate_rows, names),
-        lost=_named(
-            first_lost.assign(missing=1, cause=loss_causes(first_lost, context, names)), names
-        ),
+        lost=_named(first_lost, names),
         pipeline=_named(counts, names),
         topic=_named(topic_counts(frame, copied, context.window_us), names),
         partition=_named(partition_counts(frame, copied, context.window_us), names),

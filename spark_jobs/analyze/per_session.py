@@ -10,7 +10,7 @@ each with the earliest timestamp of a record holding the run's first seq. The ga
 lies between runs (and before the first, from 0), and the runs of old and new records
 together are the runs of old runs and new records together: a cycle merges its new records
 into the kept runs (a few per session) without reading the old records again. The rebuild
-works the runs out in one shuffle of source records by session (passes.session_runs).
+works the runs out in one shuffle of source records by session (passes.streams).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from dgm.vocabulary import LossCause
 from spark_jobs.analyze.output import NO_TIME
 from spark_jobs.analyze.per_id import Context, counted, per_pipeline
 
-# The columns a session's records need here (passes.stamped_sources ships no others).
+# The columns a session's records need here (passes.sessions_of gives no others).
 COLUMNS = ("topic", "partition", "producer", "seq", "timestamp")
 SESSION = ["topic", "partition", "producer"]
 # start_ts: the earliest timestamp (micros) of a record holding `start`; null when none has one

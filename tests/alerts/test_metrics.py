@@ -28,13 +28,28 @@ ROWS: dict[str, list[dict[str, Any]]] = {
         {"run_id": "r1", "started_at": at(0), "finished_at": at(100), "last_sample_at": at(90)}
     ],
     "verdicts": [
-        verdict("orders", duplicate_rate=0.05, lost=3, loss_rate=0.003, aborted_reads=2),
+        verdict(
+            "orders",
+            duplicate_rate=0.05,
+            lost=3,
+            loss_rate=0.003,
+            aborted_reads=2,
+            torn_commits=1,
+            producer_out_of_order=7,
+            sink_out_of_order=4,
+        ),
         verdict("payments", meets_declared=False, achieved="at-least-once"),
         verdict("fresh", meets_declared=None, duplicate_rate=None, achieved="insufficient"),
     ],
     "pipeline_windows": [
         {"pipeline": "orders", "window_start": at(0), "duplicate_rate": 0.2, "lost": 3},
-        {"pipeline": "orders", "window_start": at(60), "duplicate_rate": 0.01, "lost": 0},
+        {
+            "pipeline": "orders",
+            "window_start": at(60),
+            "duplicate_rate": 0.01,
+            "lost": 0,
+            "sink_out_of_order": 2,
+        },
         {"pipeline": "payments", "window_start": at(0), "meets_declared": False},
     ],
     "topic_windows": [
@@ -103,6 +118,10 @@ def state_dir(tmp_path: Path) -> Path:
         ("group_status", "*", "cumulative", {"app": 2, "idle": 0, "gone": 5}),
         ("group_status", "group:a*", "cumulative", {"app": 2}),
         ("staleness_s", "*", "cumulative", {RUN_SUBJECT: 60.0}),
+        ("torn_commits", "orders", "cumulative", {"orders": 1}),
+        ("producer_out_of_order", "orders", "cumulative", {"orders": 7}),
+        ("sink_out_of_order", "*", "cumulative", {"orders": 4}),  # null: left out
+        ("sink_out_of_order", "orders", "latest", {"orders": 2}),
     ],
 )
 def test_metric_values(

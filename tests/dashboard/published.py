@@ -6,7 +6,8 @@ lab run and the dashboard tests keep their meaning. Three pipelines:
 - `orders-alo` declares at-least-once and meets it: two ids duplicated by reprocessing
   (allowed at-least-once), nothing lost, tested across faults.
 - `payments-eos` declares exactly-once and violates it: three duplicated ids in its sink
-  (reprocessing and producer retry), two lost records and one sequence gap.
+  (reprocessing and producer retry), two lost records (one a torn commit) and one sequence
+  gap; its source producer wrote two records out of order, its sink holds one.
 - `audit-trail` has too few checked records: insufficient evidence.
 
 The ledger topic holds one open and one hanging transaction; the hanging one pins the LSO of
@@ -146,7 +147,8 @@ def _lost() -> list[Row]:
             "timestamp": 349,
             "producer": "src-1",
             "seq": 312,
-            "cause": cause,
+            "cause": "torn commit",
+            "aborted_copy": "payments-ledger/1/77",
         },
         {
             **base,
@@ -162,11 +164,40 @@ def _lost() -> list[Row]:
     ]
 
 
+def _out_of_order() -> list[Row]:
+    """payments' producer session src-1 wrote two records after a higher dgm-seq (a retried
+    request); the payments-eos sink holds one copy behind a later offset of payments/1."""
+    producer: Row = {"anomaly": "out of order", "pipeline": None, "topic": "payments"}
+    producer |= {"partition": 0, "stream": "src-1", "preceded_by": 204, "preceded_at": 204}
+    return [
+        {**producer, "offset": 205, "timestamp": 230, "message_id": "pay-0201", "position": 201},
+        {**producer, "offset": 206, "timestamp": 229, "message_id": "pay-0202", "position": 202},
+        {
+            "anomaly": "sink out of order",
+            "pipeline": "payments-eos",
+            "topic": "payments-ledger",
+            "partition": 1,
+            "offset": 90,
+            "timestamp": 228,
+            "message_id": "pay-0150",
+            "stream": "payments/1",
+            "position": 150,
+            "preceded_by": 152,
+            "preceded_at": 88,
+        },
+    ]
+
+
+def _in_window(rows: list[Row], start: int) -> list[Row]:
+    return [r for r in rows if start - WINDOW_S < r["timestamp"] <= start]
+
+
 def _verdicts() -> list[Row]:
     common: Row = {"unidentified": 0, "upstream_duplicates": 0, "aborted_reads": 0}
     common["beyond_retention"] = 0
     common |= {"late_records": 0, "claim": "group commits"}
     common |= {"filtered": 0, "filter_undecided": 0}
+    common |= {"torn_commits": 0, "producer_out_of_order": 0, "sink_out_of_order": 0}
     return [
         {
             **common,
@@ -204,6 +235,9 @@ def _verdicts() -> list[Row]:
             "lost": 5,
             "loss_rate": 5 / 2400,
             "aborted_reads": 1,
+            "torn_commits": 1,
+            "producer_out_of_order": 2,
+            "sink_out_of_order": 1,
             "faults_observed": 4,
             "evidence": "tested",
             "first_record_at": 600,
@@ -263,6 +297,8 @@ def _windows(verdicts: list[Row]) -> list[Row]:
             dups = 1 if v["duplicate_copies"] and w in (1, 3, 6, 8)[: v["duplicate_copies"]] else 0
             lost = 2 if v["lost"] and w == 4 else 0
             bad = bool(v["meets_declared"] is False and (dups or lost))
+            shown = _in_window(_out_of_order(), (WINDOWS - w) * WINDOW_S)
+            sources = v["source_topics"]
             rows.append(
                 {
                     "pipeline": v["pipeline"],
@@ -280,6 +316,11 @@ def _windows(verdicts: list[Row]) -> list[Row]:
                     "meets_declared": False if bad else v["meets_declared"],
                     "filtered": 0,
                     "filter_undecided": 0,
+                    "torn_commits": 1 if v["torn_commits"] and w == 4 else 0,
+                    "producer_out_of_order": sum(
+                        1 for r in shown if r["pipeline"] is None and r["topic"] in sources
+                    ),
+                    "sink_out_of_order": sum(1 for r in shown if r["pipeline"] == v["pipeline"]),
                 }
             )
     return rows
@@ -323,6 +364,9 @@ def _topic_and_partition_windows(dups: list[Row]) -> tuple[list[Row], list[Row]]
                     "duplicate_rate": len(in_window) / (records - len(in_window)),
                     "unidentified": 0,
                     "aborted": 3 if topic == "payments-ledger" and w in (4, 7) else 0,
+                    "out_of_order": sum(
+                        1 for r in _in_window(_out_of_order(), start) if r["topic"] == topic
+                    ),
                 }
             )
         n_extra = sum(1 for d in extra if d["topic"] == topic)
@@ -336,6 +380,7 @@ def _topic_and_partition_windows(dups: list[Row]) -> tuple[list[Row], list[Row]]
                 "duplicate_rate": n_extra / (records_total - n_extra),
                 "unidentified": 0,
                 "aborted": aborted_total,
+                "out_of_order": sum(1 for r in _out_of_order() if r["topic"] == topic),
             }
         )
     return topics, partitions
@@ -582,6 +627,7 @@ def build(state_dir: Path, *, now: datetime | None = None, finished_ago_s: int =
         "partition_windows": partition_windows,
         "duplicates": dups,
         "lost": _lost(),
+        "out_of_order": _out_of_order(),
         "partition_offsets": offsets,
         "group_lag": lag,
         "group_status": _group_status(lag),

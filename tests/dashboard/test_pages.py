@@ -168,7 +168,41 @@ def test_topic_lost_ids(app: AppTest, published: Expected) -> None:
     assert f"**{published.lost_ids['payments']} lost rows**, 5 missing records" in " ".join(
         markdown(at)
     )
-    assert len(at.download_button) == 1  # no duplicates in the source topic: only lost's CSV
+    # No duplicates in the source topic: lost's CSV, and the records out of order's.
+    assert len(at.download_button) == 2
+
+
+def test_topic_lists_its_records_out_of_order(app: AppTest) -> None:
+    at = page(app, "topic", topic="payments")
+    healthy(at)
+    assert "out of order: **2 records**" in markdown(at)
+    assert {m.label: m.value for m in at.metric}["Out of order"] == "2"
+    table = at.dataframe[-1].value
+    assert list(table["offset"]) == [205, 206] and set(table["preceded_at"]) == {204}
+    assert list(table["position"]) == [201, 202] and set(table["preceded_by"]) == {204}
+    at = page(app, "topic", topic="payments-ledger")
+    assert "sink out of order: **1 records**" in markdown(at)
+    row = at.dataframe[-1].value.iloc[0]
+    assert (row["stream"], row["pipeline"], row["preceded_at"]) == (
+        "payments/1",
+        "payments-eos",
+        88,
+    )
+    at = page(app, "topic", topic="orders")
+    assert any("No record out of order" in str(s.value) for s in at.success)
+
+
+def test_overview_shows_torn_commits_and_order(app: AppTest) -> None:
+    at = app.run()
+    table = _table(at).set_index("pipeline")
+    shown = table.loc[
+        "payments-eos", ["torn_commits", "producer_out_of_order", "sink_out_of_order"]
+    ]
+    assert list(shown) == [1, 2, 1]
+    assert list(table.loc["orders-alo", ["torn_commits", "sink_out_of_order"]]) == [0, 0]
+    card = " ".join(markdown(at))  # payments-eos's card, the first row's
+    assert "**1** of the lost records are torn commits" in card
+    assert "**2** source records behind a higher dgm-seq" in card
 
 
 def test_unknown_topic_in_url_says_so(app: AppTest) -> None:

@@ -25,6 +25,7 @@ BADGES = {
     "exactly-once-broken": ("red", "VIOLATES"),
     "idempotent-sink": ("green", "MEETS"),
     "drop-acks": ("green", "MEETS"),
+    "drop-acks-idempotent": ("green", "MEETS"),
 }
 
 

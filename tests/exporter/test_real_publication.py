@@ -126,6 +126,11 @@ def test_pipeline_series_are_the_verdicts(scraped: Scrape, verdicts: dict[str, A
         assert by(scraped, family.name, "pipeline") == expected, family.name
     assert any(by(scraped, "dgm_pipeline_duplicate_ratio", "pipeline").values())
     assert any(by(scraped, "dgm_pipeline_observed_faults", "pipeline").values())
+    # Torn commits and order ride along: in the JSON, served; the at-least-once sink holds
+    # copies a killed processor wrote again after later ones.
+    assert all({"torn_commits", "producer_out_of_order", "sink_out_of_order"} <= set(r) for r in
+               rows.values())  # fmt: skip
+    assert any(by(scraped, "dgm_pipeline_sink_out_of_order_records", "pipeline").values())
 
 
 def test_health_series(

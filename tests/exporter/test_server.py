@@ -71,6 +71,20 @@ def test_values_are_the_published_ones(state_dir: Path) -> None:
         "payments-eos": 5,
         "audit-trail": 0,
     }
+    # payments-eos: one torn commit among its losses, its source producer and its sink out
+    # of order (minutes ago: nothing in the last closed window).
+    served = {
+        name: by(scraped, f"dgm_pipeline_{name}", "pipeline")["payments-eos"]
+        for name in (
+            "torn_commit_records",
+            "producer_out_of_order_records",
+            "sink_out_of_order_records",
+            "last_window_producer_out_of_order_records",
+        )
+    }
+    assert list(served.values()) == [1, 2, 1, 0]
+    topics = by(scraped, "dgm_topic_out_of_order_records", "topic_name")
+    assert (topics["payments"], topics["payments-ledger"], topics["orders"]) == (2, 1, 0)
     # The hanging transaction pins the LSO of payments-ledger partition 1.
     lag = scraped["dgm_partition_lso_lag"]
     at = (("cluster", "default"), ("partition_id", "1"), ("topic_name", "payments-ledger"))

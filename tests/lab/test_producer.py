@@ -25,6 +25,7 @@ from lab.ledger import read_ledger
 from lab.producer import (
     ProducerSettings,
     ProducerSettingsError,
+    librdkafka_config,
     partition_for,
     run_producer,
     settings_from_json,
@@ -101,6 +102,7 @@ def test_every_kth_transaction_aborts() -> None:
         ({"key_spread": 0}, "key_spread"),
         ({"transactional_id": "t", "enable_idempotence": False}, "is idempotent"),
         ({"abort_every": 2}, "abort_every needs a transactional_id"),
+        ({"max_in_flight": 0}, "max_in_flight must be >= 1"),
     ],
 )
 def test_bad_settings_are_refused_clearly(change: dict[str, Any], complaint: str) -> None:
@@ -111,9 +113,14 @@ def test_bad_settings_are_refused_clearly(change: dict[str, Any], complaint: str
 
 def test_settings_json_round_trip_and_errors() -> None:
     original = ProducerSettings(
-        "127.0.0.1:1", "t", 10, Path("/x/l.jsonl"), rate=5.0, client={"sasl.password": "s3cret"}
-    )
+        "127.0.0.1:1", "t", 10, Path("/x/l.jsonl"), rate=5.0, client={"sasl.password": "s3cret"},
+        enable_idempotence=False, max_in_flight=5,
+    )  # fmt: skip
     assert settings_from_json(settings_to_json(original)) == original
+    assert librdkafka_config(original)["max.in.flight.requests.per.connection"] == 5
+    assert "max.in.flight.requests.per.connection" not in librdkafka_config(
+        replace(original, max_in_flight=None)
+    )  # librdkafka's own default
     assert "s3cret" not in repr(original)
     with pytest.raises(ProducerSettingsError, match=r"unknown producer settings.*'mesages'"):
         settings_from_json('{"mesages": 1}')

@@ -53,6 +53,7 @@ def test_every_mode_declares_a_semantic() -> None:
         ({"faults": ("flood",)}, "--fault: unknown 'flood'"),
         ({"rate": -1.0}, "--rate: expected > 0"),
         ({"pipeline": "has space"}, "pipeline name"),
+        ({"producer_max_in_flight": 0}, "--producer-max-in-flight: expected >= 1"),
     ],
 )
 def test_bad_settings_are_refused_before_anything_runs(

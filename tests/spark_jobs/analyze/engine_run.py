@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -61,6 +61,7 @@ class Tables:
     topic_windows: list[dict[str, Any]]
     partition_windows: list[dict[str, Any]]
     counts: list[dict[str, Any]]  # counts.pipeline_counts
+    out_of_order: list[dict[str, Any]] = field(default_factory=list)
 
     def summary(self) -> list[dict[str, Any]]:
         """The cumulative topic_windows rows (duplicate_summary's columns)."""
@@ -115,6 +116,7 @@ def tables_of(result: tuple[dict[str, pa.Table], pa.Table]) -> Tables:
         rows["topic_windows"],
         rows["partition_windows"],
         counts.to_pylist(),
+        rows["out_of_order"],
     )
 
 

@@ -3,8 +3,9 @@ exactly the tables a rebuild over the same fingerprints publishes (every cycle) 
 DuckDB reference computes (the last cycle): through a late copy with an earlier timestamp, a
 group offset that moves back (reset), retention expiring the oldest fingerprints, a
 pipeline added to the config, and an external sink whose snapshot (read whole each cycle)
-grows and later loses rows; pipeline p filters (its `expected` predicate excluded a tenth of
-its source records, and could not evaluate a few more); and a deadline-claim pipeline
+grows and later loses rows, with the sinks' records out of order judged cycle by cycle;
+pipeline p filters (its `expected` predicate excluded a tenth of its source records, and
+could not evaluate a few more); and a deadline-claim pipeline
 (claim = "deadline") whose records age past max_delay cycle by cycle, with copies of records
 it lost arriving late (LATE_AT)."""
 
@@ -27,6 +28,7 @@ from tests.generated_fingerprints import pipeline as generated_pipeline
 from tests.spark_jobs.analyze import engine_run
 from tests.spark_jobs.analyze.test_deadline_differential import assert_agree, late_copies
 from tests.spark_jobs.analyze.test_loss_differential import assert_same as assert_same_lost
+from tests.spark_jobs.analyze.test_order_differential import canonical as canonical_order
 from tests.spark_jobs.analyze.test_reference_differential import SUMMARY, canonical
 
 CYCLES = 9
@@ -204,6 +206,17 @@ def test_random_splits_publish_what_a_rebuild_and_the_reference_do(
         )
         found = [r for r in tables["lost"].to_pylist() if r["pipeline"] == name]
         assert len(assert_same_lost(found, expected)) > 10
+    # Records out of order: the kept marks judged each cycle's new records as the reference
+    # judges all of them at once.
+    behind = 0
+    for source, sink in (("s", "k"), ("s2", "k2")):
+        theirs = reference.out_of_order(
+            engine_run.of_topics(everything, source), engine_run.of_topics(everything, sink)
+        )
+        mine = [r for r in tables["out_of_order"].to_pylist() if r["topic"] in (source, sink)]
+        assert canonical_order(mine) == canonical_order(theirs.to_pylist())
+        behind += len(mine)
+    assert behind > 10
     counted = [r for r in ours[1].to_pylist() if r["pipeline"] == "p" and not r["total"]]
     filtered = reference.filtered(engine_run.of_topics(everything, "s"), "p")
     assert filtered[0] > 100 and filtered[1] > 30

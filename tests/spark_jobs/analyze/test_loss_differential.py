@@ -32,7 +32,9 @@ ARROW_FINGERPRINT = to_arrow_schema(FINGERPRINT)
 COMMITTED = pa.schema(
     [("topic", pa.string()), ("partition", pa.int32()), ("committed_offset", pa.int64())]
 )
-RESULT = [c for c in LOST.names if c != "pipeline"]
+# The published columns but the pipeline and the cluster (filled when the analysis publishes,
+# from the topic: spark_jobs/analyze/cluster_columns.py).
+RESULT = [c for c in LOST.names if c not in ("pipeline", "cluster")]
 
 
 def _value(v: Any) -> Any:

@@ -1,0 +1,220 @@
+"""Records out of order (docs/design.md, "Order, beside the delivery semantic"), beside the
+verdict and never part of it.
+
+A **stream** is a producer session in a source partition (its position: dgm-seq), or the
+copies of one source partition in a sink partition (its position: the dgm-src offset). A
+committed record is out of order when its position is lower than that of a record of its
+stream at a lower offset: the record is **behind**. The anomaly is `out of order` for a
+producer session, `sink out of order` for a sink.
+
+A stream reduces to its **mark**: the highest position read so far, the offset of the first
+record holding it, and the highest offset read. An audit reads each partition's offsets in
+increasing ranges, so a cycle's new records lie above their streams' marks and are judged
+against the marks alone (`judge`); the rebuild judges every record in one shuffle by stream
+(passes.streams, `order_rows`). Records that do not lie above their mark (`above` says so)
+are judged again with every record of their streams.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from dgm.clusters import EXTERNAL_PREFIX, SEPARATOR
+from dgm.vocabulary import OrderAnomaly
+from spark_jobs.analyze.output import NO_TIME
+
+# What a stream's records carry in (passes.stream_records selects them, with `committed`).
+COLUMNS = ("anomaly", "topic", "partition", "offset", "timestamp", "message_id", "stream",
+           "position")  # fmt: skip
+STREAM = ["anomaly", "topic", "partition", "stream"]
+# What comes out: `row` is "behind" (a record out of order, with the highest position before
+# it and the offset of the first record holding that) or "mark" (a stream's mark: `position`
+# the highest, `preceded_at` the first offset holding it, `offset` the highest offset read).
+BEHIND, MARK = "behind", "mark"
+ROWS = pa.schema(
+    [
+        ("row", pa.string()),
+        ("anomaly", pa.string()),
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("stream", pa.string()),
+        ("offset", pa.int64()),
+        ("timestamp_us", pa.int64()),
+        ("message_id", pa.string()),
+        ("position", pa.int64()),
+        ("preceded_by", pa.int64()),
+        ("preceded_at", pa.int64()),
+    ]
+)
+MARK_COLUMNS = [*STREAM, "offset", "position", "preceded_at"]
+
+
+def kafka_topics(topics: Iterable[str]) -> list[str]:
+    """The Kafka topics among sink names: an external sink's is 'external:<pipeline>:<table>'
+    (no Kafka topic name holds a colon), and its rows' order is the table's, not a log's."""
+    return [t for t in topics if not t.startswith(EXTERNAL_PREFIX)]
+
+
+def source_topic_of(stream: str) -> str:
+    """The source topic a sink stream names, as dgm-src names it (plain: lineage is not
+    qualified with a cluster, docs/design.md "Several clusters")."""
+    return stream.rsplit("/", 1)[0]
+
+
+def plain(topic: str) -> str:
+    """A topic's name on its cluster: what follows a qualified name's '<cluster>/' (a Kafka
+    topic name holds no '/')."""
+    return topic.rsplit(SEPARATOR, 1)[-1]
+
+
+_INTS = ("partition", "offset", "position", "preceded_at")
+
+
+def no_marks() -> pd.DataFrame:
+    return pd.DataFrame({c: pd.Series(dtype="int64" if c in _INTS else object)
+                         for c in MARK_COLUMNS})  # fmt: skip
+
+
+def records_of(batch: pa.Table) -> pd.DataFrame:
+    """COLUMNS of `batch` as pandas, the timestamp as micros (NO_TIME when none)."""
+    stamps = batch.column("timestamp").cast(pa.timestamp("us", tz="UTC")).cast(pa.int64())
+    frame = pd.DataFrame({c: batch.column(c).to_pandas() for c in COLUMNS if c != "timestamp"})
+    frame["timestamp_us"] = stamps.fill_null(NO_TIME).to_pandas()
+    return frame.astype({"partition": "int64", "offset": "int64", "position": "int64"})
+
+
+def above(records: pd.DataFrame, marks: pd.DataFrame) -> bool:
+    """Whether every record lies above its stream's mark (the highest offset read)."""
+    if records.empty or marks.empty:
+        return True
+    reach = marks.groupby(STREAM)["offset"].max().rename("reach").reset_index()
+    joined = records.merge(reach, on=STREAM)
+    return bool((joined["offset"] > joined["reach"]).all())
+
+
+def judge(records: pd.DataFrame, marks: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(behind, marks): the records (records_of) behind a higher position of their stream,
+    judged after the streams' `marks`, and the marks with them. Every record lies above its
+    stream's mark (`above`)."""
+    if records.empty:
+        return records.iloc[0:0].assign(preceded_by=0, preceded_at=0), marks
+    # A mark stands first in its stream as one record holding its highest position.
+    kept = marks.assign(
+        offset=marks["preceded_at"], timestamp_us=NO_TIME, message_id=None, is_mark=True,
+        reach=marks["offset"],
+    )  # fmt: skip
+    rows = pd.concat([kept, records.assign(is_mark=False, reach=records["offset"])],
+                     ignore_index=True)  # fmt: skip
+    # One integer per stream: grouping on the strings again for each step cost most of the time.
+    rows["_stream"] = rows.groupby(STREAM, sort=False).ngroup()
+    rows = rows.sort_values(["_stream", "is_mark", "offset"], ascending=[True, False, True])
+    rows = rows.reset_index(drop=True)
+    streams = rows["_stream"]
+    highest = rows.groupby(streams)["position"].cummax()
+    before = highest.groupby(streams).shift(1)
+    # The first record holding the highest position so far: where the position first rose.
+    rose = before.isna() | (rows["position"] > before)
+    first_at = rows["offset"].where(rose).groupby(streams).ffill()
+    rows["preceded_by"] = before
+    rows["preceded_at"] = first_at.groupby(streams).shift(1)
+    behind = rows[~rows["is_mark"] & (rows["position"] < before)]
+    rows["highest"], rows["first_at"] = highest, first_at
+    last = rows.groupby(streams, sort=False).agg(
+        **{c: (c, "first") for c in STREAM},
+        position=("highest", "last"),
+        preceded_at=("first_at", "last"),
+        offset=("reach", "max"),
+    )
+    marked = last.reset_index(drop=True).astype({c: "int64" for c in _INTS})
+    behind = behind.drop(columns=["is_mark", "reach", "_stream"]).astype(
+        {"preceded_by": "int64", "preceded_at": "int64"}
+    )
+    return behind.reset_index(drop=True), marked[MARK_COLUMNS]
+
+
+def _strings(values: pd.Series, n: int) -> pa.Array:
+    if values is None:
+        return pa.nulls(n, pa.string())
+    return pa.array(values.astype(object).where(values.notna(), None).tolist(), pa.string())
+
+
+def rows_table(behind: pd.DataFrame, marks: pd.DataFrame) -> pa.Table:
+    """ROWS of `behind` and `marks` (judge's)."""
+    parts = []
+    for kind, rows in ((BEHIND, behind), (MARK, marks)):
+        n = len(rows)
+
+        def ints(name: str, rows: pd.DataFrame = rows, n: int = n) -> pa.Array:
+            if name not in rows:
+                return pa.nulls(n, pa.int64())
+            values = rows[name].to_numpy(dtype="int64")
+            absent = values == NO_TIME if name == "timestamp_us" else np.zeros(n, bool)
+            return pa.array(values, mask=absent)
+
+        parts.append(
+            pa.Table.from_arrays(
+                [
+                    pa.array([kind] * n, pa.string()),
+                    _strings(rows["anomaly"], n),
+                    _strings(rows["topic"], n),
+                    pa.array(rows["partition"].to_numpy(dtype="int64")).cast(pa.int32()),
+                    _strings(rows["stream"], n),
+                    ints("offset"),
+                    ints("timestamp_us"),
+                    _strings(rows["message_id"], n) if "message_id" in rows else pa.nulls(n),
+                    ints("position"),
+                    ints("preceded_by"),
+                    ints("preceded_at"),
+                ],
+                schema=ROWS,
+            )
+        )
+    return pa.concat_tables(parts)
+
+
+def order_rows(batch: pa.Table) -> pa.Table:
+    """ROWS of one partition of records shuffled by stream (every record of a stream in it)."""
+    behind, marks = judge(records_of(batch), no_marks())
+    return rows_table(behind, marks)
+
+
+def split(rows: pa.Table) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(behind, marks) of ROWS, as judge gives them."""
+    frame = rows.to_pandas()
+    behind = frame[frame["row"] == BEHIND].drop(columns=["row"])
+    behind = behind.assign(timestamp_us=behind["timestamp_us"].fillna(NO_TIME).astype("int64"))
+    marks = frame[frame["row"] == MARK][MARK_COLUMNS].astype({c: "int64" for c in _INTS})
+    return behind.reset_index(drop=True), marks.reset_index(drop=True)
+
+
+def per_pipeline(
+    behind: pd.DataFrame,
+    sources: Mapping[str, tuple[str, ...]],
+    sinks: Mapping[str, tuple[str, ...]],
+    source_topics: Mapping[str, tuple[str, ...]],
+) -> pd.DataFrame:
+    """`behind` once per pipeline it counts against (column `pipeline`): a producer
+    session's record for every pipeline reading its topic, a sink's for the pipelines
+    writing that sink from the source topic its stream names (by its plain name: dgm-src
+    does not say the cluster)."""
+    parts = []
+    producer = behind[behind["anomaly"] == OrderAnomaly.OUT_OF_ORDER.value]
+    for topic, names in sources.items():
+        mine = producer[producer["topic"] == topic]
+        parts += [mine.assign(pipeline=name) for name in names if not mine.empty]
+    sink = behind[behind["anomaly"] == OrderAnomaly.SINK_OUT_OF_ORDER.value]
+    if not sink.empty:
+        read_from = sink["stream"].map(source_topic_of)
+        for topic, names in sinks.items():
+            for name in names:
+                reads = [plain(t) for t in source_topics.get(name, ())]
+                mine = sink[(sink["topic"] == topic) & read_from.isin(reads)]
+                if not mine.empty:
+                    parts.append(mine.assign(pipeline=name))
+    if not parts:
+        return behind.iloc[0:0].assign(pipeline=pd.Series(dtype=object))
+    return pd.concat(parts, ignore_index=True)
