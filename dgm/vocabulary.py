@@ -70,6 +70,27 @@ class LossCause(StrEnum):
     SEQUENCE_GAP = "sequence gap"
     # a deadline claim's loss: no sink copy by the time the record is older than max_delay
     NOT_IN_SINK_WITHIN_MAX_DELAY = "not in sink within max_delay"
+    # the record (or its only sink copy) was audited at an offset Kafka no longer holds it at:
+    # its log was truncated (docs/design.md, "truncated record")
+    TRUNCATION = "truncation"
+
+
+class Anomaly(StrEnum):
+    """What a re-read of audited offsets finds when a log was rewritten (docs/design.md,
+    "Log integrity"); `jepsen` is the nearest name Jepsen's Kafka checker gives it."""
+
+    TRUNCATED_RECORD = "truncated record"
+    INCONSISTENT_OFFSET = "inconsistent offset"
+
+    @property
+    def jepsen(self) -> str:
+        return _JEPSEN[self]
+
+
+_JEPSEN = {
+    Anomaly.TRUNCATED_RECORD: "lost-write",
+    Anomaly.INCONSISTENT_OFFSET: "inconsistent-offsets",
+}
 
 
 class ClaimKind(StrEnum):
