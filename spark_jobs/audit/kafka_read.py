@@ -31,7 +31,7 @@ from pyspark.sql import functions as F
 
 from dgm.config_schema import FILE_KINDS, DgmConfig, MessageIdRule
 from dgm.errors import UserFacingError
-from dgm.samples import Key, PartitionOffsets
+from dgm.samples import Key, PartitionOffsets, SampleStore
 from spark_jobs.audit.external import external_fingerprints
 from spark_jobs.audit.fingerprint import fingerprints, mark_committed
 from spark_jobs.audit.fingerprint_store import (
@@ -55,6 +55,7 @@ from spark_jobs.audit.ranges import (
 from spark_jobs.audit.recreated import forget_topics, recreated_topics
 from spark_jobs.audit.start import first_starts, kafka_offsets_for_times
 from spark_jobs.audit.tracker import EVERY_S, AuditTracker
+from spark_jobs.audit.truncation import RereadReport, reread
 
 Progress = Callable[[str], None]
 # Offsets read per Spark job: the audit's progress is exact at each chunk's end (about 5 s
@@ -81,6 +82,8 @@ class AuditResult:
     external: dict[str, Path] = field(default_factory=dict)
     # The batch of the rows the JDBC sinks added; None when they added none.
     jdbc_batch: Path | None = None
+    # What was read again of the audited offsets, and the truncations it found.
+    reread: RereadReport | None = None
 
     @property
     def skipped(self) -> int:
@@ -195,6 +198,30 @@ def _fingerprint_kafka(
 ) -> tuple[Batch, tuple[str, ...]]:
     """One batch for `ranges`; empty ranges (a first audit's recorded start) are stored in
     the manifest without a read."""
+    frame, frames, transactional = fingerprinted(
+        spark, options, ranges, rules, flagged, tracker, chunk_offsets
+    )
+    try:
+        used = {t: rules[t] for t in sorted({r.topic for r in ranges})}
+        store = FingerprintStore(state_dir)
+        batch = store.write_batch(spark, frame, ranges, used, (), topic_ids, reaudits)
+    finally:
+        for piece in frames:
+            piece.unpersist()
+    return batch, transactional
+
+
+def fingerprinted(
+    spark: SparkSession,
+    options: Mapping[str, str],
+    ranges: Sequence[OffsetRange],
+    rules: Mapping[str, MessageIdRule],
+    flagged: set[str],
+    tracker: AuditTracker,
+    chunk_offsets: int = CHUNK_OFFSETS,
+) -> tuple[DataFrame, list[DataFrame], tuple[str, ...]]:
+    """The fingerprints of `ranges`, committed or aborted; the persisted frames they are
+    made of (the caller unpersists them once it wrote them); the topics read twice."""
     reading = [r for r in ranges if r.size > 0]
     topics = sorted({r.topic for r in reading})
     frames, counts = _read_chunks(spark, options, reading, rules, tracker, chunk_offsets)
@@ -209,13 +236,11 @@ def _fingerprint_kafka(
             committed_view = read_range(spark, options, in_txn, "read_committed")
             mine = uncommitted.filter(F.col("topic").isin(transactional))
             parts.append(mark_committed(mine, committed_view))
-        used = {t: rules[t] for t in sorted({r.topic for r in ranges})}
-        store = FingerprintStore(state_dir)
-        batch = store.write_batch(spark, _union(parts), ranges, used, (), topic_ids, reaudits)
-    finally:
+    except BaseException:
         for frame in frames:
             frame.unpersist()
-    return batch, tuple(transactional)
+        raise
+    return _union(parts), frames, tuple(transactional)
 
 
 def _quiet(_: str) -> None:
@@ -251,6 +276,7 @@ def audit(
             )
         if recreated:
             forget_topics(spark, state_dir, recreated)
+        rereads = _reread(spark, config, bootstrap_servers, sampled, store, progress)
         audited = store.audited_positions()
         client = config.cluster.librdkafka_config(bootstrap_servers)
         starts = first_starts(
@@ -296,7 +322,49 @@ def audit(
         transactional,
         external,
         jdbc.path if jdbc else None,
+        rereads,
     )
+
+
+def _reread(
+    spark: SparkSession,
+    config: DgmConfig,
+    bootstrap_servers: str,
+    sampled: Sequence[PartitionOffsets],
+    store: FingerprintStore,
+    progress: Progress,
+) -> RereadReport:
+    """Read part of the audited offsets again and rewrite the partitions found truncated
+    (audit/truncation.py); call under the store's writer lock."""
+    rules = topic_rules(config)
+    options = kafka_options(config, bootstrap_servers)
+    audited = store.audited_positions()
+    new_offsets = sum(
+        max(0, s.lso - audited[key]) for s in sampled if (key := (s.topic, s.partition)) in audited
+    )
+
+    def read(ranges: Sequence[OffsetRange]) -> DataFrame:
+        return read_range(spark, options, ranges, "read_uncommitted")
+
+    def fingerprint(ranges: Sequence[OffsetRange]) -> tuple[DataFrame, Callable[[], None]]:
+        topics = {r.topic for r in ranges}
+        flagged = transactional_topics(config.state_dir, topics) | has_open_or_recent_transaction(
+            s for s in sampled if s.topic in topics
+        )
+        total = sum(r.size for r in ranges)
+        with AuditTracker(config.state_dir, total, progress) as tracker:
+            frame, frames, _ = fingerprinted(spark, options, ranges, rules, flagged, tracker)
+
+        def done() -> None:
+            for piece in frames:
+                piece.unpersist()
+
+        return frame, done
+
+    return reread(
+        spark, store, SampleStore(config.state_dir), sampled, rules,
+        config.analysis.reread_share, new_offsets, read, fingerprint, progress,
+    )  # fmt: skip
 
 
 def _reaudit_damaged(
