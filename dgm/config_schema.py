@@ -78,6 +78,11 @@ class MessageIdRule:
     # ignored otherwise.
     name: str = "dgm-id"
 
+    def same_as(self, other: MessageIdRule) -> bool:
+        """Whether both find the same id (the name matters only for header and json_field)."""
+        named = ("header", "json_field")
+        return self.kind == other.kind and (self.kind not in named or self.name == other.name)
+
     def problems(self) -> Iterator[Problem]:
         if self.kind == "header" and not self.name:
             yield "name", "expected a header name, got ''"
@@ -186,6 +191,45 @@ class ExternalSink:
         return f"ExternalSink({inner})"
 
 
+_QUOTES = {"'": "'", '"': '"', "`": "`"}
+
+
+def predicate_problems(predicate: str) -> Iterator[str]:
+    """A cheap syntax check of an `expected` predicate without Spark: not blank when set,
+    one statement, quotes closed, parentheses balanced. Spark's own analysis at start-up
+    (spark_jobs.audit.expected.check_predicates) catches the rest."""
+    if not predicate:
+        return
+    if not predicate.strip():
+        yield 'expected a Spark SQL predicate or "" (every record), got blanks'
+        return
+    depth, quote, index = 0, "", 0
+    while index < len(predicate):
+        char = predicate[index]
+        if quote:
+            if char == "\\" and quote != "`":
+                index += 1
+            elif char == quote:
+                quote = ""
+        elif char in _QUOTES:
+            quote = char
+        elif char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+            if depth < 0:
+                yield f"unbalanced ')' at character {index + 1} of the predicate"
+                return
+        elif char == ";":
+            yield "expected one predicate, got ';'"
+            return
+        index += 1
+    if quote:
+        yield f"unclosed {quote} in the predicate"
+    elif depth:
+        yield "unbalanced '(' in the predicate"
+
+
 @dataclass(frozen=True, kw_only=True)  # kw_only: a required field follows a defaulted one
 class PipelineConfig:
     """One monitored pipeline: what it reads, what it writes, and what it claims to guarantee."""
@@ -213,6 +257,16 @@ class PipelineConfig:
     # with no sink copy once it is older than this is lost ("not in sink within max_delay");
     # a copy timestamped later than the record + max_delay is a late record (not lost).
     max_delay: str = ""
+    # Which source records the pipeline is meant to deliver: a Spark SQL predicate over the
+    # source record as Spark's Kafka source gives it (key, value, topic, partition, offset,
+    # timestamp, headers), e.g. "get_json_object(CAST(value AS STRING), '$.type') !=
+    # 'heartbeat'". Records it is false for are filtered: counted, never checked, never lost.
+    # A record it is NULL for (malformed JSON) is expected and counted as filter_undecided.
+    # "" expects every source record.
+    expected: str = ""
+    # The id rule of the source topics and of the sink topics; each defaults to message_id.
+    source_message_id: MessageIdRule | None = None
+    sink_message_id: MessageIdRule | None = None
 
     def problems(self) -> Iterator[Problem]:
         if not _PIPELINE_NAME.fullmatch(self.name):
@@ -224,6 +278,24 @@ class PipelineConfig:
         yield from self._claim_problems()
         if not self.sink_topics and self.external_sink is None:
             yield "", "expected sink_topics or an external_sink table, got neither"
+        yield from (("expected", problem) for problem in predicate_problems(self.expected))
+
+    def source_id_rule(self) -> MessageIdRule:
+        """The id rule of the source topics: source_message_id, else message_id."""
+        return self.source_message_id or self.message_id
+
+    def sink_id_rule(self) -> MessageIdRule:
+        """The id rule of the sink topics: sink_message_id, else message_id."""
+        return self.sink_message_id or self.message_id
+
+    def topic_id_rules(self) -> Iterator[tuple[str, MessageIdRule, str]]:
+        """(topic, its id rule, the key that sets it) for every source and sink topic."""
+        source_key = "source_message_id" if self.source_message_id else "message_id"
+        sink_key = "sink_message_id" if self.sink_message_id else "message_id"
+        for topic in self.source_topics:
+            yield topic, self.source_id_rule(), source_key
+        for topic in self.sink_topics:
+            yield topic, self.sink_id_rule(), sink_key
 
     def _claim_problems(self) -> Iterator[Problem]:
         if self.consumer_group and not self.consumer_group.strip():
@@ -564,6 +636,23 @@ class AlertWebhook:
                 yield f"headers.{name}", "expected a value without line breaks or NUL"
 
 
+def id_rule_conflicts(pipelines: tuple[PipelineConfig, ...]) -> Iterator[Problem]:
+    """A topic two pipelines (or both sides of one) read with different id rules: a
+    fingerprint holds one message id, so the rules of every side naming a topic must agree."""
+    first: dict[str, tuple[MessageIdRule, str]] = {}
+    for index, pipeline in enumerate(pipelines):
+        for topic, rule, key in pipeline.topic_id_rules():
+            where = f"pipelines[{index}].{key}"
+            seen, owner = first.setdefault(topic, (rule, f"pipeline {pipeline.name!r} {key}"))
+            if not seen.same_as(rule):
+                yield (
+                    where,
+                    f"topic {topic!r} has two message id rules: {owner} says {seen.kind} "
+                    f"{seen.name!r}, pipeline {pipeline.name!r} {key} says {rule.kind} "
+                    f"{rule.name!r}; a fingerprint holds one id, so give the topic one rule",
+                )
+
+
 Granularity = Literal["partition", "topic"]
 GRANULARITIES: tuple[str, ...] = get_args(Granularity)
 
@@ -624,6 +713,7 @@ class DgmConfig:
                     f"(first at pipelines[{first_index[pipeline.name]}])",
                 )
             first_index.setdefault(pipeline.name, index)
+        yield from id_rule_conflicts(self.pipelines)
         first_rule: dict[str, int] = {}
         for index, rule in enumerate(self.alerts):
             if rule.name in first_rule:

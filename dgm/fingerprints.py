@@ -38,6 +38,12 @@ FINGERPRINT = pa.schema(
         pa.field("src_offset", pa.int64()),
         # False for a record only a read_uncommitted consumer sees (an aborted transaction's).
         pa.field("committed", pa.bool_(), nullable=False),
+        # Source records: the pipelines whose `expected` predicate is false for the record
+        # (filtered: never checked); null when none. Batches written before the column read
+        # it as null: no pipeline filtered them.
+        pa.field("filtered_by", pa.list_(pa.string())),
+        # The pipelines whose predicate is NULL for the record (filter undecided: checked).
+        pa.field("filter_undecided_by", pa.list_(pa.string())),
     ]
 )
 

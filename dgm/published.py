@@ -150,6 +150,18 @@ VERDICTS = _table(
         "VARCHAR",
         "the claim's own words: 'group <id>', 'table <name>, group <id>', 'max_delay 5m'",
     ),
+    (
+        "filtered",
+        "BIGINT",
+        "committed source records the pipeline's `expected` predicate excludes: never checked, "
+        "never lost",
+    ),
+    (
+        "filter_undecided",
+        "BIGINT",
+        "committed source records the predicate could not evaluate (NULL, e.g. malformed "
+        "JSON): expected, so checked like any other",
+    ),
 )
 
 PIPELINE_WINDOWS = _table(
@@ -168,6 +180,8 @@ PIPELINE_WINDOWS = _table(
     ("achieved", "VARCHAR", "verdict of this window alone"),
     ("meets_declared", "BOOLEAN", "as in verdicts"),
     ("late_records", "BIGINT", "as in verdicts, whose source record is in this window"),
+    ("filtered", "BIGINT", "as in verdicts, source records of this window"),
+    ("filter_undecided", "BIGINT", "as in verdicts, source records of this window"),
 )
 
 TOPIC_WINDOWS = _table(

@@ -70,6 +70,8 @@ _PIPELINE_COUNTS = (
     "beyond_retention",
     "late_records",
     "faults_observed",
+    "filtered",
+    "filter_undecided",
 )
 LAST_WINDOW_PIPELINES = View(
     "last_window_pipelines",

@@ -123,6 +123,16 @@ _PIPELINE_COLUMNS: tuple[tuple[str, str, str], ...] = (
         "(delivered, not lost)",
     ),
     ("observed_faults", "faults_observed", "Faults seen while the checked records flowed"),
+    (
+        "filtered_records",
+        "filtered",
+        "Source records the pipeline's expected predicate excludes (never checked)",
+    ),
+    (
+        "filter_undecided_records",
+        "filter_undecided",
+        "Source records the expected predicate could not evaluate (checked)",
+    ),
 )
 # family -> verdicts column; a null value leaves the pipeline's series out.
 PIPELINE_VALUES: tuple[tuple[Family, str], ...] = tuple(

@@ -36,6 +36,7 @@ _SHOWN = (
     ("achieved", "achieved"),
     ("meets", "meets"),
     ("records_checked", "records"),
+    ("filtered", "filtered"),
     ("duplicate_copies", "duplicates"),
     ("lost", "lost"),
     ("aborted_reads", "aborted reads"),

@@ -48,6 +48,8 @@ def _table(topic: str, partition: np.ndarray, columns: dict[str, Any]) -> pa.Tab
         "partition": pa.array(partition.astype(np.int32)),
         "offset": pa.array(_within_groups(partition)),
         "key": pa.nulls(n, pa.string()),
+        "filtered_by": pa.nulls(n, pa.list_(pa.string())),
+        "filter_undecided_by": pa.nulls(n, pa.list_(pa.string())),
         **columns,
     }
     return pa.table({f.name: data[f.name] for f in ARROW_FINGERPRINT}, schema=ARROW_FINGERPRINT)

@@ -141,6 +141,7 @@ WITH sink_partitions AS (
     SELECT s.* FROM source s JOIN claimed c ON s.topic = c.topic AND s."partition" = c."partition"
     WHERE s.committed AND s.message_id IS NOT NULL AND s.timestamp < $cutoff
       AND s."offset" < c.claimed_offset
+      AND NOT coalesce(list_contains(s.filtered_by, $pipeline), false)
 ), missing AS (
     SELECT k.*, coalesce(k.timestamp < (SELECT held_from FROM sink_from), false) AS beyond
     FROM checked k
@@ -176,17 +177,26 @@ SELECT * FROM not_in_sink
 UNION ALL
 SELECT * FROM gaps WHERE missing > 0 AND window_at < $cutoff
 """
+# Filtered (docs/design.md): committed source records whose filtered_by names the pipeline
+# (never checked), and those whose filter_undecided_by does (checked like any record).
+FILTERED = """
+SELECT count(*) FILTER (WHERE list_contains(filtered_by, $pipeline)) AS filtered,
+       count(*) FILTER (WHERE list_contains(filter_undecided_by, $pipeline)) AS filter_undecided
+FROM source WHERE committed
+"""
 # The checked records of LOST's query that are beyond retention, counted.
 BEYOND_RETENTION = LOST[: LOST.index("SELECT * FROM not_in_sink")] + (
     "SELECT count(*) AS beyond_retention FROM missing WHERE beyond"
 )
 
 # A deadline claim (claim = "deadline"): no claimed offset, a committed identified source
-# record is checked once its timestamp is before $deadline (now - max_delay). A checked id
-# without a committed sink copy is lost ('not in sink within max_delay', beyond retention as in
-# LOST); one whose earliest sink copy is timestamped after its first checked record +
-# $max_delay is late. One row per id at its first (missing: first counted) checked record;
-# `kind` says lost or late. Sequence gaps stay LOST's (grace cutoff): pass no commits there.
+# record is checked once its timestamp is before $deadline (now - max_delay), unless the
+# pipeline's predicate filtered it (never expected in the sink: never lost, never late). A
+# checked id without a committed sink copy is lost ('not in sink within max_delay', beyond
+# retention as in LOST); one whose earliest sink copy is timestamped after its first checked
+# record + $max_delay is late. One row per id at its first (missing: first counted) checked
+# record; `kind` says lost or late. Sequence gaps stay LOST's (grace cutoff): pass no commits
+# there.
 DEADLINE = """
 WITH sink_partitions AS (
     SELECT min("offset") AS first_offset, arg_min(timestamp, "offset") AS first_at
@@ -196,6 +206,7 @@ WITH sink_partitions AS (
 ), checked AS (
     SELECT * FROM source
     WHERE committed AND message_id IS NOT NULL AND timestamp < $deadline
+      AND NOT coalesce(list_contains(filtered_by, $pipeline), false)
 ), copies AS (
     SELECT message_id, min(timestamp) AS first_copy_at
     FROM sink WHERE committed AND message_id IS NOT NULL GROUP BY message_id
@@ -261,12 +272,14 @@ def lost(
     committed: Fingerprints,
     cutoff: datetime,
     external: bool = False,
+    pipeline: str = "p",
 ) -> pa.Table:
-    """Lost ids and sequence gaps of one pipeline; `committed` as (topic, partition,
-    committed_offset) rows, `cutoff` aware (now - grace)."""
+    """Lost ids and sequence gaps of one pipeline (named `pipeline`: its filtered source
+    records are not checked); `committed` as (topic, partition, committed_offset) rows,
+    `cutoff` aware (now - grace)."""
     return query(
         LOST,
-        {"cutoff": cutoff, "external": external},
+        {"cutoff": cutoff, "external": external, "pipeline": pipeline},
         source=source_fingerprints,
         sink=sink_fingerprints,
         committed=committed,
@@ -279,11 +292,12 @@ def beyond_retention(
     committed: Fingerprints,
     cutoff: datetime,
     external: bool = False,
+    pipeline: str = "p",
 ) -> int:
     """How many checked records of lost()'s pipeline are beyond retention."""
     table = query(
         BEYOND_RETENTION,
-        {"cutoff": cutoff, "external": external},
+        {"cutoff": cutoff, "external": external, "pipeline": pipeline},
         source=source_fingerprints,
         sink=sink_fingerprints,
         committed=committed,
@@ -296,12 +310,14 @@ def deadline(
     sink_fingerprints: Fingerprints,
     now: datetime,
     max_delay: timedelta,
+    pipeline: str = "p",
 ) -> pa.Table:
-    """A deadline claim's lost ids and late records (column `kind`) of one topic pipeline,
-    judged at `now` (aware); sequence gaps are lost()'s."""
+    """A deadline claim's lost ids and late records (column `kind`) of one topic pipeline
+    (named `pipeline`: its filtered source records are not checked), judged at `now`
+    (aware); sequence gaps are lost()'s."""
     return query(
         DEADLINE,
-        {"deadline": now - max_delay, "max_delay": max_delay},
+        {"deadline": now - max_delay, "max_delay": max_delay, "pipeline": pipeline},
         source=source_fingerprints,
         sink=sink_fingerprints,
     )
@@ -312,12 +328,19 @@ def deadline_checked(
     sink_fingerprints: Fingerprints,
     now: datetime,
     max_delay: timedelta,
+    pipeline: str = "p",
 ) -> int:
     """How many source records deadline() checks (beyond retention excluded)."""
     table = query(
         DEADLINE_CHECKED,
-        {"deadline": now - max_delay},
+        {"deadline": now - max_delay, "pipeline": pipeline},
         source=source_fingerprints,
         sink=sink_fingerprints,
     )
     return int(table.column(0)[0].as_py())
+
+
+def filtered(source_fingerprints: Fingerprints, pipeline: str = "p") -> tuple[int, int]:
+    """(filtered, filter_undecided) committed source records of `pipeline`."""
+    row = query(FILTERED, {"pipeline": pipeline}, source=source_fingerprints).to_pylist()[0]
+    return int(row["filtered"]), int(row["filter_undecided"])

@@ -29,6 +29,12 @@ COLUMNS = {
     ),
     "declared": st.column_config.TextColumn("Declared"),
     "achieved": st.column_config.TextColumn("Achieved", help="cumulative over the retention"),
+    "filtered": st.column_config.NumberColumn(
+        "Filtered",
+        help="source records the pipeline's `expected` predicate excludes: never checked, "
+        "never lost",
+        format="localized",
+    ),
     "duplicate_rate": st.column_config.NumberColumn("Duplicate rate", format="percent"),
     "loss_rate": st.column_config.NumberColumn("Loss rate", format="percent"),
     "aborted_reads": st.column_config.NumberColumn("Aborted reads", format="localized"),

@@ -93,3 +93,18 @@ def frame_of(batch: pa.Table, pipelines: Iterable[str]) -> tuple[pd.DataFrame, N
     frame["_row"] = np.arange(len(frame))
     frame["has_id"] = frame["message_id"] != ABSENT
     return frame, names
+
+
+def marked(batch: pa.Table, column: str, names: Names) -> pd.Index:
+    """The (pipeline code, row) pairs a list column of pipeline names (filtered_by,
+    filter_undecided_by) marks, as one integer each (pipeline * 2**32 + row); pipelines
+    this Context does not know are left out."""
+    lists = batch.column(column).combine_chunks()
+    if lists.null_count == len(lists):
+        return pd.Index([], dtype="int64")
+    rows = pc.list_parent_indices(lists).to_numpy().astype("int64")
+    flat = pc.list_flatten(lists).to_numpy(zero_copy_only=False)
+    named, at = np.unique(flat.astype(object), return_inverse=True)
+    codes = np.array([names.pipeline(n) for n in named], dtype="int64")[at]
+    known = codes != ABSENT
+    return pd.Index(codes[known] * 2**32 + rows[known])

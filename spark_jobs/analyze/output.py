@@ -33,6 +33,8 @@ PIPELINE_COUNTS = (
     "unidentified",
     "beyond_retention",
     "late_records",
+    "filtered",
+    "filter_undecided",
 )
 COUNTS = tuple(dict.fromkeys((*TOPIC_COUNTS, *PIPELINE_COUNTS)))
 SCHEMA = pa.schema(

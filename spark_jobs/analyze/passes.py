@@ -138,6 +138,7 @@ def context(
         cutoff_us=loss.cutoff_us(now, config.analysis.grace_s),
         window_us=config.analysis.window_s * _MICROS,
         deadlines=loss.deadline_cutoffs(config, now),
+        expected={p.name: p.expected.strip() for p in config.pipelines},
     )
 
 

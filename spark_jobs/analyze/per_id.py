@@ -23,7 +23,7 @@ import pyarrow as pa
 from dgm.vocabulary import DuplicateCause, LossCause
 from spark_jobs.analyze import duplicates as duplicate_rules
 from spark_jobs.analyze import loss as loss_rules
-from spark_jobs.analyze.id_frame import ABSENT, Names, frame_of
+from spark_jobs.analyze.id_frame import ABSENT, Names, frame_of, marked
 from spark_jobs.analyze.output import NO_TIME, rows_of
 
 
@@ -46,13 +46,16 @@ class Context:
     window_us: int = 60_000_000
     # deadline-claim pipeline -> (deadline cutoff, max_delay), micros (loss.deadline_cutoffs)
     deadlines: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+    # pipeline -> its `expected` predicate ("" for none): the fingerprints' filtered_by and
+    # filter_undecided_by were marked under these (the engine rebuilds when they change)
+    expected: Mapping[str, str] = field(default_factory=dict)
 
 
 # The fingerprint columns the per-id work reads (passes.by_id ships no others; src_* are
 # dgm-src parsed, which the causes compare raw as `lineage`).
 COLUMNS = (
     "topic", "partition", "offset", "timestamp", "message_id", "key", "producer", "seq",
-    "lineage", "committed",
+    "lineage", "committed", "filtered_by", "filter_undecided_by",
 )  # fmt: skip
 
 
@@ -233,6 +236,7 @@ def pipeline_counts(
     context: Context,
     names: Names,
     late_rows: pd.DataFrame | None = None,
+    marked: tuple[pd.DataFrame, pd.DataFrame] | None = None,
 ) -> pd.DataFrame:
     """Per (pipeline, window_us): output.PIPELINE_COUNTS, distinct_ids (sink ids per topic) and the
     span of checked records (first/last_checked_us); window_us NO_TIME for rows without a
@@ -256,6 +260,8 @@ def pipeline_counts(
     ]
     if late_rows is not None and not late_rows.empty:
         parts.append(counted(late_rows, w, late_records=1))
+    if marked is not None:
+        parts += [counted(marked[0], w, filtered=1), counted(marked[1], w, filter_undecided=1)]
     counts = pd.concat(parts, ignore_index=True).fillna(0)
     summed = counts.groupby(["pipeline", "window_us"]).sum().reset_index()
     ids = sinks[sinks["has_id"]]
@@ -358,11 +364,33 @@ def _pipelines(context: Context) -> set[str]:
     return {*context.source_topics, *(p for ps in named for p in ps)}
 
 
+def _row_pairs(rows: pd.DataFrame) -> pd.Index:
+    """(pipeline code, _row) as one integer, to match id_frame.marked's pairs."""
+    return pd.Index(rows["pipeline"].to_numpy(dtype="int64") * 2**32 + rows["_row"].to_numpy())
+
+
+def expected_sources(
+    frame: pd.DataFrame, batch: pa.Table, sources: pd.DataFrame, context: Context, names: Names
+) -> tuple[pd.DataFrame, tuple[pd.DataFrame, pd.DataFrame] | None]:
+    """(the identified source rows per pipeline its predicate does not filter; the committed
+    source rows per pipeline filtered, and those undecided), docs/design.md's "filtered".
+    (sources, None) when no record of this partition is marked."""
+    filtered = marked(batch, "filtered_by", names)
+    undecided = marked(batch, "filter_undecided_by", names)
+    if filtered.empty and undecided.empty:
+        return sources, None
+    committed = per_pipeline(frame[frame["committed"]], names.by_topic(context.sources), "int64")
+    pairs = _row_pairs(committed)
+    kept = sources[~_row_pairs(sources).isin(filtered)]
+    return kept, (committed[pairs.isin(filtered)], committed[pairs.isin(undecided)])
+
+
 def per_id_rows(batch: pa.Table, context: Context) -> pa.Table:
     """Every output row one partition of id-shuffled fingerprints gives (output.SCHEMA)."""
     frame, names = frame_of(batch, _pipelines(context))
     # Each pipeline's identified source rows and committed sink rows, worked out once.
-    sources = per_pipeline(frame[frame["has_id"]], names.by_topic(context.sources), "int64")
+    held = per_pipeline(frame[frame["has_id"]], names.by_topic(context.sources), "int64")
+    sources, flagged = expected_sources(frame, batch, held, context, names)
     sinks = per_pipeline(frame[frame["committed"]], names.by_topic(context.sinks), "int64")
     copied, duplicate_rows = duplicates(frame, batch, context, names)
     checked, first_lost = loss(sources, sinks, context, names)
@@ -372,10 +400,11 @@ def per_id_rows(batch: pa.Table, context: Context) -> pa.Table:
         duplicate_rows,
         checked,
         first_lost,
-        loss_rules.aborted_reads(sources, sinks),
+        loss_rules.aborted_reads(held, sinks),
         context,
         names,
         late(checked, sinks, context, names),
+        flagged,
     )
     return rows_of(
         batch,

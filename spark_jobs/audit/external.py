@@ -106,6 +106,9 @@ def to_fingerprints(rows: pa.Table, sink: ExternalSink, topic: str) -> pa.Table:
         "src_partition": pc.struct_field(parsed, "p").cast(pa.int32()),
         "src_offset": pc.struct_field(parsed, "o").cast(pa.int64()),
         "committed": pa.array([True] * n, pa.bool_()),
+        # A sink's rows: no pipeline's `expected` predicate applies to them.
+        "filtered_by": pa.nulls(n, pa.list_(pa.string())),
+        "filter_undecided_by": pa.nulls(n, pa.list_(pa.string())),
     }
     return pa.table(columns, schema=ARROW_FINGERPRINT)
 

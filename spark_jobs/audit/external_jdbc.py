@@ -244,5 +244,8 @@ def to_fingerprints(rows: DataFrame, pipeline: PipelineConfig, sink: ExternalSin
         "src_partition": part(2, "int"),
         "src_offset": part(3, "long"),
         "committed": F.lit(True),
+        # A sink's rows: no pipeline's `expected` predicate applies to them.
+        "filtered_by": F.lit(None),
+        "filter_undecided_by": F.lit(None),
     }
     return rows.select(*(columns[f.name].cast(f.dataType).alias(f.name) for f in FINGERPRINT))

@@ -128,6 +128,11 @@ def fingerprints(records: DataFrame, rule: MessageIdRule) -> DataFrame:
         "src_partition": _digits(lineage, _SRC, 2, "int"),
         "src_offset": _digits(lineage, _SRC, 3, "bigint"),
         "committed": F.lit(True),
+        # Set by spark_jobs.audit.expected.with_expected when it ran; none filtered else.
+        **{
+            name: F.col(name) if name in present else F.lit(None)
+            for name in ("filtered_by", "filter_undecided_by")
+        },
     }
     return records.select(
         *(columns[f.name].cast(f.dataType).alias(f.name) for f in FINGERPRINT.fields)

@@ -203,17 +203,20 @@ class FingerprintStore:
         topic_ids: Mapping[str, str] | None = None,
         reaudits: Sequence[str] = (),
         external: Mapping[str, Mapping[str, Any]] | None = None,
+        expected: Mapping[str, str] | None = None,
         displaced: DataFrame | None = None,
         rewritten: bool = False,
     ) -> Batch:
         """Write `frame` (FINGERPRINT rows of `ranges`, and of the JDBC sinks `external`
         names: pipeline -> {"topic", "sink", "upto"}) as one committed batch; call under
         `writer_lock`. The manifest counts the records per range (and per external entry)
-        from what was written."""
+        from what was written; `expected`: pipeline -> the predicate its source records were
+        marked under."""
         folder = self.folder
         temp = folder / f".tmp-{uuid.uuid4().hex}"
         frame.select(*(f.name for f in FINGERPRINT.fields)).write.parquet(str(temp))
         manifest = _manifest(spark, temp, ranges, id_rules, replaces, topic_ids, reaudits)
+        manifest["expected"] = dict(sorted((expected or {}).items()))
         if displaced is not None:
             aside = temp / DISPLACED_DIR
             displaced.select(*(f.name for f in DISPLACED.fields)).write.parquet(str(aside))
@@ -349,9 +352,20 @@ class FingerprintStore:
             for name, entry in newest_external(chosen).items()
             if name not in forget_external
         }
+        expected = {p: e for b in chosen for p, e in b.manifest.get("expected", {}).items()}
         reaudits = sorted(reaudited(chosen))
         batch = self.write_batch(
-            spark, rows, ranges, rules, names, ids, reaudits, external, kept_aside, rewritten
+            spark,
+            rows,
+            ranges,
+            rules,
+            names,
+            ids,
+            reaudits,
+            external,
+            expected=expected,
+            displaced=kept_aside,
+            rewritten=rewritten,
         )
         retire(chosen)
         return batch

@@ -29,9 +29,15 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from dgm.config_schema import FILE_KINDS, DgmConfig, MessageIdRule
+from dgm.config_schema import FILE_KINDS, DgmConfig, MessageIdRule, id_rule_conflicts
 from dgm.errors import UserFacingError
 from dgm.samples import Key, PartitionOffsets, SampleStore
+from spark_jobs.audit.expected import (
+    check_predicates,
+    recorded_predicates,
+    stale_topics,
+    with_expected,
+)
 from spark_jobs.audit.external import external_fingerprints
 from spark_jobs.audit.fingerprint import fingerprints, mark_committed
 from spark_jobs.audit.fingerprint_store import (
@@ -91,19 +97,15 @@ class AuditResult:
 
 
 def topic_rules(config: DgmConfig) -> dict[str, MessageIdRule]:
-    """Every monitored topic (any pipeline's source or sink topic) and its id rule."""
-    rules: dict[str, tuple[MessageIdRule, str]] = {}
+    """Every monitored topic (any pipeline's source or sink topic) and its id rule: a source
+    topic takes its pipeline's source rule, a sink topic the sink rule (PipelineConfig)."""
+    for _, problem in id_rule_conflicts(config.pipelines):
+        raise ConflictingIdRules(problem)
+    rules: dict[str, MessageIdRule] = {}
     for pipeline in config.pipelines:
-        for topic in (*pipeline.source_topics, *pipeline.sink_topics):
-            rule, owner = rules.setdefault(topic, (pipeline.message_id, pipeline.name))
-            if rule != pipeline.message_id:
-                raise ConflictingIdRules(
-                    f"topic {topic!r} has two message id rules: pipeline {owner!r} says "
-                    f"{rule.kind} {rule.name!r}, pipeline {pipeline.name!r} says "
-                    f"{pipeline.message_id.kind} {pipeline.message_id.name!r}; "
-                    "give both pipelines the same [message_id]"
-                )
-    return {topic: rule for topic, (rule, _) in sorted(rules.items())}
+        for topic, rule, _ in pipeline.topic_id_rules():
+            rules.setdefault(topic, rule)
+    return dict(sorted(rules.items()))
 
 
 # Every audit task's consumer waited about the broker's default fetch.max.wait.ms (500 ms)
@@ -155,6 +157,7 @@ def _read_chunks(
     rules: Mapping[str, MessageIdRule],
     tracker: AuditTracker,
     chunk_offsets: int,
+    config: DgmConfig | None = None,
 ) -> tuple[list[DataFrame], dict[Key, int]]:
     """The read_uncommitted fingerprints of `ranges`, one persisted frame per chunk, each
     counted (so materialized) before the next is read: the tracker learns exact figures."""
@@ -168,7 +171,9 @@ def _read_chunks(
             for r in chunk:
                 by_rule.setdefault(rules[r.topic], []).append(r)
             frame = _union(
-                fingerprints(read_range(spark, options, mine, "read_uncommitted"), rule)
+                fingerprints(
+                    _expected(read_range(spark, options, mine, "read_uncommitted"), config), rule
+                )
                 for rule, mine in by_rule.items()
             ).persist(StorageLevel.MEMORY_AND_DISK)
             frames.append(frame)
@@ -184,6 +189,10 @@ def _read_chunks(
     return frames, counts
 
 
+def _expected(records: DataFrame, config: DgmConfig | None) -> DataFrame:
+    return records if config is None else with_expected(records, config)
+
+
 def _fingerprint_kafka(
     spark: SparkSession,
     options: Mapping[str, str],
@@ -195,16 +204,21 @@ def _fingerprint_kafka(
     topic_ids: Mapping[str, str],
     chunk_offsets: int = CHUNK_OFFSETS,
     reaudits: Sequence[str] = (),
+    config: DgmConfig | None = None,
 ) -> tuple[Batch, tuple[str, ...]]:
     """One batch for `ranges`; empty ranges (a first audit's recorded start) are stored in
-    the manifest without a read."""
+    the manifest without a read. With `config`, source records are marked by the pipelines'
+    `expected` predicates and the manifest records them."""
     frame, frames, transactional = fingerprinted(
-        spark, options, ranges, rules, flagged, tracker, chunk_offsets
+        spark, options, ranges, rules, flagged, tracker, chunk_offsets, config
     )
     try:
         used = {t: rules[t] for t in sorted({r.topic for r in ranges})}
         store = FingerprintStore(state_dir)
-        batch = store.write_batch(spark, frame, ranges, used, (), topic_ids, reaudits)
+        judged = recorded_predicates(config, {r.topic for r in ranges}) if config else {}
+        batch = store.write_batch(
+            spark, frame, ranges, used, (), topic_ids, reaudits, expected=judged
+        )
     finally:
         for piece in frames:
             piece.unpersist()
@@ -219,12 +233,14 @@ def fingerprinted(
     flagged: set[str],
     tracker: AuditTracker,
     chunk_offsets: int = CHUNK_OFFSETS,
+    config: DgmConfig | None = None,
 ) -> tuple[DataFrame, list[DataFrame], tuple[str, ...]]:
-    """The fingerprints of `ranges`, committed or aborted; the persisted frames they are
-    made of (the caller unpersists them once it wrote them); the topics read twice."""
+    """The fingerprints of `ranges`, committed or aborted (with `config`, source records
+    marked by the pipelines' `expected` predicates); the persisted frames they are made of
+    (the caller unpersists them once it wrote them); the topics read twice."""
     reading = [r for r in ranges if r.size > 0]
     topics = sorted({r.topic for r in reading})
-    frames, counts = _read_chunks(spark, options, reading, rules, tracker, chunk_offsets)
+    frames, counts = _read_chunks(spark, options, reading, rules, tracker, chunk_offsets, config)
     try:
         tracker.set_phase("writing")
         uncommitted = _union(frames) if frames else empty_fingerprints(spark)
@@ -260,6 +276,7 @@ def audit(
     progress line (records, rate, ETA) comes at least every `progress_every_s` seconds."""
     began = time.monotonic()
     rules = topic_rules(config)
+    check_predicates(spark, config)
     state_dir = config.state_dir
     records: dict[str, int] = {}
     batch: Batch | None = None
@@ -276,6 +293,7 @@ def audit(
             )
         if recreated:
             forget_topics(spark, state_dir, recreated)
+        rejudged = _rejudge_changed_predicates(spark, config, store, progress)
         rereads = _reread(spark, config, bootstrap_servers, sampled, store, progress)
         audited = store.audited_positions()
         client = config.cluster.librdkafka_config(bootstrap_servers)
@@ -286,8 +304,13 @@ def audit(
             now or datetime.now(UTC),
             kafka_offsets_for_times(client),
         )
-        # A recreated topic is audited from its start, whatever analysis.start says.
-        starts = {k: v for k, v in starts.items() if k[0] not in recreated}
+        # A recreated topic is audited from its start, whatever analysis.start says; a topic
+        # audited again for a changed predicate from where its audit began.
+        starts = {
+            k: v
+            for k, v in starts.items()
+            if k[0] not in recreated and k[0] not in {t for t, _ in rejudged}
+        } | rejudged
         ranges = plan_ranges(sampled, audited, starts)
         _reaudit_damaged(spark, config, bootstrap_servers, sampled, topic_ids, progress)
         _report_skipped(ranges, config.analysis.start, progress)
@@ -300,8 +323,9 @@ def audit(
             total = sum(r.size for r in ranges)
             with AuditTracker(state_dir, total, progress, progress_every_s) as tracker:
                 batch, transactional = _fingerprint_kafka(
-                    spark, options, ranges, rules, flagged, state_dir, tracker, topic_ids
-                )
+                    spark, options, ranges, rules, flagged, state_dir, tracker, topic_ids,
+                    config=config,
+                )  # fmt: skip
             for topic in sorted(topics):
                 mine = [r for r in batch.ranges if r["topic"] == topic]
                 records[topic] = sum(int(r["records"]) for r in mine)
@@ -353,7 +377,9 @@ def _reread(
         )
         total = sum(r.size for r in ranges)
         with AuditTracker(config.state_dir, total, progress) as tracker:
-            frame, frames, _ = fingerprinted(spark, options, ranges, rules, flagged, tracker)
+            frame, frames, _ = fingerprinted(
+                spark, options, ranges, rules, flagged, tracker, config=config
+            )
 
         def done() -> None:
             for piece in frames:
@@ -396,8 +422,34 @@ def _reaudit_damaged(
     with AuditTracker(config.state_dir, sum(r.size for r in again), progress) as tracker:
         _fingerprint_kafka(
             spark, options, again, rules, flagged, config.state_dir, tracker, topic_ids,
-            reaudits=sorted(damaged),
+            reaudits=sorted(damaged), config=config,
         )  # fmt: skip
+
+
+def _rejudge_changed_predicates(
+    spark: SparkSession, config: DgmConfig, store: FingerprintStore, progress: Progress
+) -> dict[Key, int]:
+    """Forget the fingerprints of the source topics whose pipeline's `expected` predicate is
+    not the one they were audited under (they carry the old predicate's evaluation), so they
+    are audited again under the new one; (topic, partition) -> where their audit began."""
+    stale = stale_topics(config, store.complete_batches())
+    if not stale:
+        return {}
+    starts: dict[Key, int] = {}
+    for batch in store.complete_batches():
+        for r in batch.ranges:
+            if r["topic"] in stale:
+                key = (r["topic"], r["partition"])
+                starts[key] = min(starts.get(key, r["start"]), r["start"])
+    for topic, pipelines in sorted(stale.items()):
+        progress(
+            f"audit: topic {topic}: the expected predicate of pipeline "
+            f"{', '.join(sorted(pipelines))} changed since it was audited: its fingerprints are "
+            "dropped and it is audited again under the new predicate, from where its audit "
+            "began (offsets Kafka has deleted since are no longer judged)"
+        )
+    forget_topics(spark, config.state_dir, set(stale))
+    return starts
 
 
 def _report_skipped(ranges: Iterable[OffsetRange], start: str, progress: Progress) -> None:

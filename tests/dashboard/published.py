@@ -166,6 +166,7 @@ def _verdicts() -> list[Row]:
     common: Row = {"unidentified": 0, "upstream_duplicates": 0, "aborted_reads": 0}
     common["beyond_retention"] = 0
     common |= {"late_records": 0, "claim": "group commits"}
+    common |= {"filtered": 0, "filter_undecided": 0}
     return [
         {
             **common,
@@ -277,6 +278,8 @@ def _windows(verdicts: list[Row]) -> list[Row]:
                     "faults_observed": 1 if w in (2, 5) and v["faults_observed"] else 0,
                     "achieved": "no guarantee" if bad else v["achieved"],
                     "meets_declared": False if bad else v["meets_declared"],
+                    "filtered": 0,
+                    "filter_undecided": 0,
                 }
             )
     return rows

@@ -416,7 +416,10 @@ def test_append_replaces_by_name_in_place_and_keeps_the_rest(tmp_path: Path) -> 
         'bootstrap_servers = "b:9092"\n\n'
         "# orders: the first pipeline\n" + PIPELINE + '[pipelines.message_id]\nkind = "key"\n'
         "\n# payments: the second pipeline\n"
-        + PIPELINE.replace('"orders"', '"payments"').replace('"orders-app"', '"pay"')
+        # Its own topics: a topic read with two id rules is a config error.
+        + PIPELINE.replace('"orders"', '"payments"')
+        .replace('"orders-app"', '"pay"')
+        .replace('"orders-out"', '"payments-out"')
     )
     path.write_text(original, encoding="utf-8")
     path.chmod(0o640)  # it may hold credentials: its permissions must survive
@@ -681,3 +684,35 @@ def test_generic_loader_rejects_a_boolean_for_an_int(tmp_path: Path) -> None:
         with pytest.raises(ConfigError) as caught:
             _load_table(_Knob, table, at)
         assert str(caught.value) == f"x.toml: {message}"
+
+
+def test_per_side_id_rules_and_expected_load_and_conflicts_name_both_pipelines(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "dgm.toml"
+    rekeying = (
+        PIPELINE + "expected = \"get_json_object(CAST(value AS STRING), '$.n') % 10 != 0\"\n"
+        '[pipelines.source_message_id]\nkind = "json_field"\nname = "id"\n'
+        '[pipelines.sink_message_id]\nkind = "key"\n'
+    )
+    path.write_text(rekeying, encoding="utf-8")
+    loaded = load_config(path).pipeline("orders")
+    assert loaded.source_id_rule() == MessageIdRule("json_field", "id")
+    assert loaded.sink_id_rule().kind == "key"
+    assert loaded.message_id == MessageIdRule()
+    # A second pipeline reading the sink with the default (header) rule: one topic, two rules.
+    downstream = (
+        PIPELINE.replace('"orders"', '"audit"')
+        .replace('source_topics = ["audit"]', 'source_topics = ["orders-out"]')
+        .replace('"orders-out"]\nconsumer', '"audit-out"]\nconsumer')
+    )
+    path.write_text(rekeying + downstream, encoding="utf-8")
+    with pytest.raises(
+        ConfigError,
+        match=r"pipelines\[1\]\.message_id: topic 'orders-out'.*"
+        r"pipeline 'orders' sink_message_id says key.*pipeline 'audit' message_id",
+    ):
+        load_config(path)
+    path.write_text(PIPELINE + 'expected = "(n > 1"\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"pipelines\[0\]\.expected: unbalanced '\('"):
+        load_config(path)

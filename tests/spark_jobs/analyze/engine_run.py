@@ -96,10 +96,18 @@ def run(
     if isinstance(fingerprints, pa.Table):
         frame = spark.createDataFrame(fingerprints)
     elif isinstance(fingerprints, list):
-        frame = spark.createDataFrame(fingerprints, FINGERPRINT)
+        # Tuples without the trailing filter columns: no pipeline filtered the record.
+        width = len(FINGERPRINT.fields)
+        padded = [(*r, *(None,) * (width - len(r))) for r in fingerprints]
+        frame = spark.createDataFrame(padded, FINGERPRINT)
     dgm_config = dgm_config or config()
     claims = {(k if len(k) == 3 else ("p", *k)): o for k, o in (committed or {}).items()}
-    tables, counts = Engine().cycle(dgm_config, Fingerprints(frame), claims, now)
+    return tables_of(Engine().cycle(dgm_config, Fingerprints(frame), claims, now))
+
+
+def tables_of(result: tuple[dict[str, pa.Table], pa.Table]) -> Tables:
+    """Tables of what Engine.cycle returns (its tables, its pipeline counts)."""
+    tables, counts = result
     rows = {name: t.to_pylist() for name, t in tables.items()}
     return Tables(
         rows["duplicates"],

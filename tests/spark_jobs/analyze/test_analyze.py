@@ -67,6 +67,8 @@ def fp(
         lineage,
         *src,
         committed,
+        None,  # filtered_by
+        None,  # filter_undecided_by
     )
 
 

@@ -1,7 +1,9 @@
 """A deadline claim's lost ids, late records and checked records from the engine equal the
 DuckDB reference's (tests/reference.py DEADLINE) on the same fingerprints and `now`: on small
-property-based sets, and on a generated pipeline judged over cycles by one incremental engine
-while its records age past max_delay and late copies of lost records arrive."""
+property-based sets (whose source records pipeline p's `expected` predicate may have filtered
+or left undecided: a filtered record is never lost nor late), and on a generated pipeline
+judged over cycles by one incremental engine while its records age past max_delay and late
+copies of lost records arrive."""
 
 from __future__ import annotations
 
@@ -64,14 +66,20 @@ def late_per_window(tables: engine_run.Tables) -> dict[datetime, int]:
 
 
 def assert_agree(
-    tables: engine_run.Tables, source: pa.Table, sink: pa.Table, now: datetime, delay: timedelta
+    tables: engine_run.Tables,
+    source: pa.Table,
+    sink: pa.Table,
+    now: datetime,
+    delay: timedelta,
+    pipeline: str = "p",
 ) -> tuple[int, int]:
-    """(lost, late) after checking every count against the reference."""
-    lost, late = split(reference.deadline(source, sink, now, delay))
+    """(lost, late) after checking every count against the reference; `pipeline` names the
+    pipeline whose filtered records (filtered_by) the reference does not check."""
+    lost, late = split(reference.deadline(source, sink, now, delay, pipeline))
     gaps = reference.lost(source, sink, pa.table({"topic": pa.array([], pa.string()),
                                                   "partition": pa.array([], pa.int32()),
                                                   "committed_offset": pa.array([], pa.int64())}),
-                          now)  # fmt: skip
+                          now, pipeline=pipeline)  # fmt: skip
     ours = [r for r in tables.lost if r["cause"] == LossCause.NOT_IN_SINK_WITHIN_MAX_DELAY]
     assert_same(ours, lost.drop_columns(["kind"]))
     assert_same([r for r in tables.lost if r not in ours], gaps)
@@ -80,7 +88,10 @@ def assert_agree(
     )
     assert tables.total("late_records") == late.num_rows
     assert late_per_window(tables) == lost_per_window(late)
-    assert tables.total("records_checked") == reference.deadline_checked(source, sink, now, delay)
+    checked = reference.deadline_checked(source, sink, now, delay, pipeline)
+    assert tables.total("records_checked") == checked
+    filtered = (tables.total("filtered"), tables.total("filter_undecided"))
+    assert filtered == reference.filtered(source, pipeline)
     return lost.num_rows, late.num_rows
 
 
@@ -174,12 +185,7 @@ def test_cycles_of_a_generated_pipeline_agree(spark: Any) -> None:
     whole_1 = pa.concat_tables([source_1, sink_1])
     frame_1 = spark.createDataFrame(whole_1)
 
-    def tables_of(result: Any) -> engine_run.Tables:
-        rows = {name: t.to_pylist() for name, t in result[0].items()}
-        return engine_run.Tables(rows["duplicates"], rows["lost"], rows["topic_windows"],
-                                 rows["partition_windows"], result[1].to_pylist())  # fmt: skip
-
-    ours_1 = tables_of(engine.cycle(config, Fingerprints(frame_1), {}, first_now))
+    ours_1 = engine_run.tables_of(engine.cycle(config, Fingerprints(frame_1), {}, first_now))
     _, late_1 = assert_agree(ours_1, source_1, sink_1, first_now, delay)
     lost_ids = {r["message_id"] for r in ours_1.lost}
     assert set(late["message_id"].to_pylist()) <= lost_ids and late_1 == 0
@@ -199,11 +205,11 @@ def test_cycles_of_a_generated_pipeline_agree(spark: Any) -> None:
     )
     frame_2 = spark.createDataFrame(whole_2)
     fingerprints = Fingerprints(frame_2, before=frame_1, added=added)
-    ours_2 = tables_of(engine.cycle(config, fingerprints, {}, second_now))
+    ours_2 = engine_run.tables_of(engine.cycle(config, fingerprints, {}, second_now))
     assert "touched" in engine.last, engine.last
     sink_2 = pa.concat_tables([sink, late])
     lost_2, late_2 = assert_agree(ours_2, generated.source, sink_2, second_now, delay)
     assert late_2 == 20 and lost_2 > 5
     assert not {r["message_id"] for r in ours_2.lost} & set(late["message_id"].to_pylist())
-    rebuilt = tables_of(Engine().cycle(config, Fingerprints(frame_2), {}, second_now))
+    rebuilt = engine_run.tables_of(Engine().cycle(config, Fingerprints(frame_2), {}, second_now))
     assert sorted(map(str, ours_2.counts)) == sorted(map(str, rebuilt.counts))

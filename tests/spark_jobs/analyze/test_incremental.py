@@ -3,8 +3,10 @@ exactly the tables a rebuild over the same fingerprints publishes (every cycle) 
 DuckDB reference computes (the last cycle): through a late copy with an earlier timestamp, a
 group offset that moves back (reset), retention expiring the oldest fingerprints, a
 pipeline added to the config, and an external sink whose snapshot (read whole each cycle)
-grows and later loses rows; and a deadline-claim pipeline (claim = "deadline") whose records
-age past max_delay cycle by cycle, with copies of records it lost arriving late (LATE_AT)."""
+grows and later loses rows; pipeline p filters (its `expected` predicate excluded a tenth of
+its source records, and could not evaluate a few more); and a deadline-claim pipeline
+(claim = "deadline") whose records age past max_delay cycle by cycle, with copies of records
+it lost arriving late (LATE_AT)."""
 
 from __future__ import annotations
 
@@ -76,6 +78,20 @@ def claims(rows: pa.Table, pipelines: dict[str, str], halve: bool) -> dict[Any, 
     return found
 
 
+def filtering(source: pa.Table, rng: np.random.Generator) -> pa.Table:
+    """`source` with a tenth of its records filtered by pipeline p's predicate and 3%
+    undecided (as the audit marks them)."""
+    draw = rng.random(source.num_rows)
+    kind = pa.list_(pa.string())
+    filtered = pa.array([["p"] if d < 0.1 else None for d in draw], kind)
+    undecided = pa.array([["p"] if 0.1 <= d < 0.13 else None for d in draw], kind)
+    source = source.set_column(
+        source.schema.get_field_index("filtered_by"), "filtered_by", filtered
+    )
+    at = source.schema.get_field_index("filter_undecided_by")
+    return source.set_column(at, "filter_undecided_by", undecided)
+
+
 def canonical_all(tables: dict[str, pa.Table], counts: pa.Table) -> dict[str, list[Any]]:
     found = {name: canonical(t.to_pylist(), t.column_names) for name, t in tables.items()}
     return found | {"pipeline_counts": canonical(counts.to_pylist(), counts.column_names)}
@@ -86,6 +102,7 @@ def test_random_splits_publish_what_a_rebuild_and_the_reference_do(
 ) -> None:
     rng = np.random.default_rng(7)
     a = generated_pipeline("a", sends=3_000, partitions=3, seed=3, topics=("s", "k"))
+    a = replace(a, source=filtering(a.source, rng))
     b = generated_pipeline("b", sends=2_000, partitions=2, seed=4, topics=("s2", "k2"))
     whole = pa.concat_tables([a.source, a.sink, b.source, b.sink])
     cycle_of = batches_of(whole, rng)
@@ -183,9 +200,17 @@ def test_random_splits_publish_what_a_rebuild_and_the_reference_do(
             commits,
             cutoff,
             external=name == "r",
+            pipeline=name,
         )
         found = [r for r in tables["lost"].to_pylist() if r["pipeline"] == name]
         assert len(assert_same_lost(found, expected)) > 10
+    counted = [r for r in ours[1].to_pylist() if r["pipeline"] == "p" and not r["total"]]
+    filtered = reference.filtered(engine_run.of_topics(everything, "s"), "p")
+    assert filtered[0] > 100 and filtered[1] > 30
+    assert (
+        sum(r["filtered"] for r in counted),
+        sum(r["filter_undecided"] for r in counted),
+    ) == filtered
     # The deadline pipeline: lost before its late copies came, late records after.
     late_ids = set(d_late["message_id"].to_pylist())
     assert late_ids <= lost_before_late

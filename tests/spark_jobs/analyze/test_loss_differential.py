@@ -89,8 +89,9 @@ def one_shuffle_partition(spark: Any) -> Iterator[None]:
         yield
 
 
-# (partition, second, id, producer, seq, committed) of a source record, small alphabets so
-# ids, sessions, sequences and timestamps collide often; the sink copies name a source offset.
+# (partition, second, id, producer, seq, committed, filter) of a source record, small
+# alphabets so ids, sessions, sequences and timestamps collide often; the sink copies name a
+# source offset. filter: what pipeline p's `expected` predicate said of it (None: true).
 SOURCE = st.tuples(
     st.integers(0, 1),
     st.integers(0, 6),
@@ -98,6 +99,7 @@ SOURCE = st.tuples(
     st.sampled_from([None, "p0", "p1"]),
     st.one_of(st.none(), st.integers(0, 5)),
     st.sampled_from([True, True, False]),
+    st.sampled_from([None, None, "filtered", "undecided", "other"]),
 )
 SINK = st.tuples(
     st.integers(0, 8),
@@ -118,11 +120,17 @@ def fingerprint_row(
     seq: int | None = None,
     src: tuple[int, int] | None = None,
     committed: bool = True,
+    filter_state: str | None = None,
 ) -> dict[str, Any]:
+    """`filter_state`: "filtered" or "undecided" by pipeline p's predicate, "other": filtered
+    by another pipeline's (p checks it), None: no predicate excluded it."""
     lineage = None if src is None else f"s/{src[0]}/{src[1]}"
     values = (topic, partition, offset, T0 + timedelta(seconds=second), message_id, None)
     values += (producer, seq, lineage, *((None,) * 3 if src is None else ("s", *src)))
-    return dict(zip([f.name for f in FINGERPRINT.fields], (*values, committed), strict=True))
+    filtered_by = {"filtered": ["p"], "other": ["q"]}.get(filter_state or "")
+    undecided_by = ["p"] if filter_state == "undecided" else None
+    names = [f.name for f in FINGERPRINT.fields]
+    return dict(zip(names, (*values, committed, filtered_by, undecided_by), strict=True))
 
 
 def small_tables(
@@ -135,11 +143,11 @@ def small_tables(
     ones before were deleted by retention, or never audited)."""
     offsets: Counter[int] = Counter({0: held_from[0], 1: held_from[1]})
     source_rows = []
-    for partition, second, message_id, producer, seq, committed in sources:
+    for partition, second, message_id, producer, seq, committed, state in sources:
         source_rows.append(
             fingerprint_row(
                 "s", partition, offsets[partition], second, message_id, producer, seq,
-                committed=committed,
+                committed=committed, filter_state=state,
             )
         )  # fmt: skip
         offsets[partition] += 1
@@ -194,6 +202,8 @@ def test_small_sets_agree(
     assert tables.total("beyond_retention") == reference.beyond_retention(
         source, sink, committed, cutoff, external
     )
+    filtered, undecided = reference.filtered(source)
+    assert (tables.total("filtered"), tables.total("filter_undecided")) == (filtered, undecided)
 
 
 @pytest.mark.slow

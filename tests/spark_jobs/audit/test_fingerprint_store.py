@@ -26,7 +26,7 @@ RULES = {"t": MessageIdRule()}
 
 def rows(spark: Any, topic: str, offsets: range, at: datetime) -> Any:
     data = [
-        (topic, 0, o, at, f"id-{o}", None, None, None, None, None, None, None, True)
+        (topic, 0, o, at, f"id-{o}", None, None, None, None, None, None, None, True, None, None)
         for o in offsets
     ]
     return spark.createDataFrame(data, FINGERPRINT)
