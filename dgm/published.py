@@ -19,6 +19,7 @@ import duckdb
 
 from dgm.vocabulary import (
     Achieved,
+    Anomaly,
     Claim,
     DuplicateCause,
     Evidence,
@@ -162,6 +163,18 @@ VERDICTS = _table(
         "committed source records the predicate could not evaluate (NULL, e.g. malformed "
         "JSON): expected, so checked like any other",
     ),
+    (
+        "truncated_records",
+        "BIGINT",
+        "committed records of its source and sink topics dgm audited at an offset their "
+        "truncated log no longer holds them at (Jepsen: lost-write); see log_anomalies",
+    ),
+    (
+        "inconsistent_offsets",
+        "BIGINT",
+        "audited offsets of its source and sink topics that hold another id now (Jepsen: "
+        "inconsistent-offsets)",
+    ),
 )
 
 PIPELINE_WINDOWS = _table(
@@ -182,6 +195,8 @@ PIPELINE_WINDOWS = _table(
     ("late_records", "BIGINT", "as in verdicts, whose source record is in this window"),
     ("filtered", "BIGINT", "as in verdicts, source records of this window"),
     ("filter_undecided", "BIGINT", "as in verdicts, source records of this window"),
+    ("truncated_records", "BIGINT", "as in verdicts, whose record is in this window"),
+    ("inconsistent_offsets", "BIGINT", "as in verdicts, whose audited record is in this window"),
 )
 
 TOPIC_WINDOWS = _table(
@@ -195,6 +210,12 @@ TOPIC_WINDOWS = _table(
     ("duplicate_rate", "DOUBLE", "duplicate_copies / distinct_ids"),
     ("unidentified", "BIGINT", "committed records without a message id"),
     ("aborted", "BIGINT", "records of aborted transactions"),
+    (
+        "truncated_records",
+        "BIGINT",
+        "committed records audited at an offset the truncated log no longer holds them at",
+    ),
+    ("inconsistent_offsets", "BIGINT", "audited offsets that hold another id now"),
 )
 
 PARTITION_WINDOWS = _table(
@@ -248,7 +269,8 @@ LOST = _table(
         "VARCHAR",
         f"{LossCause.NOT_IN_SINK} (below the committed offset, past the grace period) | "
         f"{LossCause.SEQUENCE_GAP} | {LossCause.NOT_IN_SINK_WITHIN_MAX_DELAY} (a deadline "
-        "claim: no sink copy once older than max_delay)",
+        f"claim: no sink copy once older than max_delay) | {LossCause.TRUNCATION} (the source "
+        "record, or every sink copy of its id, was truncated from its partition's log)",
     ),
 )
 
@@ -284,6 +306,12 @@ PIPELINE_STAGES = _table(
         "VARCHAR",
         "the semantic from the first source to this sink: the producer stage and every "
         "pipeline of the chain composed",
+    ),
+    (
+        "producer_truncated_records",
+        "BIGINT",
+        "acknowledged records of the first sources that truncated logs lost: losses of the "
+        "producer stage",
     ),
 )
 
@@ -369,6 +397,28 @@ TRANSACTIONS = _table(
     ("hanging_reason", "VARCHAR", "why it is hanging"),
 )
 
+LOG_ANOMALIES = _table(
+    "log_anomalies",
+    "Every truncated record and inconsistent offset the re-reads of audited offsets found "
+    '(docs/design.md, "Log integrity"), with the nearest name Jepsen gives it.',
+    ("anomaly", "VARCHAR", listing(Anomaly)),
+    ("jepsen", "VARCHAR", ", ".join(f"{a.jepsen} ({a.value})" for a in Anomaly)),
+    ("topic", "VARCHAR", "topic"),
+    ("partition", "INTEGER", "partition"),
+    ("offset", "BIGINT", "the offset the record was audited at"),
+    ("message_id", "VARCHAR", "the id audited there"),
+    (
+        "now_message_id",
+        "VARCHAR",
+        "the id the offset holds now; null when it holds nothing or lies past the high watermark",
+    ),
+    ("timestamp", "TIMESTAMPTZ", "Kafka timestamp of the record audited there"),
+    ("key", "VARCHAR", "its key as text"),
+    ("producer", "VARCHAR", "its dgm-producer header"),
+    ("seq", "BIGINT", "its dgm-seq header"),
+    ("detected_at", "TIMESTAMPTZ", "when a re-read found it"),
+)
+
 FAULTS = _table(
     "faults",
     "Faults the collectors observed (the events sample kind): what gives verdicts weight.",
@@ -377,7 +427,8 @@ FAULTS = _table(
         "event",
         "VARCHAR",
         "rebalance, member_joined, member_left, epoch_bump, outage_start, "
-        "outage_end, broker_left, broker_joined, collector_start",
+        "outage_end, broker_left, broker_joined, collector_start, topic_recreated, "
+        "high_watermark_backwards, log_start_backwards, lso_backwards",
     ),
     ("group_id", "VARCHAR", "group, for group events"),
     ("pipeline", "VARCHAR", "pipeline the fault is attributed to; null when cluster-wide"),
@@ -398,6 +449,7 @@ TABLES: tuple[Table, ...] = (
     GROUP_STATUS,
     TRANSACTIONS,
     FAULTS,
+    LOG_ANOMALIES,
 )
 
 

@@ -14,13 +14,17 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 
 from dgm import published as tables
 from dgm.config_schema import DgmConfig
+from dgm.fingerprints import DISPLACED as ARROW_DISPLACED
 from dgm.vocabulary import Anomaly, LossCause
 from spark_jobs.analyze.publish import conform_arrow
 
@@ -106,7 +110,9 @@ def with_topic_counts(topic_windows: pa.Table, counts: pd.DataFrame) -> pa.Table
     merged[list(COUNTS)] = merged[list(COUNTS)].fillna(0).astype("int64")
     for column in ("records", "distinct_ids", "duplicate_copies", "unidentified", "aborted"):
         merged[column] = merged[column].fillna(0).astype("int64")
-    stamps = pa.array(merged["window_us"].to_numpy(), pa.float64()).cast(pa.int64()).cast(STAMP)
+    windows = merged["window_us"]
+    micros = windows.fillna(0).to_numpy().astype("int64")
+    stamps = pa.array(micros, pa.int64(), mask=windows.isna().to_numpy()).cast(STAMP)
     merged = merged.drop(columns=["window_us", "window_start"])
     table = pa.Table.from_pandas(merged, preserve_index=False)
     return conform_arrow(table.append_column("window_start", stamps), tables.TOPIC_WINDOWS)
@@ -204,3 +210,72 @@ def relabel(lost: pa.Table, relabelled: Iterable[tuple[str, str]]) -> pa.Table:
     hit = pa.array([(p, i) in keys for p, i in zip(pipelines, ids, strict=True)])
     cause = pc.if_else(hit, LossCause.TRUNCATION.value, lost["cause"])
     return lost.set_column(lost.schema.get_field_index("cause"), "cause", cause)
+
+
+def delivered(whole: DataFrame, displaced: pa.Table, config: DgmConfig) -> set[tuple[str, str]]:
+    """(pipeline, message id) of the truncated source records' ids that a committed record
+    of the pipeline's sink carries now."""
+    records = truncated(displaced)
+    ids = sorted(set(records.filter(pc.is_valid(records["message_id"]))["message_id"].to_pylist()))
+    sinks: dict[str, list[str]] = {}
+    for p in config.pipelines:
+        for topic in p.sink_names():
+            sinks.setdefault(topic, []).append(p.name)
+    if not ids or not sinks:
+        return set()
+    wanted = F.broadcast(
+        whole.sparkSession.createDataFrame([(i,) for i in ids], "message_id string")
+    )
+    held = (
+        whole.where(F.col("committed") & F.col("topic").isin(*sorted(sinks)))
+        .join(wanted, "message_id", "left_semi")
+        .select("topic", "message_id")
+        .distinct()
+        .collect()
+    )
+    return {(name, row["message_id"]) for row in held for name in sinks[row["topic"]]}
+
+
+def cutoffs(
+    config: DgmConfig, cutoff_us: int, deadlines: Mapping[str, tuple[int, int]]
+) -> dict[str, int]:
+    """pipeline -> the time (micros) its records must be older than to be judged: its
+    deadline cutoff under a deadline claim, the grace cutoff otherwise."""
+    return {
+        p.name: deadlines[p.name][0] if p.name in deadlines else cutoff_us for p in config.pipelines
+    }
+
+
+def applied(
+    config: DgmConfig,
+    record_tables: Mapping[str, pa.Table],
+    displaced: pa.Table | None,
+    whole: DataFrame,
+    window_us: int,
+    cutoff_by_pipeline: Mapping[str, int],
+) -> tuple[dict[str, pa.Table], list[dict[str, Any]]]:
+    """The engine's record tables with the truncations in (log_anomalies, topic_windows'
+    counts, the lost rows they add or name the cause of), and the per-pipeline window counts
+    to add (pipeline, window_us (None: totals only), truncated_records, inconsistent_offsets,
+    lost)."""
+    aside = ARROW_DISPLACED.empty_table() if displaced is None else displaced
+    found = dict(record_tables)
+    found[tables.LOG_ANOMALIES.name] = log_anomalies(aside)
+    found[tables.TOPIC_WINDOWS.name] = with_topic_counts(
+        record_tables[tables.TOPIC_WINDOWS.name], topic_counts(aside, window_us)
+    )
+    counts = pipeline_counts(aside, config, window_us).to_dict("records")
+    if truncated(aside).num_rows:
+        losses = truncation_losses(
+            aside, config, delivered(whole, aside, config), cutoff_by_pipeline
+        )
+        lost = relabel(record_tables[tables.LOST.name], losses.relabelled)
+        found[tables.LOST.name] = pa.concat_tables([lost, losses.added])
+        micros = losses.added["timestamp"].cast(STAMP).cast(pa.int64()).to_pylist()
+        for name, at in zip(losses.added["pipeline"].to_pylist(), micros, strict=True):
+            window = None if at is None else at - at % window_us
+            counts.append({"pipeline": name, "window_us": window, "lost": 1})
+    for row in counts:
+        window = row["window_us"]
+        row["window_us"] = None if window is None or window != window else int(window)
+    return found, counts

@@ -1,6 +1,10 @@
 """A partition truncated for real on 3 brokers (lab/truncation.py: an unclean election of an
 out-of-sync follower), against the lab's truth: the producers' ledger of acknowledged sends
-and two plain reads of the partition, before the kill and after the old leader is back."""
+and two plain reads of the partition, before the kill and after the old leader is back.
+
+dgm collects and analyzes once before the kill (the records are audited) and once after: the
+collectors record the high watermark going back, the audit's re-read finds the truncated
+records and the inconsistent offsets, and the analysis publishes them."""
 
 from __future__ import annotations
 
@@ -11,26 +15,39 @@ import pytest
 
 from collectors.clients import Clients, ClusterUnreachable
 from collectors.cycle import Collector
-from dgm.config import CollectorSettings
+from dgm.config import load_config
+from dgm.published import open_read_only, published_path
 from dgm.samples import SampleStore
+from dgm.vocabulary import Anomaly, LossCause
 from dgm.waiting import wait_until
+from lab.topics import create_topic
 from lab.truncation import truncate
+from spark_jobs.job import AnalysisJob
 
 BEFORE, LOST, AFTER = 100, 50, 30
 
 
+def write_config(folder: Path, bootstrap: str, topic: str) -> Path:
+    config = folder / "dgm.toml"
+    config.write_text(
+        f'state_dir = "{folder / "state"}"\n'
+        f'[cluster]\nbootstrap_servers = "{bootstrap}"\n'
+        f'[collectors]\ninclude_topics = ["^{topic}"]\n'
+        "[analysis]\ngrace_s = 0\nmin_records = 1\n"
+        f'[[pipelines]]\nname = "copier"\nsource_topics = ["{topic}"]\n'
+        f'sink_topics = ["{topic}-copies"]\nconsumer_group = "nobody"\n'
+        'declared_semantic = "at-least-once"\n'
+    )
+    return config
+
+
 @pytest.mark.slow
-def test_an_unclean_election_truncates_and_dgm_sees_it(kafka3: Any, tmp_path: Path) -> None:
+def test_an_unclean_election_truncates_and_dgm_sees_it(
+    kafka3: Any, spark: Any, tmp_path: Path
+) -> None:
     cluster = kafka3.require_embedded()
     store = SampleStore(tmp_path / "state")
-    collectors: list[Collector] = []
-
-    def sample(topic: str) -> None:
-        if not collectors:
-            settings = CollectorSettings(interval_s=1, include_topics=(f"^{topic}$",))
-            clients = Clients(kafka3.client_config(), request_timeout_s=5)
-            collectors.append(Collector(clients, settings, store, request_timeout_s=5))
-        wait_until(lambda: cycled(collectors[0]), 60, "a collector cycle")
+    running: dict[str, Any] = {}
 
     def cycled(collector: Collector) -> bool:
         # As the runner does: a cycle that finds the cluster in flux is tried again.
@@ -39,14 +56,29 @@ def test_an_unclean_election_truncates_and_dgm_sees_it(kafka3: Any, tmp_path: Pa
         except ClusterUnreachable:
             return False
 
+    def observe(topic: str) -> None:
+        """A collector cycle, then an analysis run (audit included)."""
+        if not running:
+            create_topic(kafka3.admin(), f"{topic}-copies")
+            # Bootstrapped from the broker that is neither paused nor killed: a client's first
+            # request to a SIGSTOPped broker waits for its timeout.
+            bystander = f"127.0.0.1:{cluster.node(3).ports.port}"
+            config = load_config(write_config(tmp_path, bystander, topic))
+            clients = Clients({"bootstrap.servers": bystander}, request_timeout_s=5)
+            running["collector"] = Collector(clients, config.collectors, store, 5)
+            running["job"] = AnalysisJob(config, bystander, spark=spark)
+        wait_until(lambda: cycled(running["collector"]), 60, "a collector cycle")
+        running["job"].run_once()
+
     try:
         done = truncate(
-            cluster, kafka3.admin(), tmp_path, print, BEFORE, LOST, AFTER, on_written=sample
+            cluster, kafka3.admin(), tmp_path, print, BEFORE, LOST, AFTER, on_written=observe
         )
-        sample(done.topic)
+        observe(done.topic)
     finally:
-        for collector in collectors:
-            collector.clients.close()
+        if running:
+            running["collector"].clients.close()
+            running["job"].close()
 
     # The truth: every acknowledged record of the lost phase is gone, its offsets reused.
     assert (done.high_watermark_before, done.high_watermark_after) == (BEFORE + LOST, BEFORE)
@@ -63,3 +95,27 @@ def test_an_unclean_election_truncates_and_dgm_sees_it(kafka3: Any, tmp_path: Pa
     assert (moved["topic"], moved["partition"]) == (done.topic, 0)
     assert (moved["before"], moved["after"]) == (BEFORE + LOST, BEFORE + AFTER)
     assert moved["leader_epoch"] > 0
+
+    # The analysis: the truncated records are the ledger's lost writes, the inconsistent
+    # offsets the two reads' differences, each lost with the cause truncation.
+    with open_read_only(published_path(tmp_path / "state")) as db:
+        anomalies = db.execute(
+            "SELECT anomaly, offset, message_id, now_message_id FROM log_anomalies"
+        ).fetchall()
+        lost = db.execute("SELECT message_id, cause FROM lost").fetchall()
+        verdict = db.execute(
+            "SELECT truncated_records, inconsistent_offsets, lost, faults_observed FROM verdicts"
+        ).fetchone()
+        topic = db.execute(
+            "SELECT records, truncated_records, inconsistent_offsets FROM cumulative_topics "
+            "WHERE topic = ?",
+            [done.topic],
+        ).fetchone()
+    truncated = {i: o for a, o, i, _ in anomalies if a == Anomaly.TRUNCATED_RECORD}
+    inconsistent = {o: (i, now) for a, o, i, now in anomalies if a == Anomaly.INCONSISTENT_OFFSET}
+    assert truncated == done.truncated
+    assert inconsistent == done.inconsistent
+    assert sorted(lost) == sorted((i, LossCause.TRUNCATION.value) for i in done.truncated)
+    assert verdict is not None and verdict[:3] == (LOST, AFTER, LOST)
+    assert topic == (BEFORE + AFTER, LOST, AFTER)  # the records Kafka holds now
+    print(f"dgm: {len(truncated)} truncated records, {len(inconsistent)} inconsistent offsets")
