@@ -10,7 +10,6 @@ import base64
 import json
 import os
 import shutil
-import signal
 import subprocess
 import uuid
 from dataclasses import asdict, dataclass, field
@@ -184,20 +183,6 @@ class EmbeddedCluster:
             node.process.wait()
         node.pid, node.process = None, None
         self.save()
-
-    def pause_broker(self, node_id: int) -> None:
-        """SIGSTOP one broker: it stays connected but answers nothing, so its controller
-        fences it (broker.session.timeout.ms) and it drops out of every ISR."""
-        self._signal_broker(node_id, signal.SIGSTOP)
-
-    def resume_broker(self, node_id: int) -> None:
-        """SIGCONT a broker `pause_broker` stopped."""
-        self._signal_broker(node_id, signal.SIGCONT)
-
-    def _signal_broker(self, node_id: int, sig: signal.Signals) -> None:
-        node = self.node(node_id)
-        for pid in processes.find_pids(node.marker):
-            os.kill(pid, sig)
 
     def start_broker(self, node_id: int, timeout: float = 120.0) -> None:
         node = self.node(node_id)

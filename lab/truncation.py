@@ -5,18 +5,24 @@ default): a topic with replication factor 2, `min.insync.replicas=1` and
 `unclean.leader.election.enable=true`, written by an acks=1 producer.
 
 1. `before` records are written and replicated (the high watermark reaches them).
-2. The follower is SIGSTOPped: its controller fences it after broker.session.timeout.ms (9 s)
+2. The follower is SIGKILLed: its controller fences it after broker.session.timeout.ms (9 s)
    and it leaves the ISR, which is then the leader alone (1 = min.insync.replicas, so the
    follower is not kept as an eligible leader replica).
 3. `lost` records are written: acknowledged by the leader, held by no one else; the high
    watermark moves on (an ISR of one is enough).
-4. The leader is SIGKILLed, then the follower SIGCONTed. The controller fences the dead
+4. The leader is SIGKILLed, then the follower restarted. The controller fences the dead
    leader and, because the topic allows it, elects the follower though it is out of sync
    (the controller logs an "UNCLEAN partition change"). The high watermark goes back to
    where the follower's log ends: the end of the `before` records.
 5. `after` records are written: they take the offsets the lost records had.
 6. The old leader restarts, finds a higher leader epoch and truncates its log to the new
    leader's, then replicates the `after` records: the lost records are gone everywhere.
+
+SIGSTOPping the follower instead of killing it truncates as well (SIGCONT it after the
+leader's SIGKILL: it is elected as soon as the controller fences the dead leader), but every
+client request that lands on the stopped broker waits for its timeout: the Spark Kafka
+source's audit of the lost records took a minute. A killed broker refuses connections, and
+clients move on.
 
 What does *not* truncate on 4.1: the cluster default `min.insync.replicas=2` (the fixture's),
 even with acks=1. There the follower that leaves an ISR of two lands in the eligible leader
@@ -27,9 +33,9 @@ shows). Truncating audited records needs an unclean election of a replica outsid
 and the ELR, which `unclean.leader.election.enable` (or `kafka-leader-election
 --election-type unclean`) allows.
 
-Two brokers are down at once for a few seconds (the paused follower and the killed leader):
-with three KRaft voters the metadata quorum stalls until the follower resumes, which is why
-the follower resumes only after the leader is dead.
+Both brokers of the partition are down at once for a while: with three KRaft voters the
+metadata quorum stalls until the follower is back, which is why the follower restarts only
+after the leader is dead.
 
 The truth is the producers' ledgers (what was acknowledged, at which offset) and two plain
 reads of the partition, before the kill and after the old leader is back.
@@ -37,6 +43,7 @@ reads of the partition, before the kill and after the old leader is back.
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -96,38 +103,39 @@ def truncate(
     lost: int = 50,
     after: int = 30,
     on_written: Callable[[str], None] = lambda _: None,
+    on_truncated: Callable[[str], None] = lambda _: None,
     leader: int = 1,
     follower: int = 2,
 ) -> Truncation:
     """Truncate a new topic's partition 0 as the module docstring says. `on_written(topic)`
-    runs once the lost records are written and read back, before the kill (a test audits
-    them there). Every broker runs again when it returns, or raises."""
+    runs once the lost records are written and read back, before the leader is killed (a
+    test audits them there); `on_truncated(topic)` once the `after` records are written,
+    while the old leader restarts. Every broker runs again when it returns, or raises."""
     began = time.monotonic()
     topic = f"truncated-{uuid.uuid4().hex[:8]}"
     create_topic(admin, topic, config=TOPIC_CONFIG, replicas=[[leader, follower]])
     servers = {n.node_id: f"127.0.0.1:{n.ports.port}" for n in cluster.nodes}
-    # Asked of a broker that is neither paused nor killed: a request to a SIGSTOPped broker
-    # hangs until it times out.
+    # Asked of the broker that is never killed: it answers all along.
     bystander = next(servers[n] for n in sorted(servers) if n not in (leader, follower))
     ledger = folder / f"{topic}.jsonl"
     write(cluster.bootstrap_servers, topic, ledger, before, "before")
     wait_until(lambda: high_watermark(admin, topic) == before, 60, "the follower to replicate")
     say(f"{before} records replicated to brokers {leader} and {follower}")
-    resumed = killed = False
-    cluster.pause_broker(follower)
+    down = {follower}
+    cluster.stop_broker(follower, kill=True)
     try:
         wait_until(lambda: isr(bystander, topic) == [leader], 60, f"{follower} to leave the ISR")
-        say(f"broker {follower} paused, out of the ISR")
+        say(f"broker {follower} killed, out of the ISR")
         write(servers[leader], topic, ledger, lost, "lost")
         hw_before = before + lost
         wait_until(lambda: high_watermark_of(servers[leader], topic) == hw_before, 30, "the HW")
         seen_before = read_ids(servers[leader], topic, hw_before)
         on_written(topic)
         cluster.stop_broker(leader, kill=True)
-        killed = True
-        cluster.resume_broker(follower)
-        resumed = True
-        say(f"broker {leader} killed, broker {follower} resumed")
+        down.add(leader)
+        cluster.start_broker(follower)
+        down.discard(follower)
+        say(f"broker {leader} killed, broker {follower} restarted")
         wait_until(
             lambda: leader_of(bystander, topic) == follower, 90, f"{follower} elected uncleanly"
         )
@@ -136,8 +144,12 @@ def truncate(
         )
         say(f"broker {follower} leads {topic}; high watermark {hw_before} -> {hw_after}")
         write(servers[follower], topic, ledger, after, "after")
-        cluster.start_broker(leader)
-        killed = False
+        # The old leader restarts while the caller looks at the truncated partition.
+        restart = threading.Thread(target=cluster.start_broker, args=(leader,), daemon=True)
+        restart.start()
+        on_truncated(topic)
+        restart.join()
+        down.discard(leader)
         wait_until(
             lambda: sorted(isr(bystander, topic) or []) == sorted((leader, follower)),
             90,
@@ -146,10 +158,8 @@ def truncate(
         seen_after = read_ids(cluster.bootstrap_servers, topic, hw_after + after)
         say(f"broker {leader} back in the ISR")
     finally:
-        if not resumed:
-            cluster.resume_broker(follower)
-        if killed:
-            cluster.start_broker(leader)
+        if down:
+            cluster.start_stopped()
     acked = {
         e.message_id: e.offset
         for e in read_ledger(ledger).entries
