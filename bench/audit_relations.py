@@ -60,8 +60,9 @@ def main() -> int:
     args = parser.parse_args()
     from pyspark.sql import DataFrame
 
+    from spark_jobs.audit.cluster_sources import AUDIT_CLIENT_DEFAULTS
     from spark_jobs.audit.fingerprint import fingerprints
-    from spark_jobs.audit.kafka_read import AUDIT_CLIENT_DEFAULTS, read_range
+    from spark_jobs.audit.kafka_read import read_range
     from spark_jobs.audit.ranges import OffsetRange
     from spark_jobs.session import build_session
 

@@ -1,9 +1,11 @@
 """The admin clients the samplers use, and what counts as "the cluster did not answer".
 
-confluent-kafka does almost everything; kafka-python only speaks DescribeProducers,
-ListTransactions and DescribeTransactions, which confluent-kafka lacks. Both get the same
-settings from [cluster] client (librdkafka names, translated for kafka-python). Client
-errors reach the user as one line, with any secret value scrubbed out.
+confluent-kafka does almost everything; kafka-python speaks DescribeProducers,
+ListTransactions and DescribeTransactions, which confluent-kafka lacks, and the
+coordinator-bound group requests (collectors/group_requests.py says why). Both get the same
+settings from [cluster] client: librdkafka names, translated for kafka-python by the one table
+of dgm.client_settings. Client errors reach the user as one line, with any secret value
+scrubbed out.
 """
 
 from __future__ import annotations
@@ -16,29 +18,15 @@ from typing import Any, TypeVar
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 from kafka.admin import KafkaAdminClient
+from kafka.net.sasl.oauth import AbstractTokenProvider
 
+from dgm.client_settings import BY_KEY, TOKEN_PROVIDER, kafka_python_settings
 from dgm.config import ConfigError, is_secret_key
+from dgm.oidc import OidcClientCredentials, TokenSource
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-# librdkafka names -> kafka-python's; other librdkafka settings have no kafka-python meaning
-# for an admin client and are left out.
-_KAFKA_PYTHON_NAMES = {
-    "bootstrap.servers": "bootstrap_servers",
-    "client.id": "client_id",
-    "security.protocol": "security_protocol",
-    "sasl.mechanism": "sasl_mechanism",
-    "sasl.mechanisms": "sasl_mechanism",
-    "sasl.username": "sasl_plain_username",
-    "sasl.password": "sasl_plain_password",
-    "sasl.kerberos.service.name": "sasl_kerberos_service_name",
-    "ssl.ca.location": "ssl_cafile",
-    "ssl.certificate.location": "ssl_certfile",
-    "ssl.key.location": "ssl_keyfile",
-    "ssl.key.password": "ssl_password",
-    "ssl.crl.location": "ssl_crlfile",
-}
 _HOST_PORT = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[^\s:,\[\]]+):(\d{1,5})")
 _RDKAFKA_SUFFIX = re.compile(r"\s*\(after \d+ms in state \w+\)\s*$")
 
@@ -67,20 +55,35 @@ def scrub(text: str, settings: Mapping[str, Any]) -> str:
 
 
 def kafka_python_config(settings: Mapping[str, Any], request_timeout_s: float) -> dict[str, Any]:
-    """kafka-python KafkaAdminClient settings equivalent to librdkafka `settings`."""
+    """kafka-python KafkaAdminClient settings equivalent to the librdkafka `settings`, by
+    dgm.client_settings' table (the config load refused what it cannot translate)."""
+    client = {k: str(v) for k, v in settings.items() if k in BY_KEY}
     config: dict[str, Any] = {
+        "bootstrap_servers": settings["bootstrap.servers"],
         "request_timeout_ms": int(request_timeout_s * 1000),
         "bootstrap_timeout_ms": int(request_timeout_s * 1000),
         "client_id": "dgm-collectors",
+        **kafka_python_settings(client),
     }
-    for key, value in settings.items():
-        name = _KAFKA_PYTHON_NAMES.get(key)
-        if name is None:
-            continue
-        config[name] = value.upper() if name in ("security_protocol", "sasl_mechanism") else value
-    if str(settings.get("ssl.endpoint.identification.algorithm", "https")).lower() == "none":
-        config["ssl_check_hostname"] = False
+    credentials = config.get(TOKEN_PROVIDER)
+    if isinstance(credentials, OidcClientCredentials):
+        config[TOKEN_PROVIDER] = OidcTokenProvider(TokenSource(credentials, request_timeout_s))
     return config
+
+
+class OidcTokenProvider(AbstractTokenProvider):  # type: ignore[misc]
+    """kafka-python's OAUTHBEARER token provider: tokens from the OIDC token endpoint, kept
+    until they near expiry (dgm.oidc), with the configured SASL extensions."""
+
+    def __init__(self, source: TokenSource) -> None:
+        super().__init__()
+        self.source = source
+
+    def token(self) -> str:
+        return self.source.token()
+
+    def extensions(self) -> dict[str, str]:
+        return dict(self.source.credentials.extensions)
 
 
 class Clients:

@@ -17,6 +17,7 @@ from collectors.events import (
     Event,
     GroupView,
     MemberView,
+    authorization_events,
     backwards_events,
     broker_events,
     group_events,
@@ -31,6 +32,7 @@ from collectors.offsets import fetch_offsets, offsets_rows
 from collectors.partitions import ClusterView, check_matches, describe_cluster
 from collectors.transactions import fetch_transactions, max_transaction_timeout_ms
 from dgm.config import CollectorSettings
+from dgm.permissions import Denial
 from dgm.samples import Key, PartitionOffsets, SampleStore, latest_rows
 
 
@@ -70,8 +72,17 @@ class Collector:
         store: SampleStore,
         request_timeout_s: float = 10.0,
         max_transaction_timeout_ms: int | None = None,
+        sample_writers: int = 1,
+        expected_topics: tuple[str, ...] = (),
+        expected_groups: tuple[str, ...] = (),
     ) -> None:
         self.clients = clients
+        # The pipelines' topics and groups: a listing leaves out what dgm may not describe,
+        # so these are asked for by name, and a refusal is recorded instead of unnoticed.
+        self.expected_topics = expected_topics
+        self.expected_groups = expected_groups
+        self.denied: frozenset[Denial] = frozenset()  # refusals of the previous cycle
+        self.cluster_denied: frozenset[Denial] = frozenset()  # of the start
         self.settings = settings
         self.store = store
         self.request_timeout_s = request_timeout_s
@@ -86,19 +97,22 @@ class Collector:
         # The last offsets each partition answered, kept while it does not answer: a
         # truncation is often seen across the cycles its partition had no leader.
         self.offsets: dict[Key, PartitionOffsets] = {}
+        # Collectors of other clusters writing into the same store (dgm.samples.latest_rows).
+        self.sample_writers = sample_writers
 
     def connect(self, timeout_s: float | None = None) -> ClusterView:
         """Metadata; the first time also the cluster's identity, restored state and checks."""
         timeout_s = self.request_timeout_s if timeout_s is None else timeout_s
-        view = describe_cluster(self.clients.admin, self.settings, timeout_s)
+        view = describe_cluster(self.clients.admin, self.settings, timeout_s, self.expected_topics)
         if self.cluster_id is None:
             check_matches(view, self.settings)
             self.cluster_id = view.cluster_id
             self._restore(view.cluster_id)
             if self.max_transaction_timeout_ms is None and view.brokers:
-                self.max_transaction_timeout_ms = max_transaction_timeout_ms(
+                self.max_transaction_timeout_ms, denied = max_transaction_timeout_ms(
                     self.clients.admin, min(view.brokers), self.request_timeout_s
                 )
+                self.cluster_denied = frozenset([denied] if denied else [])
             self.record([Event(utc_now(), view.cluster_id, "collector_start", self._started())])
         return view
 
@@ -109,7 +123,9 @@ class Collector:
         at, cluster_id = utc_now(), view.cluster_id
         # Committed offsets before partition offsets: a read_committed consumer's committed
         # offset never passes the LSO, and offsets only grow, so lag never comes out negative.
-        groups = fetch_groups(self.clients, self.request_timeout_s, at, cluster_id)
+        groups = fetch_groups(
+            self.clients, self.request_timeout_s, at, cluster_id, self.expected_groups
+        )
         fetched, unavailable = fetch_offsets(
             self.clients.admin, view.partitions, self.request_timeout_s
         )
@@ -131,7 +147,9 @@ class Collector:
         }
         # A topic whose id did not answer this cycle may have been recreated unseen.
         unknown = {p.topic for p in fetched if p.topic not in view.topic_ids}
+        denied = frozenset((*self.cluster_denied, *view.denied, *groups.denied, *txns.denied))
         events = [
+            *authorization_events(self.denied, denied, at, cluster_id),
             *broker_events(self.brokers, view.brokers, at, cluster_id),
             *topic_events(self.topic_ids, view.topic_ids, at, cluster_id),
             *group_events(self.groups, groups.views, at, cluster_id),
@@ -164,6 +182,7 @@ class Collector:
             **{k: v for k, v in self.offsets.items() if k[0] not in recreated},
             **{k: v for k, v in by_key.items() if k[0] not in unknown or k not in self.offsets},
         }
+        self.denied = denied
         return CycleSummary(
             partitions=len(fetched),
             unavailable=unavailable,
@@ -187,7 +206,7 @@ class Collector:
         )
 
     def _restore(self, cluster_id: str) -> None:
-        for row in latest_rows(self.store, "offsets", cluster_id):
+        for row in latest_rows(self.store, "offsets", cluster_id, self.sample_writers):
             self.lso_states[(row["topic"], row["partition"])] = LsoState(
                 row["lso"], row["lso_since"]
             )
@@ -199,19 +218,19 @@ class Collector:
             )  # fmt: skip
         members: dict[str, dict[str, MemberView]] = {}
         states: dict[str, str] = {}
-        for row in latest_rows(self.store, "group_members", cluster_id):
+        for row in latest_rows(self.store, "group_members", cluster_id, self.sample_writers):
             states[row["group_id"]] = row["group_state"]
             group = members.setdefault(row["group_id"], {})
             if row["member_id"] is not None:
                 assignment = frozenset((a["topic"], a["partition"]) for a in row["assignment"])
                 group[row["member_id"]] = MemberView(row["member_id"], row["client_id"], assignment)
         self.groups = {gid: GroupView(states[gid], members[gid]) for gid in states}
-        for row in latest_rows(self.store, "transactions", cluster_id):
+        for row in latest_rows(self.store, "transactions", cluster_id, self.sample_writers):
             self.transactional_epochs[row["transactional_id"]] = (
                 row["producer_id"],
                 row["producer_epoch"],
             )
-        for row in latest_rows(self.store, "producers", cluster_id):
+        for row in latest_rows(self.store, "producers", cluster_id, self.sample_writers):
             if row["transactional_id"] is None:
                 pid = row["producer_id"]
                 self.idempotent_epochs[pid] = max(

@@ -2,8 +2,8 @@
 
 Rebalances and member changes come from group samples, epoch bumps from producer and
 transaction samples, broker departures from cluster metadata, offsets going backwards from
-the offsets samples. Outages and collector starts are recorded by the runner, which is the
-one that sees them.
+the offsets samples, missing permissions from the calls the cluster refused. Outages and
+collector starts are recorded by the runner, which is the one that sees them.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
+from dgm.permissions import AUTHORIZATION_FAILED, AUTHORIZATION_RESTORED, Denial
 from dgm.samples import Key, PartitionOffsets
 
 # Group states in which the group is moving partitions between members (classic and KIP-848).
@@ -275,3 +276,34 @@ def backwards_events(
                 )
             )
     return events
+
+
+def authorization_events(
+    previous: Iterable[Denial], current: Iterable[Denial], at: datetime, cluster_id: str
+) -> list[Event]:
+    """A refusal seen for the first time since the collector started (`authorization_failed`),
+    and one no longer seen (`authorization_restored`), both with the Denial's line as detail:
+    the dashboard and `dgm verdicts` show the failed lines not restored since the newest
+    collector start (dgm.published_views.MISSING_PERMISSIONS)."""
+    before, after = set(previous), set(current)
+    return [
+        *(denial_event(d, AUTHORIZATION_FAILED, at, cluster_id) for d in _sorted(after - before)),
+        *(denial_event(d, AUTHORIZATION_RESTORED, at, cluster_id) for d in _sorted(before - after)),
+    ]
+
+
+def denial_event(denial: Denial, event: str, at: datetime, cluster_id: str) -> Event:
+    resource, name = denial.permission.resource, denial.name or None
+    return Event(
+        at,
+        cluster_id,
+        event,
+        denial.line(),
+        group_id=name if resource == "group" else None,
+        transactional_id=name if resource == "transactional id" else None,
+        topic=name if resource == "topic" else None,
+    )
+
+
+def _sorted(denials: Iterable[Denial]) -> list[Denial]:
+    return sorted(denials, key=lambda d: d.line())

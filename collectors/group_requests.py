@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from kafka.admin import KafkaAdminClient
+from kafka.errors import GroupAuthorizationFailedError
 
 from dgm.samples import Key
 
@@ -35,8 +36,12 @@ def describe_classic(admin: KafkaAdminClient, group_ids: list[str]) -> dict[str,
     return {g: d for g, d in found.items() if d.get("error") is None}
 
 
-def committed_offsets(admin: KafkaAdminClient, group_ids: list[str]) -> dict[str, dict[Key, int]]:
-    """Committed offsets by group (one OffsetFetch per coordinator); same fallback as above."""
+def committed_offsets(
+    admin: KafkaAdminClient, group_ids: list[str], denied: list[str] | None = None
+) -> dict[str, dict[Key, int]]:
+    """Committed offsets by group (one OffsetFetch per coordinator); same fallback as above.
+    The groups the cluster refuses to describe (GROUP_AUTHORIZATION_FAILED) are appended to
+    `denied`: not an outage, a missing permission."""
     try:
         found = admin.list_group_offsets(dict.fromkeys(group_ids))
     except Exception:  # retried one group at a time
@@ -44,6 +49,9 @@ def committed_offsets(admin: KafkaAdminClient, group_ids: list[str]) -> dict[str
         for group_id in group_ids:
             try:
                 found.update(admin.list_group_offsets({group_id: None}))
+            except GroupAuthorizationFailedError:
+                if denied is not None:
+                    denied.append(group_id)
             except Exception:  # this group does not answer this cycle
                 continue
     return {

@@ -19,6 +19,7 @@ from collectors import group_requests
 from collectors.clients import Clients, ClusterUnreachable
 from collectors.events import GroupView, MemberView
 from collectors.lag import lag_from_hw, lag_from_lso
+from dgm.permissions import GROUP_DESCRIBE, Denial
 from dgm.samples import Key, PartitionOffsets
 
 # Kafka's own names for group states, as kafka-consumer-groups.sh prints them.
@@ -74,6 +75,7 @@ class GroupSample:
     views: dict[str, GroupView]  # by group id, for event derivation
     members: list[GroupMembersRow]
     committed: dict[str, dict[Key, int]]  # group id -> partition -> committed offset
+    denied: tuple[Denial, ...] = ()  # groups the cluster refuses to describe
 
 
 def group_offsets_rows(
@@ -106,18 +108,27 @@ def group_offsets_rows(
 
 
 def fetch_groups(
-    clients: Clients, timeout_s: float, sampled_at: datetime, cluster_id: str
+    clients: Clients,
+    timeout_s: float,
+    sampled_at: datetime,
+    cluster_id: str,
+    expected: tuple[str, ...] = (),
 ) -> GroupSample:
     """Every group's state, members and committed offsets. ListGroups goes to every broker
     through librdkafka; the coordinator-bound requests through kafka-python (group_requests
-    says why)."""
+    says why). ListGroups leaves out the groups dgm may not describe: the `expected` ones (the
+    pipelines') it lacks are asked for by name, so a missing permission is a Denial."""
     return clients.using_python_admin(
-        "groups", lambda: _fetch(clients, timeout_s, sampled_at, cluster_id)
+        "groups", lambda: _fetch(clients, timeout_s, sampled_at, cluster_id, expected)
     )
 
 
 def _fetch(
-    clients: Clients, timeout_s: float, sampled_at: datetime, cluster_id: str
+    clients: Clients,
+    timeout_s: float,
+    sampled_at: datetime,
+    cluster_id: str,
+    expected: tuple[str, ...],
 ) -> GroupSample:
     admin = clients.admin
     try:
@@ -126,7 +137,8 @@ def _fetch(
         raise ClusterUnreachable(f"list groups: {_describe(error)}") from None
     kinds = {listing.group_id: listing.type for listing in listed.valid}
     group_ids = sorted(kinds)
-    if not group_ids:
+    unlisted = sorted(set(expected) - set(kinds))
+    if not group_ids and not unlisted:
         return GroupSample({}, [], {})
     kip848 = [g for g in group_ids if kinds[g] == ConsumerGroupType.CONSUMER]
     classic = [g for g in group_ids if g not in set(kip848)]
@@ -147,10 +159,17 @@ def _fetch(
             if description is not None:
                 views[group_id] = _view(description)
                 members.extend(_member_rows(description, sampled_at, cluster_id))
-    committed = group_requests.committed_offsets(python_admin, group_ids)
-    if not views and not committed:
+    denied: list[str] = []
+    committed = group_requests.committed_offsets(python_admin, group_ids, denied)
+    if unlisted:
+        # Fetched apart: a refused one fails the batch, and must not cost the listed ones.
+        found = group_requests.committed_offsets(python_admin, unlisted, denied)
+        committed.update({g: offsets for g, offsets in found.items() if offsets})
+    if group_ids and not views and not committed:
         raise ClusterUnreachable("describe groups: no group answered")
-    return GroupSample(views, members, committed)
+    return GroupSample(
+        views, members, committed, tuple(Denial(GROUP_DESCRIBE, g) for g in sorted(denied))
+    )
 
 
 def _classic_view(description: group_requests.Description) -> GroupView:

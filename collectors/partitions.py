@@ -9,9 +9,11 @@ from dataclasses import dataclass, field
 from confluent_kafka import KafkaException, TopicCollection
 from confluent_kafka.admin import AdminClient
 
+from collectors.access import undescribable_topics
 from collectors.clients import ClusterUnreachable
 from dgm.config import CollectorSettings
 from dgm.errors import UserFacingError
+from dgm.permissions import TOPIC_DESCRIBE, Denial
 
 
 class NoTopicsMatch(UserFacingError):
@@ -34,6 +36,8 @@ class ClusterView:
     topics: tuple[str, ...]  # every topic, monitored or not
     partitions: tuple[PartitionInfo, ...]  # monitored only, sorted
     topic_ids: Mapping[str, str] = field(default_factory=dict)  # monitored topics' ids
+    # Configured topics the cluster refuses to describe: the listing leaves them out.
+    denied: tuple[Denial, ...] = ()
 
     def partition_leaders(self) -> dict[tuple[str, int], int | None]:
         return {(p.topic, p.partition): p.leader for p in self.partitions}
@@ -65,8 +69,13 @@ def check_matches(view: ClusterView, settings: CollectorSettings) -> None:
 
 
 def describe_cluster(
-    admin: AdminClient, settings: CollectorSettings, timeout_s: float
+    admin: AdminClient,
+    settings: CollectorSettings,
+    timeout_s: float,
+    expected_topics: tuple[str, ...] = (),
 ) -> ClusterView:
+    """The metadata; `expected_topics` (the pipelines') that it lacks are asked for by name,
+    so one the principal may not describe is a Denial rather than silently absent."""
     try:
         metadata = admin.list_topics(timeout=timeout_s)
     except KafkaException as error:
@@ -82,12 +91,17 @@ def describe_cluster(
             partitions.append(PartitionInfo(name, number, leader))
     partitions.sort(key=lambda p: (p.topic, p.partition))
     monitored = sorted({p.topic for p in partitions})
+    missing = [t for t in expected_topics if t not in metadata.topics]
+    denied = tuple(
+        Denial(TOPIC_DESCRIBE, t) for t in undescribable_topics(admin, missing, timeout_s)
+    )
     return ClusterView(
         cluster_id=str(metadata.cluster_id),
         brokers=frozenset(metadata.brokers),
         topics=tuple(sorted(metadata.topics)),
         partitions=tuple(partitions),
         topic_ids=topic_ids(admin, monitored, timeout_s),
+        denied=denied,
     )
 
 

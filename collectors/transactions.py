@@ -14,11 +14,17 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kafka import TopicPartition
-from kafka.errors import BrokerResponseError
+from kafka.errors import (
+    BrokerResponseError,
+    TopicAuthorizationFailedError,
+    TransactionalIdAuthorizationFailedError,
+)
 
+from collectors.access import is_denied
 from collectors.clients import Clients
 from collectors.hanging import CoordinatorView, OpenTransaction, hanging_reason
 from collectors.partitions import ClusterView
+from dgm.permissions import CLUSTER_DESCRIBE_CONFIGS, TOPIC_READ, TRANSACTIONAL_ID_DESCRIBE, Denial
 from dgm.samples import Key
 
 OPEN_STATES = frozenset({"Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence"})
@@ -67,6 +73,7 @@ class TransactionSample:
     producers: list[ProducersRow] = field(default_factory=list)
     transactions: list[TransactionsRow] = field(default_factory=list)
     unavailable: int = 0  # partitions whose producers could not be read this cycle
+    denied: list[Denial] = field(default_factory=list)  # topics, transactional ids refused
 
     def open_transactions(self) -> int:
         return sum(1 for p in self.producers if p.txn_start_offset is not None)
@@ -186,18 +193,15 @@ def _fetch(
     transactional_ids = {
         t.producer_id: t.transactional_id for found in listings.values() for t in found
     }
-    descriptions = _describe(admin, sorted(set(transactional_ids.values())))
+    denied: list[Denial] = []
+    descriptions = _describe(admin, sorted(set(transactional_ids.values())), denied)
     by_leader: dict[int, list[TopicPartition]] = defaultdict(list)
     for p in view.partitions:
         if p.leader is not None:
             by_leader[p.leader].append(TopicPartition(p.topic, p.partition))
     states: dict[Key, Any] = {}
     for leader, partitions in sorted(by_leader.items()):
-        try:
-            answer = admin.describe_producers(partitions, broker_id=leader)
-        except BrokerResponseError:  # e.g. leadership moved since the metadata: next cycle
-            continue
-        states.update({(tp.topic, tp.partition): s.active_producers for tp, s in answer.items()})
+        states.update(_producers(admin, leader, partitions, denied))
     return TransactionSample(
         producers_rows(
             states,
@@ -209,12 +213,38 @@ def _fetch(
         ),
         transactions_rows(descriptions, sampled_at, cluster_id),
         unavailable=len(view.partitions) - len(states),
+        denied=denied,
     )
 
 
-def _describe(admin: Any, transactional_ids: list[str]) -> dict[str, Any]:
+def _producers(
+    admin: Any, leader: int, partitions: list[TopicPartition], denied: list[Denial]
+) -> dict[Key, Any]:
+    """DescribeProducers of one leader's partitions. kafka-python raises for the whole batch
+    when one topic is refused (it needs Read): then one topic at a time, each refused topic a
+    Denial, so it costs no other topic its producers."""
+    try:
+        answer = admin.describe_producers(partitions, broker_id=leader)
+    except TopicAuthorizationFailedError:
+        by_topic: dict[str, list[TopicPartition]] = defaultdict(list)
+        for tp in partitions:
+            by_topic[tp.topic].append(tp)
+        if len(by_topic) == 1:
+            denied.append(Denial(TOPIC_READ, partitions[0].topic))
+            return {}
+        found: dict[Key, Any] = {}
+        for topic_partitions in by_topic.values():
+            found.update(_producers(admin, leader, topic_partitions, denied))
+        return found
+    except BrokerResponseError:  # e.g. leadership moved since the metadata: next cycle
+        return {}
+    return {(tp.topic, tp.partition): s.active_producers for tp, s in answer.items()}
+
+
+def _describe(admin: Any, transactional_ids: list[str], denied: list[Denial]) -> dict[str, Any]:
     """DescribeTransactions for all ids; one at a time if the batch fails on one of them
-    (kafka-python raises for the whole batch, e.g. when an id expired since the listing)."""
+    (kafka-python raises for the whole batch, e.g. when an id expired since the listing, or
+    one is refused: a Denial)."""
     if not transactional_ids:
         return {}
     try:
@@ -224,19 +254,24 @@ def _describe(admin: Any, transactional_ids: list[str]) -> dict[str, Any]:
         for txn_id in transactional_ids:
             try:
                 found.update(admin.describe_transactions([txn_id]))
+            except TransactionalIdAuthorizationFailedError:
+                denied.append(Denial(TRANSACTIONAL_ID_DESCRIBE, txn_id))
             except BrokerResponseError:
                 continue
         return found
 
 
-def max_transaction_timeout_ms(admin: Any, broker_id: int, timeout_s: float) -> int | None:
-    """The broker's transaction.max.timeout.ms (confluent AdminClient), None if unreadable."""
+def max_transaction_timeout_ms(
+    admin: Any, broker_id: int, timeout_s: float
+) -> tuple[int | None, Denial | None]:
+    """The broker's transaction.max.timeout.ms (confluent AdminClient), None if unreadable;
+    and the Denial when it is unreadable for want of DescribeConfigs on the cluster."""
     from confluent_kafka.admin import ConfigResource, ResourceType  # type: ignore[attr-defined]
 
     resource = ConfigResource(ResourceType.BROKER, str(broker_id))
     try:
         configs = admin.describe_configs([resource], request_timeout=timeout_s)
         entries = configs[resource].result(timeout=timeout_s + 5)
-        return int(entries["transaction.max.timeout.ms"].value)
-    except Exception:  # an old broker or no DescribeConfigs permission: use Kafka's default
-        return None
+        return int(entries["transaction.max.timeout.ms"].value), None
+    except Exception as error:  # an old broker or no DescribeConfigs permission: the default
+        return None, Denial(CLUSTER_DESCRIBE_CONFIGS) if is_denied(error) else None

@@ -20,7 +20,7 @@ import streamlit as st
 from dashboard.timerange import TimeRange
 from dgm.config import ENV_CONFIG, DgmConfig, load_config
 from dgm.published import PUBLISHED_FILE, TABLES, open_read_only
-from dgm.published_views import VIEWS
+from dgm.published_views import MISSING_PERMISSIONS, VIEWS
 
 CACHE_TTL_S = 300  # the mtime key already catches new publications; this bounds memory
 _INTS = {
@@ -264,6 +264,11 @@ def transactions() -> pd.DataFrame:
 def faults(within: TimeRange | None = None) -> pd.DataFrame:
     kept, args = between('"at"', within)
     return read(f'SELECT * FROM faults WHERE {kept} ORDER BY "at"', **args)
+
+
+def missing_permissions() -> pd.DataFrame:
+    """What dgm cannot see now for want of a permission (dgm.published_views)."""
+    return read(f'SELECT * FROM "{MISSING_PERMISSIONS.name}" ORDER BY detail')
 
 
 def cluster_summary() -> dict[str, int]:

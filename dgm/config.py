@@ -134,6 +134,10 @@ def _convert(value: object, tp: Any, at: _At) -> Any:
         if not isinstance(value, list):
             raise at.mismatch(tp, value)
         return tuple(_convert(item, args[0], at.child(index)) for index, item in enumerate(value))
+    if origin is dict and dataclasses.is_dataclass(args[1]):  # named tables: [clusters.<name>]
+        if not isinstance(value, dict):
+            raise at.mismatch(tp, value)
+        return {key: _convert(item, args[1], at.child(key)) for key, item in value.items()}
     if origin is dict:
         if not isinstance(value, dict):
             raise dataclasses.replace(at, hide_values=True).mismatch(tp, value)
@@ -272,7 +276,9 @@ def load_config(path: str | Path | None = None, *, cwd: Path | None = None) -> D
     """The validated config from `path`, else `<cwd>/dgm.toml` if present, else defaults.
 
     `cwd` stands in for the working directory (tests, the lab). Environment overrides apply
-    last: DGM_STATE_DIR (relative to `cwd`) and DGM_BOOTSTRAP; an empty variable counts as unset.
+    last: DGM_STATE_DIR (relative to `cwd`) and DGM_BOOTSTRAP (the default cluster's only); an
+    empty variable counts as unset. The pipelines' topics and groups of clusters other than the
+    default one come qualified ('<cluster>/<topic>', dgm.clusters).
     """
     here = (cwd if cwd is not None else Path.cwd()).absolute()
     if path is None:
@@ -292,7 +298,7 @@ def load_config(path: str | Path | None = None, *, cwd: Path | None = None) -> D
     if master := os.environ.get(ENV_SPARK_MASTER):
         analysis = dataclasses.replace(config.analysis, spark_master=master)
         config = dataclasses.replace(config, analysis=analysis)
-    return config
+    return config.with_qualified_names()
 
 
 def _load_file(path: Path, file: str) -> DgmConfig:

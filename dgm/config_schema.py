@@ -8,6 +8,7 @@ cannot express live in each class's `problems()`, next to the fields they check.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import math
 import re
@@ -15,12 +16,18 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from datetime import timedelta
 from pathlib import Path
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 from dgm.alert_metrics import ALERT_METRICS
+from dgm.client_settings import JAVA as JAVA_CLIENT_NAME
+from dgm.client_settings import (
+    java_client_refusals,
+    java_settings,
+    kafka_python_settings,
+    refusals,
+)
+from dgm.clusters import DEFAULT_CLUSTER, SEPARATOR, qualified
 from dgm.errors import UserFacingError
-from dgm.java_client import SASL_MECHANISMS, needs_java_client, sasl_mechanism
-from dgm.java_client import derive as derive_java_client
 
 
 class ConfigError(UserFacingError):
@@ -230,6 +237,12 @@ def predicate_problems(predicate: str) -> Iterator[str]:
         yield "unbalanced '(' in the predicate"
 
 
+def _on(cluster: str, topic: str) -> str:
+    """`topic` of `cluster`, qualified once: checks run on the file's plain names and again
+    on the loaded (already qualified) ones; a Kafka topic name holds no SEPARATOR."""
+    return topic if SEPARATOR in topic else qualified(cluster, topic)
+
+
 @dataclass(frozen=True, kw_only=True)  # kw_only: a required field follows a defaulted one
 class PipelineConfig:
     """One monitored pipeline: what it reads, what it writes, and what it claims to guarantee."""
@@ -267,6 +280,12 @@ class PipelineConfig:
     # The id rule of the source topics and of the sink topics; each defaults to message_id.
     source_message_id: MessageIdRule | None = None
     sink_message_id: MessageIdRule | None = None
+    # The cluster the source topics (and consumer_group) live on, and the one the sink topics
+    # live on: "default" ([cluster]) or a name of [clusters.<name>]. Once loaded, the topics
+    # and group of a cluster other than the default one are qualified ('<cluster>/<topic>',
+    # dgm.clusters): the names every stage and published table use.
+    source_cluster: str = DEFAULT_CLUSTER
+    sink_cluster: str = DEFAULT_CLUSTER
 
     def problems(self) -> Iterator[Problem]:
         if not _PIPELINE_NAME.fullmatch(self.name):
@@ -275,6 +294,7 @@ class PipelineConfig:
             yield "source_topics", "expected at least one topic, got []"
         yield from _empty_names("source_topics", self.source_topics)
         yield from _empty_names("sink_topics", self.sink_topics)
+        yield from _cluster_topic_problems(self)
         yield from self._claim_problems()
         if not self.sink_topics and self.external_sink is None:
             yield "", "expected sink_topics or an external_sink table, got neither"
@@ -289,13 +309,14 @@ class PipelineConfig:
         return self.sink_message_id or self.message_id
 
     def topic_id_rules(self) -> Iterator[tuple[str, MessageIdRule, str]]:
-        """(topic, its id rule, the key that sets it) for every source and sink topic."""
+        """(topic as dgm identifies it, its id rule, the key that sets it) for every source
+        and sink topic: one topic name on two clusters is two topics."""
         source_key = "source_message_id" if self.source_message_id else "message_id"
         sink_key = "sink_message_id" if self.sink_message_id else "message_id"
         for topic in self.source_topics:
-            yield topic, self.source_id_rule(), source_key
+            yield _on(self.source_cluster, topic), self.source_id_rule(), source_key
         for topic in self.sink_topics:
-            yield topic, self.sink_id_rule(), sink_key
+            yield _on(self.sink_cluster, topic), self.sink_id_rule(), sink_key
 
     def _claim_problems(self) -> Iterator[Problem]:
         if self.consumer_group and not self.consumer_group.strip():
@@ -322,6 +343,19 @@ class PipelineConfig:
         except ValueError as error:
             yield "max_delay", str(error)
 
+    def with_qualified_names(self) -> PipelineConfig:
+        """This pipeline with its source topics and consumer group qualified by its source
+        cluster and its sink topics by its sink cluster (dgm.clusters; the group is the
+        source side's: it consumes)."""
+        source, sink = self.source_cluster, self.sink_cluster
+        group = qualified(source, self.consumer_group) if self.consumer_group else ""
+        return dataclasses.replace(
+            self,
+            source_topics=tuple(qualified(source, t) for t in self.source_topics),
+            sink_topics=tuple(qualified(sink, t) for t in self.sink_topics),
+            consumer_group=group,
+        )
+
     def deadline(self) -> timedelta | None:
         """max_delay of a deadline claim; None for a group claim."""
         return duration(self.max_delay) if self.claim == "deadline" else None
@@ -335,30 +369,49 @@ class PipelineConfig:
         return (*self.sink_topics, *external)
 
 
+def _cluster_topic_problems(pipeline: PipelineConfig) -> Iterator[Problem]:
+    """A topic written with a cluster in its name: the cluster is a key of its own."""
+    for key, cluster_key in (("source_topics", "source_cluster"), ("sink_topics", "sink_cluster")):
+        for index, topic in enumerate(getattr(pipeline, key)):
+            if SEPARATOR in topic:
+                yield (
+                    f"{key}[{index}]",
+                    f"expected a Kafka topic name (no '{SEPARATOR}'), got {topic!r}; name the "
+                    f"topic's cluster with {cluster_key}",
+                )
+
+
 @dataclass(frozen=True, repr=False)  # repr below redacts credentials
 class ClusterConfig:
     """How to reach the Kafka cluster, for the Python clients and for Spark."""
 
     # None: use the embedded broker started by `dgm broker start`.
     bootstrap_servers: str | None = None
-    # librdkafka settings passed through verbatim (security.protocol, sasl.*, ssl.*).
+    # librdkafka settings (security.protocol, sasl.*, ssl.*), for all three clients: passed
+    # to confluent-kafka as written, translated for kafka-python and Spark's Java client by
+    # dgm.client_settings' one table; a key one of them cannot take is refused.
     client: dict[str, str] = field(default_factory=dict)
-    # Java client settings for Spark's Kafka source (sasl.jaas.config, ssl.truststore.*),
-    # without Spark's "kafka." prefix: the Spark job adds it. Left empty, it is derived from
-    # `client` for SASL PLAIN/SCRAM and TLS with a PEM CA file (dgm.java_client); other
-    # SASL/TLS settings need it written out.
+    # Spark's fetch tuning only (dgm.client_settings.JAVA_FETCH_TUNING: fetch.max.wait.ms,
+    # max.partition.fetch.bytes, ...), Java names without Spark's "kafka." prefix: Spark's
+    # consumer is the one client that fetches records.
     java_client: dict[str, str] = field(default_factory=dict)
 
     def librdkafka_config(self, bootstrap_servers: str) -> dict[str, str]:
         """Settings for confluent-kafka clients; the caller decides the bootstrap servers."""
         return {"bootstrap.servers": bootstrap_servers, **self.client}
 
+    def kafka_python_config(self, bootstrap_servers: str) -> dict[str, Any]:
+        """KafkaAdminClient arguments, translated from `client` (an OIDC token provider comes
+        as dgm.oidc.OidcClientCredentials, for the caller to wrap)."""
+        return {"bootstrap_servers": bootstrap_servers, **kafka_python_settings(self.client)}
+
     def spark_client(self) -> dict[str, str]:
-        """Java client settings for Spark: java_client as written, else derived from client."""
-        if self.java_client:
-            return dict(self.java_client)
-        derived, _ = derive_java_client(self.client)
-        return derived or {}
+        """Java client settings for Spark: `client` translated, then the fetch tuning.
+        ConfigError when a client certificate's files cannot be read or converted."""
+        try:
+            return {**java_settings(self.client), **self.java_client}
+        except (OSError, ValueError) as error:
+            raise ConfigError(f"cluster.client: for {JAVA_CLIENT_NAME}: {error}") from None
 
     def problems(self) -> Iterator[Problem]:
         if self.bootstrap_servers is not None and not self.bootstrap_servers.strip():
@@ -369,27 +422,12 @@ class ClusterConfig:
             for key in settings:
                 if key in ("bootstrap.servers", "kafka.bootstrap.servers"):
                     yield f"{table}.{key}", "set cluster.bootstrap_servers instead"
-                elif table == "java_client" and key.startswith("kafka."):
-                    yield f"{table}.{key}", "expected the key without Spark's 'kafka.' prefix"
-        protocol = self.client.get("security.protocol", "PLAINTEXT").upper()
-        mechanism = sasl_mechanism(self.client)
-        if protocol.startswith("SASL_") and mechanism not in SASL_MECHANISMS:
-            key = "sasl.mechanism" if "sasl.mechanism" in self.client else "sasl.mechanisms"
-            yield (
-                f"client.{key}",
-                f"Unsupported SASL mechanism: {mechanism} (expected one of "
-                f"{', '.join(SASL_MECHANISMS)})",
-            )
-        elif not self.java_client and needs_java_client(self.client):
-            derived, why = derive_java_client(self.client)
-            if derived is None:
-                protocol = self.client["security.protocol"]
-                yield (
-                    "java_client",
-                    f"client uses security.protocol {protocol} and {why}: set "
-                    "[cluster.java_client] (sasl.jaas.config, ssl.truststore.*, ...) for "
-                    "Spark's Kafka source",
-                )
+        client = {k: v for k, v in self.client.items() if k != "bootstrap.servers"}
+        for key, why in refusals(client):
+            yield f"client.{key}", why
+        tuning = {k: v for k, v in self.java_client.items() if "bootstrap.servers" not in k}
+        for key, why in java_client_refusals(tuning):
+            yield f"java_client.{key}", why
 
     def __repr__(self) -> str:
         return (
@@ -668,6 +706,36 @@ class ExporterSettings:
     granularity: Granularity = "partition"
 
 
+_CLUSTER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def _clusters_problems(config: DgmConfig) -> Iterator[Problem]:
+    """[clusters.<name>] names and addresses; each pipeline's clusters exist."""
+    for name, cluster in config.clusters.items():
+        if name == DEFAULT_CLUSTER:
+            yield f"clusters.{name}", "the default cluster is [cluster]: give this one another name"
+        elif not _CLUSTER_NAME.fullmatch(name):
+            yield f"clusters.{name}", f"expected letters, digits, '.', '_' or '-', got {name!r}"
+        if cluster.bootstrap_servers is None:
+            yield (
+                f"clusters.{name}.bootstrap_servers",
+                "missing required key (expected host:port[,host:port...]; only the default "
+                "[cluster] may use the embedded broker)",
+            )
+    known = (DEFAULT_CLUSTER, *sorted(config.clusters))
+    for index, pipeline in enumerate(config.pipelines):
+        for key in ("source_cluster", "sink_cluster"):
+            value = getattr(pipeline, key)
+            if value not in known:
+                close = difflib.get_close_matches(value, known, n=1)
+                hint = f"did you mean {close[0]!r}? " if close else ""
+                yield (
+                    f"pipelines[{index}].{key}",
+                    f"unknown cluster {value!r} ({hint}expected {DEFAULT_CLUSTER!r} or a "
+                    f"[clusters.<name>] table: {', '.join(repr(k) for k in known)})",
+                )
+
+
 @dataclass(frozen=True)
 class DgmConfig:
     """The whole of dgm.toml, after validation, defaults and environment overrides."""
@@ -677,7 +745,11 @@ class DgmConfig:
     # Where dgm keeps samples, fingerprints, the DuckDB store and the embedded broker.
     # Relative to the config file's directory (or the working directory without a file).
     state_dir: Path = Path(".dgm")
+    # The cluster named "default".
     cluster: ClusterConfig = field(default_factory=ClusterConfig)
+    # [clusters.<name>]: more clusters, each with the keys of [cluster] (bootstrap_servers
+    # required); a pipeline names them in source_cluster / sink_cluster.
+    clusters: dict[str, ClusterConfig] = field(default_factory=dict)
     collectors: CollectorSettings = field(default_factory=CollectorSettings)
     analysis: AnalysisSettings = field(default_factory=AnalysisSettings)
     pipelines: tuple[PipelineConfig, ...] = ()
@@ -703,7 +775,31 @@ class DgmConfig:
         where = self.source if self.source is not None else "config"
         raise ConfigError(f"{where}: unknown pipeline {name!r} ({hint})")
 
+    def with_qualified_names(self) -> DgmConfig:
+        """The config the stages read: every pipeline's topics and group qualified. Applied
+        once, by dgm.config.load_config; the file's text (and append_pipeline) keep plain
+        names."""
+        pipelines = tuple(p.with_qualified_names() for p in self.pipelines)
+        return dataclasses.replace(self, pipelines=pipelines)
+
+    def cluster_config(self, name: str) -> ClusterConfig:
+        """The settings of the cluster called `name` ("default": [cluster])."""
+        return self.cluster if name == DEFAULT_CLUSTER else self.clusters[name]
+
+    def sampled_clusters(self) -> tuple[str, ...]:
+        """The clusters dgm talks to, "default" first: every [clusters.<name>], and the
+        default one unless [clusters] are set while [cluster] names no bootstrap servers and
+        no pipeline lives on it (a file naming only its own clusters needs no embedded one)."""
+        uses_default = (
+            not self.clusters
+            or self.cluster.bootstrap_servers is not None
+            or any(DEFAULT_CLUSTER in (p.source_cluster, p.sink_cluster) for p in self.pipelines)
+        )
+        named = tuple(sorted(self.clusters))
+        return (DEFAULT_CLUSTER, *named) if uses_default else named
+
     def problems(self) -> Iterator[Problem]:
+        yield from _clusters_problems(self)
         first_index: dict[str, int] = {}
         for index, pipeline in enumerate(self.pipelines):
             if pipeline.name in first_index:

@@ -30,6 +30,13 @@ from dgm.vocabulary import (
 )
 
 PUBLISHED_FILE = "dgm.duckdb"
+# The `cluster` columns (docs/design.md, "Several clusters"): filled from the row's topic or
+# group by dgm.clusters.cluster_of when the analysis publishes (spark_jobs/analyze).
+_CLUSTER_DOC = (
+    "the cluster the row's topic (or group) lives on: 'default' ([cluster]) or a "
+    "[clusters.<name>]; its topic and group names are qualified '<cluster>/<name>' off the "
+    "default cluster; null for an external sink"
+)
 
 
 @dataclass(frozen=True)
@@ -163,6 +170,8 @@ VERDICTS = _table(
         "committed source records the predicate could not evaluate (NULL, e.g. malformed "
         "JSON): expected, so checked like any other",
     ),
+    ("source_cluster", "VARCHAR", "the cluster of the source topics and consumer group"),
+    ("sink_cluster", "VARCHAR", "the cluster of the sink topics (with an external sink too)"),
     (
         "truncated_records",
         "BIGINT",
@@ -210,6 +219,7 @@ TOPIC_WINDOWS = _table(
     ("duplicate_rate", "DOUBLE", "duplicate_copies / distinct_ids"),
     ("unidentified", "BIGINT", "committed records without a message id"),
     ("aborted", "BIGINT", "records of aborted transactions"),
+    ("cluster", "VARCHAR", _CLUSTER_DOC),
     (
         "truncated_records",
         "BIGINT",
@@ -227,6 +237,7 @@ PARTITION_WINDOWS = _table(
     ("records", "BIGINT", "committed records"),
     ("duplicate_copies", "BIGINT", "extra copies located in this partition"),
     ("aborted", "BIGINT", "aborted records"),
+    ("cluster", "VARCHAR", _CLUSTER_DOC),
 )
 
 DUPLICATES = _table(
@@ -250,6 +261,7 @@ DUPLICATES = _table(
     ("seq", "BIGINT", "dgm-seq header"),
     ("lineage", "VARCHAR", "dgm-src header"),
     ("cause", "VARCHAR", listing(DuplicateCause)),
+    ("cluster", "VARCHAR", _CLUSTER_DOC),
 )
 
 LOST = _table(
@@ -272,6 +284,7 @@ LOST = _table(
         f"claim: no sink copy once older than max_delay) | {LossCause.TRUNCATION} (the source "
         "record, or every sink copy of its id, was truncated from its partition's log)",
     ),
+    ("cluster", "VARCHAR", _CLUSTER_DOC),
 )
 
 PIPELINE_STAGES = _table(
@@ -326,6 +339,7 @@ PARTITION_OFFSETS = _table(
     ("lso", "BIGINT", "last stable offset"),
     ("lso_lag", "BIGINT", "high_watermark - lso"),
     ("lso_stuck_ms", "BIGINT", "how long the LSO has not moved with records above it"),
+    ("cluster", "VARCHAR", _CLUSTER_DOC),
 )
 
 GROUP_LAG = _table(
@@ -339,6 +353,7 @@ GROUP_LAG = _table(
     ("group_state", "VARCHAR", "group state"),
     ("lag_from_hw", "BIGINT", "high watermark - committed (what other tools show)"),
     ("lag_from_lso", "BIGINT", "LSO - committed (transaction-correct)"),
+    ("cluster", "VARCHAR", _CLUSTER_DOC),
 )
 
 GROUP_STATUS = _table(
@@ -380,6 +395,7 @@ GROUP_STATUS = _table(
     ),
     ("member_id", "VARCHAR", "member assigned the partition at window_end; null if none"),
     ("group_state", "VARCHAR", "group state at window_end"),
+    ("cluster", "VARCHAR", _CLUSTER_DOC),
 )
 
 TRANSACTIONS = _table(
@@ -395,6 +411,7 @@ TRANSACTIONS = _table(
     ("age_ms", "BIGINT", "how long the producer has been idle on the partition"),
     ("hanging", "BOOLEAN", "as kafka-transactions.sh find-hanging decides"),
     ("hanging_reason", "VARCHAR", "why it is hanging"),
+    ("cluster", "VARCHAR", _CLUSTER_DOC),
 )
 
 LOG_ANOMALIES = _table(
@@ -417,6 +434,7 @@ LOG_ANOMALIES = _table(
     ("producer", "VARCHAR", "its dgm-producer header"),
     ("seq", "BIGINT", "its dgm-seq header"),
     ("detected_at", "TIMESTAMPTZ", "when a re-read found it"),
+    ("cluster", "VARCHAR", _CLUSTER_DOC),
 )
 
 FAULTS = _table(
@@ -428,11 +446,13 @@ FAULTS = _table(
         "VARCHAR",
         "rebalance, member_joined, member_left, epoch_bump, outage_start, "
         "outage_end, broker_left, broker_joined, collector_start, topic_recreated, "
-        "high_watermark_backwards, log_start_backwards, lso_backwards",
+        "authorization_failed, authorization_restored, high_watermark_backwards, "
+        "log_start_backwards, lso_backwards",
     ),
     ("group_id", "VARCHAR", "group, for group events"),
     ("pipeline", "VARCHAR", "pipeline the fault is attributed to; null when cluster-wide"),
     ("detail", "VARCHAR", "one human-readable line"),
+    ("cluster", "VARCHAR", "the cluster whose collector saw it (as in the other cluster columns)"),
 )
 
 TABLES: tuple[Table, ...] = (

@@ -15,7 +15,9 @@ from dataclasses import dataclass
 
 import duckdb
 
+from dgm.permissions import AUTHORIZATION_FAILED, AUTHORIZATION_RESTORED
 from dgm.published import (
+    FAULTS,
     GROUP_LAG,
     GROUP_STATUS,
     PARTITION_OFFSETS,
@@ -90,7 +92,7 @@ LAST_WINDOW_TOPICS = View(
     "last_window_topics",
     "Per topic of cumulative_topics: its row of the last closed window; a topic without one "
     "(nothing in that window) has counts 0 and a null rate.",
-    "SELECT c.topic, w.window_start, "
+    "SELECT c.topic, c.cluster, w.window_start, "
     + ", ".join(f"coalesce(t.{name}, 0) AS {name}" for name in _TOPIC_COUNTS)
     + ", t.duplicate_rate "
     "FROM cumulative_topics c CROSS JOIN last_closed_window w "
@@ -124,6 +126,23 @@ LATEST_GROUP_LAG = View(
     "QUALIFY sampled_at = max(sampled_at) OVER (PARTITION BY group_id)",
 )
 
+MISSING_PERMISSIONS = View(
+    "missing_permissions",
+    f"What dgm cannot see now, one row per refused permission: the {AUTHORIZATION_FAILED} "
+    f"events of {FAULTS.name} since the newest collector_start (a collector records again, "
+    f"once, what it is still refused) not followed by an {AUTHORIZATION_RESTORED}. detail: "
+    "'cannot see X: missing permission Y'; since: when it was recorded; pipelines: the "
+    "pipelines of its topic or group, comma-separated (null for none).",
+    f"""SELECT detail, max("at") AS since,
+           string_agg(DISTINCT pipeline, ', ' ORDER BY pipeline) AS pipelines
+    FROM {FAULTS.name}
+    WHERE event IN ('{AUTHORIZATION_FAILED}', '{AUTHORIZATION_RESTORED}')
+      AND "at" >= (SELECT coalesce(max("at"), TIMESTAMPTZ '1970-01-01 00:00:00+00')
+                   FROM {FAULTS.name} WHERE event = 'collector_start')
+    GROUP BY detail
+    HAVING arg_max(event, "at") = '{AUTHORIZATION_FAILED}'""",
+)
+
 VIEWS: tuple[View, ...] = (
     CUMULATIVE_TOPICS,
     TOPIC_WINDOW_SERIES,
@@ -134,6 +153,7 @@ VIEWS: tuple[View, ...] = (
     GROUP_STATUS_BY_PARTITION,
     LATEST_PARTITION_OFFSETS,
     LATEST_GROUP_LAG,
+    MISSING_PERMISSIONS,
 )
 
 
@@ -141,3 +161,13 @@ def create_views(connection: duckdb.DuckDBPyConnection) -> None:
     """Every view, in the database `connection` writes (after its tables exist)."""
     for view in VIEWS:
         connection.execute(view.ddl())
+
+
+def read_missing_permissions(db: duckdb.DuckDBPyConnection) -> list[str]:
+    """The lines of MISSING_PERMISSIONS ('cannot see X: missing permission Y'), sorted; none
+    from a publication made before the view existed."""
+    try:
+        found = db.execute(f'SELECT detail FROM "{MISSING_PERMISSIONS.name}" ORDER BY detail')
+    except duckdb.CatalogException:
+        return []
+    return [str(row[0]) for row in found.fetchall()]

@@ -149,15 +149,25 @@ EVENTS = _schema(
         "event",
         pa.string(),
         "collector_start, outage_start, outage_end, broker_joined, broker_left, rebalance, "
-        "member_joined, member_left, epoch_bump, topic_recreated, high_watermark_backwards, "
-        "log_start_backwards, lso_backwards (a partition's offset went down between two "
-        "samples: a truncated log)",
+        "member_joined, member_left, epoch_bump, topic_recreated, authorization_failed, "
+        "authorization_restored, high_watermark_backwards, log_start_backwards, lso_backwards "
+        "(a partition's offset went down between two samples: a truncated log)",
     ),
-    _column("group_id", pa.string(), "rebalance, member_joined, member_left", True),
+    _column(
+        "group_id",
+        pa.string(),
+        "rebalance, member_joined, member_left; authorization_*: the group refused",
+        True,
+    ),
     _column("member_id", pa.string(), "member_joined, member_left", True),
     _column("client_id", pa.string(), "member_joined, member_left", True),
     _column("producer_id", pa.int64(), "epoch_bump: the producer id after the bump", True),
-    _column("transactional_id", pa.string(), "epoch_bump, when the producer has one", True),
+    _column(
+        "transactional_id",
+        pa.string(),
+        "epoch_bump, when the producer has one; authorization_*: the id refused",
+        True,
+    ),
     _column("broker_id", pa.int32(), "broker_joined, broker_left", True),
     _column(
         "before",
@@ -173,8 +183,17 @@ EVENTS = _schema(
         "*_backwards: the offset now, lower",
         True,
     ),
-    _column("detail", pa.string(), "one human-readable line"),
-    _column("topic", pa.string(), "topic_recreated, *_backwards: the topic", True),
+    _column(
+        "detail",
+        pa.string(),
+        "one human-readable line; authorization_*: 'cannot see X: missing permission Y'",
+    ),
+    _column(
+        "topic",
+        pa.string(),
+        "topic_recreated, *_backwards: the topic; authorization_*: the topic",
+        True,
+    ),
     _column("partition", pa.int32(), "*_backwards: the partition", True),
     _column(
         "leader_epoch",

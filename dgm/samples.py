@@ -271,13 +271,16 @@ def _last(path: Path) -> tuple[int, int]:
     return found[1]
 
 
-def latest_rows(store: SampleStore, kind: str, cluster_id: str) -> list[Mapping[str, Any]]:
-    """The rows of the newest readable `kind` file that belong to `cluster_id` (state after a
-    restart)."""
+def latest_rows(
+    store: SampleStore, kind: str, cluster_id: str, look_back: int = 1
+) -> list[Mapping[str, Any]]:
+    """The rows that belong to `cluster_id` of the newest readable `kind` file holding any,
+    among the newest `look_back` files (state after a restart). Collectors of several
+    clusters write one file each per cycle: `look_back` is their number, so another
+    cluster's newer file is passed over while an older one of this cluster is not reached."""
     readable = store.readable_files(kind)
-    if not readable:
-        return []
-    latest = max(readable, key=_last)
-    return [
-        row for row in store.read(kind, [latest]).to_pylist() if row["cluster_id"] == cluster_id
-    ]
+    for path in sorted(readable, key=_last, reverse=True)[:look_back]:
+        rows = [r for r in store.read(kind, [path]).to_pylist() if r["cluster_id"] == cluster_id]
+        if rows:
+            return rows
+    return []

@@ -33,6 +33,8 @@ from embedded_kafka.properties import (
     server_properties,
 )
 from embedded_kafka.readiness import wait_for_brokers
+from embedded_kafka.security import SaslSetup
+from embedded_kafka.security import server_properties as sasl_properties
 
 DEFAULT_HEAP = os.environ.get("DGM_BROKER_HEAP", "512m")
 
@@ -80,6 +82,8 @@ class EmbeddedCluster:
     heap: str = DEFAULT_HEAP
     # True for a cluster owned by one process (a test session): it dies with that process.
     die_with_parent: bool = False
+    # A SASL listener and ACLs enforced (embedded_kafka.security); None: PLAINTEXT only.
+    sasl: SaslSetup | None = None
     nodes: list[BrokerNode] = field(default_factory=list)
     cluster_id: str = ""
     classpath: str = ""
@@ -97,6 +101,11 @@ class EmbeddedCluster:
     @property
     def bootstrap_servers(self) -> str:
         return ",".join(f"{LOOPBACK}:{n.ports.port}" for n in self.nodes)
+
+    @property
+    def sasl_bootstrap_servers(self) -> str:
+        """The SASL listeners' addresses; "" when the cluster has none."""
+        return ",".join(f"{LOOPBACK}:{n.ports.sasl_port}" for n in self.nodes if n.ports.sasl_port)
 
     @property
     def fault_bootstrap_servers(self) -> str:
@@ -216,7 +225,9 @@ class EmbeddedCluster:
             "classpath": self.classpath,
             "heap": self.heap,
             "overrides": self.overrides,
+            "sasl": self.sasl.to_json() if self.sasl else None,
             "bootstrap_servers": self.bootstrap_servers,
+            "sasl_bootstrap_servers": self.sasl_bootstrap_servers,
             "fault_bootstrap_servers": self.fault_bootstrap_servers,
             "nodes": [
                 {"ports": asdict(n.ports), "folder": str(n.folder), "pid": n.pid}
@@ -241,6 +252,7 @@ class EmbeddedCluster:
             heap=str(data.get("heap", DEFAULT_HEAP)),
             cluster_id=str(data["cluster_id"]),
             classpath=str(data.get("classpath", "")),
+            sasl=SaslSetup.from_json(data["sasl"]) if data.get("sasl") else None,
         )
         cluster.nodes = [
             BrokerNode(NodePorts(**n["ports"]), Path(n["folder"]), n["pid"]) for n in data["nodes"]
@@ -255,21 +267,28 @@ class EmbeddedCluster:
     # -- internals -----------------------------------------------------------------------------
 
     def _assign_ports(self) -> None:
-        ports = free_ports(4 * self.brokers)
+        each = 5 if self.sasl else 4
+        ports = free_ports(each * self.brokers)
         self.nodes = []
         for index in range(self.brokers):
-            p = ports[4 * index : 4 * index + 4]
+            p = ports[each * index : each * index + each]
             node_id = index + 1
+            sasl_port = p[4] if self.sasl else 0
             self.nodes.append(
                 BrokerNode(
-                    NodePorts(node_id, p[0], p[1], p[2], p[3]), self.folder / f"node-{node_id}"
+                    NodePorts(node_id, p[0], p[1], p[2], p[3], sasl_port),
+                    self.folder / f"node-{node_id}",
                 )
             )
 
     def _write_node_files(self, node: BrokerNode) -> None:
         (node.folder / "logs").mkdir(parents=True, exist_ok=True)
+        security = sasl_properties(self.sasl) if self.sasl else {}
         props = server_properties(
-            node.ports, [n.ports for n in self.nodes], node.folder / "data", self.overrides
+            node.ports,
+            [n.ports for n in self.nodes],
+            node.folder / "data",
+            {**security, **self.overrides},
         )
         node.properties_file.write_text(render_properties(props))
         (node.folder / "log4j2.properties").write_text(log4j2_properties(node.log_file))
@@ -290,6 +309,7 @@ class EmbeddedCluster:
             "-XX:+UseG1GC",
             "-Djava.awt.headless=true",
             f"-Dlog4j2.configurationFile={node.folder / 'log4j2.properties'}",
+            *(f"-D{k}={v}" for k, v in (self.sasl.jvm_properties() if self.sasl else {}).items()),
             "-cp",
             self.classpath,
         ]
@@ -306,6 +326,7 @@ class EmbeddedCluster:
             f"--cluster-id={self.cluster_id}",
             "-c",
             str(node.properties_file),
+            *(self.sasl.format_arguments() if self.sasl else []),
         ]
         result = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
         if result.returncode != 0:

@@ -19,6 +19,8 @@ class NodePorts:
     # (metadata sends it back to the proxy, not around it).
     fault_listen_port: int
     fault_advertised_port: int
+    # A SASL_PLAINTEXT listener's port (embedded_kafka.security); 0 when there is none.
+    sasl_port: int = 0
 
 
 def server_properties(
@@ -64,6 +66,11 @@ def server_properties(
         "group.initial.rebalance.delay.ms": "0",
         "auto.create.topics.enable": "false",
     }
+    if node.sasl_port:
+        sasl = f"SASL://{LOOPBACK}:{node.sasl_port}"
+        props["listeners"] += f",{sasl}"
+        props["advertised.listeners"] += f",{sasl}"
+        props["listener.security.protocol.map"] += ",SASL:SASL_PLAINTEXT"
     props.update(overrides or {})
     return props
 

@@ -25,11 +25,14 @@ class Family:
 
 
 PIPELINE = ("pipeline",)
-PARTITION = ("topic_name", "partition_id")
-GROUP = ("group_id",)
-GROUP_TOPIC = ("group_id", "topic_name")
-GROUP_PARTITION = ("group_id", "topic_name", "partition_id")
-TOPIC = ("topic_name",)
+# `cluster`: the cluster the topic or group lives on ("default", or a [clusters.<name>]);
+# topic_name and group_id are then the names that cluster knows (docs/design.md, "Several
+# clusters"), so series join with KMinion's of that cluster.
+PARTITION = ("topic_name", "partition_id", "cluster")
+GROUP = ("group_id", "cluster")
+GROUP_TOPIC = ("group_id", "topic_name", "cluster")
+GROUP_PARTITION = ("group_id", "topic_name", "partition_id", "cluster")
+TOPIC = ("topic_name", "cluster")
 
 # The exporter's and the monitor's own health: served at every scrape, published or not.
 BUILD_INFO = Family(
@@ -88,8 +91,9 @@ LAST_WINDOW_START = Family(
 # Per pipeline, cumulative over the retention (the verdicts table).
 VERDICT_INFO = Family(
     "dgm_pipeline_verdict_info",
-    "Always 1; the pipeline's declared and achieved semantic, evidence and consumer group",
-    ("pipeline", "declared", "achieved", "evidence", "group_id"),
+    "Always 1; the pipeline's declared and achieved semantic, evidence, consumer group and "
+    "the clusters of its source and sink",
+    ("pipeline", "declared", "achieved", "evidence", "group_id", "source_cluster", "sink_cluster"),
 )
 MEETS_DECLARED = Family(
     "dgm_pipeline_meets_declared",
@@ -227,7 +231,7 @@ GROUP_STATUS = Family(
 GROUP_STATUS_INFO = Family(
     "dgm_consumer_group_status_info",
     "Always 1; the group's status by name (the word for dgm_consumer_group_status's value)",
-    ("group_id", "status"),
+    ("group_id", "status", "cluster"),
 )
 # Per topic with open transactions at the last sample (transactions).
 OPEN_TRANSACTIONS = Family("dgm_open_transactions", "Open transactions at the last sample", TOPIC)

@@ -21,6 +21,7 @@ from typing import Any
 import duckdb
 
 from dgm import __version__
+from dgm.clusters import DEFAULT_CLUSTER
 from dgm.config_schema import Granularity
 from dgm.published import (
     open_read_only,
@@ -49,17 +50,20 @@ TOPICS_SQL = "SELECT * FROM cumulative_topics ORDER BY topic"
 LAST_WINDOW_TOPICS_SQL = "SELECT * FROM last_window_topics ORDER BY topic"
 # Every partition at its topic's newest sample (a view of dgm.published_views).
 OFFSETS_SQL = """
-SELECT topic, "partition", lso_lag, lso_stuck_ms / 1000.0 FROM latest_partition_offsets
+SELECT topic, "partition", lso_lag, lso_stuck_ms / 1000.0, cluster FROM latest_partition_offsets
 """
 # Each group's own row of group_status: the worst partition's status.
-GROUP_STATUS_SQL = "SELECT group_id, status, severity FROM group_status_by_group ORDER BY group_id"
+GROUP_STATUS_SQL = (
+    "SELECT group_id, status, severity, cluster FROM group_status_by_group ORDER BY group_id"
+)
 # Every partition of a group at the group's newest sample.
 GROUP_LAG_SQL = """
-SELECT group_id, topic, "partition", lag_from_hw, lag_from_lso FROM latest_group_lag
+SELECT group_id, topic, "partition", lag_from_hw, lag_from_lso, cluster FROM latest_group_lag
 """
 # The transactions table holds the last sample only.
 TRANSACTIONS_SQL = """
-SELECT topic, count(*), count(*) FILTER (WHERE hanging) FROM transactions GROUP BY topic
+SELECT topic, count(*), count(*) FILTER (WHERE hanging), any_value(cluster) FROM transactions
+GROUP BY topic
 """
 
 
@@ -146,12 +150,24 @@ def _records(db: Connection, sql: str) -> list[dict[str, Any]]:
     return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
 
+def on_cluster(name: str, cluster: str | None) -> tuple[str, str]:
+    """(the name as its cluster knows it, the cluster): a published name is qualified off the
+    default cluster ('<cluster>/<name>', dgm.clusters)."""
+    cluster = cluster or DEFAULT_CLUSTER
+    return name if cluster == DEFAULT_CLUSTER else name.removeprefix(f"{cluster}/"), cluster
+
+
 def add_verdicts(db: Connection, snapshot: Snapshot) -> None:
     rows, _ = read_verdicts(db)
     for row in rows:
         name = row["pipeline"]
         info = [name, row["declared"], row["achieved"], row["evidence"] or ""]
-        snapshot.set(f.VERDICT_INFO, [*info, row["consumer_group"] or ""], 1)
+        group, _ = on_cluster(row["consumer_group"] or "", row["source_cluster"])
+        clusters = [
+            row["source_cluster"] or DEFAULT_CLUSTER,
+            row["sink_cluster"] or DEFAULT_CLUSTER,
+        ]
+        snapshot.set(f.VERDICT_INFO, [*info, group, *clusters], 1)
         meets = row["meets_declared"]
         snapshot.set(f.MEETS_DECLARED, [name], None if meets is None else int(meets))
         for family, column in f.PIPELINE_VALUES:
@@ -173,21 +189,23 @@ def add_topics(db: Connection, snapshot: Snapshot) -> None:
         (LAST_WINDOW_TOPICS_SQL, f.TOPIC_LAST_WINDOW_VALUES),
     ):
         for row in _records(db, sql):
+            labels = on_cluster(row["topic"], row["cluster"])
             for family, column in values:
-                snapshot.set(family, [row["topic"]], row[column])
+                snapshot.set(family, labels, row[column])
 
 
 def add_offsets(db: Connection, snapshot: Snapshot, granularity: Granularity) -> None:
-    worst: dict[str, tuple[float | None, float | None]] = {}
-    for topic, partition, lag, stuck_s in db.execute(OFFSETS_SQL).fetchall():
+    worst: dict[tuple[str, str], tuple[float | None, float | None]] = {}
+    for topic, partition, lag, stuck_s, cluster in db.execute(OFFSETS_SQL).fetchall():
+        plain, cluster = on_cluster(topic, cluster)
         if granularity == "partition":
-            snapshot.set(f.LSO_LAG, [topic, partition], lag)
-            snapshot.set(f.LSO_STUCK, [topic, partition], stuck_s)
-        lag_max, stuck_max = worst.get(topic, (None, None))
-        worst[topic] = (_max(lag_max, lag), _max(stuck_max, stuck_s))
-    for topic, (lag_max, stuck_max) in worst.items():
-        snapshot.set(f.TOPIC_LSO_LAG, [topic], lag_max)
-        snapshot.set(f.TOPIC_LSO_STUCK, [topic], stuck_max)
+            snapshot.set(f.LSO_LAG, [plain, partition, cluster], lag)
+            snapshot.set(f.LSO_STUCK, [plain, partition, cluster], stuck_s)
+        lag_max, stuck_max = worst.get((plain, cluster), (None, None))
+        worst[(plain, cluster)] = (_max(lag_max, lag), _max(stuck_max, stuck_s))
+    for labels, (lag_max, stuck_max) in worst.items():
+        snapshot.set(f.TOPIC_LSO_LAG, labels, lag_max)
+        snapshot.set(f.TOPIC_LSO_STUCK, labels, stuck_max)
 
 
 def _max(a: float | None, b: float | None) -> float | None:
@@ -196,23 +214,30 @@ def _max(a: float | None, b: float | None) -> float | None:
 
 
 def add_group_lag(db: Connection, snapshot: Snapshot, granularity: Granularity) -> None:
-    for group, topic, partition, lag_hw, lag_lso in db.execute(GROUP_LAG_SQL).fetchall():
+    for group_id, topic, partition, lag_hw, lag_lso, cluster in db.execute(
+        GROUP_LAG_SQL
+    ).fetchall():
+        group, cluster = on_cluster(group_id, cluster)
+        plain = on_cluster(topic, cluster)[0]
         if granularity == "partition":
-            snapshot.set(f.PARTITION_LAG_FROM_HW, [group, topic, partition], lag_hw)
-            snapshot.set(f.PARTITION_LAG_FROM_LSO, [group, topic, partition], lag_lso)
-        snapshot.add(f.TOPIC_LAG_FROM_HW, [group, topic], lag_hw)
-        snapshot.add(f.TOPIC_LAG_FROM_LSO, [group, topic], lag_lso)
-        snapshot.add(f.GROUP_LAG_FROM_HW, [group], lag_hw)
-        snapshot.add(f.GROUP_LAG_FROM_LSO, [group], lag_lso)
+            at = [group, plain, partition, cluster]
+            snapshot.set(f.PARTITION_LAG_FROM_HW, at, lag_hw)
+            snapshot.set(f.PARTITION_LAG_FROM_LSO, at, lag_lso)
+        snapshot.add(f.TOPIC_LAG_FROM_HW, [group, plain, cluster], lag_hw)
+        snapshot.add(f.TOPIC_LAG_FROM_LSO, [group, plain, cluster], lag_lso)
+        snapshot.add(f.GROUP_LAG_FROM_HW, [group, cluster], lag_hw)
+        snapshot.add(f.GROUP_LAG_FROM_LSO, [group, cluster], lag_lso)
 
 
 def add_group_status(db: Connection, snapshot: Snapshot) -> None:
-    for group, status, severity in db.execute(GROUP_STATUS_SQL).fetchall():
-        snapshot.set(f.GROUP_STATUS, [group], severity)
-        snapshot.set(f.GROUP_STATUS_INFO, [group, status], 1)
+    for group_id, status, severity, cluster in db.execute(GROUP_STATUS_SQL).fetchall():
+        group, cluster = on_cluster(group_id, cluster)
+        snapshot.set(f.GROUP_STATUS, [group, cluster], severity)
+        snapshot.set(f.GROUP_STATUS_INFO, [group, status, cluster], 1)
 
 
 def add_transactions(db: Connection, snapshot: Snapshot) -> None:
-    for topic, open_count, hanging in db.execute(TRANSACTIONS_SQL).fetchall():
-        snapshot.set(f.OPEN_TRANSACTIONS, [topic], open_count)
-        snapshot.set(f.HANGING_TRANSACTIONS, [topic], hanging)
+    for topic, open_count, hanging, cluster in db.execute(TRANSACTIONS_SQL).fetchall():
+        labels = on_cluster(topic, cluster)
+        snapshot.set(f.OPEN_TRANSACTIONS, labels, open_count)
+        snapshot.set(f.HANGING_TRANSACTIONS, labels, hanging)

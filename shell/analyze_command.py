@@ -12,7 +12,7 @@ from typing import Any
 from dgm.command_line import add_loop_arguments
 from dgm.config import DgmConfig, load_config
 from dgm.signals import interrupt, stop_on_signals
-from shell.connection import bootstrap_servers
+from shell.connection import default_cluster_servers
 from spark_jobs.job import AfterPublish, AnalysisJob
 
 log = logging.getLogger("dgm.analyze")
@@ -40,7 +40,7 @@ def _analyze(args: argparse.Namespace) -> int:
     if args.interval is not None:
         analysis = dataclasses.replace(config.analysis, interval_s=args.interval)
         config = dataclasses.replace(config, analysis=analysis)
-    servers = bootstrap_servers(config, args.bootstrap)
+    servers = default_cluster_servers(config, args.bootstrap)
     stop = threading.Event()
     job = AnalysisJob(
         config, servers, master=args.master, progress=_status, after_publish=alerts_hook(config)

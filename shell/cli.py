@@ -56,6 +56,9 @@ def build_parser() -> argparse.ArgumentParser:
     from shell.demo_command import register as register_demo
 
     register_demo(commands)
+    from shell.check_command import register as register_check
+
+    register_check(commands)
     return parser
 
 

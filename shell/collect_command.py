@@ -9,16 +9,21 @@ import threading
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from collectors.clients import Clients, check_bootstrap
-from collectors.cycle import Collector
-from collectors.runner import Runner
+from collectors.clients import check_bootstrap
+from collectors.several import cluster_collectors, run_each_forever, run_each_once
+from dgm.clusters import DEFAULT_CLUSTER
 from dgm.command_line import add_loop_arguments, seconds
 from dgm.config import load_config
 from dgm.errors import UserFacingError
 from dgm.sample_upkeep import keep_bounded
 from dgm.samples import SampleStore, samples_dir
 from dgm.signals import stop_on_signals
-from shell.connection import bootstrap_servers, client_config
+from shell.connection import (
+    cluster_client_config,
+    cluster_servers,
+    pipeline_groups,
+    pipeline_topics,
+)
 
 log = logging.getLogger("dgm.collect")
 
@@ -54,14 +59,14 @@ def _collect(args: argparse.Namespace) -> int:
     settings = config.collectors
     if args.interval is not None:
         settings = dataclasses.replace(settings, interval_s=args.interval)
-    servers = bootstrap_servers(config, args.bootstrap)
-    check_bootstrap(servers)
+    clusters = config.sampled_clusters()
+    servers = {name: cluster_servers(config, name, args.bootstrap) for name in clusters}
+    for address in servers.values():
+        check_bootstrap(address)
     if not args.verbose:
         # kafka-python logs every failed connection attempt; an outage is reported once.
         logging.getLogger("kafka").setLevel(logging.CRITICAL)
-    clients = Clients(client_config(config, args.bootstrap), args.request_timeout)
     store = SampleStore(config.state_dir)
-    collector = Collector(clients, settings, store, args.request_timeout)
     stop = threading.Event()
     retention = timedelta(hours=config.analysis.retention_h)
 
@@ -71,33 +76,45 @@ def _collect(args: argparse.Namespace) -> int:
             log.warning("sample upkeep skipped %s", error)
         log.debug(done.line())
 
-    runner = Runner(
-        collector,
-        settings.interval_s,
+    def report(cluster: str, line: str) -> None:
+        _status(line if len(clusters) == 1 else f"{cluster}: {line}")
+
+    collectors = cluster_collectors(
+        {name: cluster_client_config(config, name, args.bootstrap) for name in clusters},
+        settings,
+        config.state_dir,
         stop,
+        args.request_timeout,
         args.connect_timeout,
-        _status,
-        upkeep=upkeep,
-        sampled_before=store.newest_time("offsets") is not None,
+        report,
+        upkeep,
+        {name: (pipeline_topics(config, name), pipeline_groups(config, name)) for name in clusters},
     )
+    runners = collectors.runners
 
     try:
         with stop_on_signals(stop):  # the loop finishes the write in progress, then returns
-            if args.once:
-                runner.run_once()
+            if args.once and len(runners) == 1:
+                next(iter(runners.values())).run_once()
+            elif args.once:
+                run_each_once(runners)
             else:
-                log.info(
-                    "collecting from %s every %gs into %s",
-                    servers,
-                    settings.interval_s,
-                    samples_dir(config.state_dir),
-                )
-                runner.run_forever()
+                for name in clusters:
+                    log.info(
+                        "collecting from %s every %gs into %s",
+                        servers[name] if name == DEFAULT_CLUSTER else f"{name} ({servers[name]})",
+                        settings.interval_s,
+                        samples_dir(config.state_dir),
+                    )
+                if len(runners) == 1:
+                    next(iter(runners.values())).run_forever()
+                else:
+                    run_each_forever(runners, stop)
                 log.info("stopped")
     except OSError as error:
         raise UserFacingError(f"cannot write samples under {config.state_dir}: {error}") from None
     finally:
-        clients.close()
+        collectors.close()
     return 0
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from dgm.clusters import DEFAULT_CLUSTER, split
 from dgm.config import DgmConfig
 from dgm.errors import UserFacingError
 from embedded_kafka.cluster import EmbeddedCluster
@@ -41,3 +42,54 @@ def embedded_cluster(config: DgmConfig, override: str | None = None) -> Embedded
     if override or config.cluster.bootstrap_servers:
         return None
     return EmbeddedCluster.running(config.state_dir)
+
+
+def cluster_servers(config: DgmConfig, cluster: str, override: str | None = None) -> str:
+    """The bootstrap servers of `cluster`: the default one's as `bootstrap_servers` picks them
+    (`override`, DGM_BOOTSTRAP and the embedded broker are the default cluster's only); another's
+    from its [clusters.<name>] table."""
+    if cluster == DEFAULT_CLUSTER:
+        return bootstrap_servers(config, override)
+    servers = config.clusters[cluster].bootstrap_servers
+    assert servers is not None  # required by dgm.config_schema for a named cluster
+    return servers
+
+
+def cluster_client_config(
+    config: DgmConfig, cluster: str, override: str | None = None, **extra: Any
+) -> dict[str, Any]:
+    """librdkafka settings of `cluster`: its bootstrap servers, its client settings, `extra`."""
+    settings = config.cluster_config(cluster)
+    return {**settings.librdkafka_config(cluster_servers(config, cluster, override)), **extra}
+
+
+def default_cluster_servers(config: DgmConfig, override: str | None = None) -> str:
+    """The default cluster's bootstrap servers when dgm talks to it; "" when the file names
+    only clusters of its own ([clusters.<name>]) and nothing lives on the default one."""
+    if DEFAULT_CLUSTER not in config.sampled_clusters():
+        return ""
+    return bootstrap_servers(config, override)
+
+
+def monitored_servers(config: DgmConfig) -> str:
+    """Every sampled cluster's bootstrap servers, named, for a status line."""
+    clusters = config.sampled_clusters()
+    if clusters == (DEFAULT_CLUSTER,):
+        return bootstrap_servers(config)
+    return ", ".join(f"{name} {cluster_servers(config, name)}" for name in clusters)
+
+
+def pipeline_topics(config: DgmConfig, cluster: str = DEFAULT_CLUSTER) -> tuple[str, ...]:
+    """Every topic a pipeline reads or writes on `cluster`, as that cluster names it, once,
+    sorted."""
+    named = tuple(config.clusters)
+    topics = {t for p in config.pipelines for t in (*p.source_topics, *p.sink_topics)}
+    return tuple(sorted(plain for on, plain in (split(t, named) for t in topics) if on == cluster))
+
+
+def pipeline_groups(config: DgmConfig, cluster: str = DEFAULT_CLUSTER) -> tuple[str, ...]:
+    """Every consumer group a pipeline names on `cluster` (its source cluster), as that
+    cluster names it, once, sorted."""
+    named = tuple(config.clusters)
+    groups = {p.consumer_group for p in config.pipelines if p.consumer_group}
+    return tuple(sorted(plain for on, plain in (split(g, named) for g in groups) if on == cluster))

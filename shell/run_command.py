@@ -14,7 +14,7 @@ from dgm.command_line import add_stack_arguments, say
 from dgm.config import ENV_STATE_DIR, load_config
 from dgm.ports import check_port_free
 from dgm.signals import please_wait, stop_on_signals
-from shell.connection import bootstrap_servers
+from shell.connection import monitored_servers
 from shell.services import ServiceGroup
 from shell.stack import (
     dashboard_url,
@@ -43,7 +43,7 @@ def register(commands: Any) -> None:
 def _run(args: argparse.Namespace) -> int:
     config_arg = getattr(args, "config", None)
     config = load_config(config_arg)
-    servers = bootstrap_servers(config)  # a clear error now if there is no cluster
+    servers = monitored_servers(config)  # a clear error now if there is no cluster
     config_path = Path(config.source).absolute() if config.source is not None else None
     dashboard = None if args.no_dashboard else (args.host, args.port)
     exporter = None if args.no_exporter else (args.host, args.exporter_port)

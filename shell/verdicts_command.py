@@ -28,6 +28,7 @@ from dgm.published import (
     stale_after_s,
     verdicts_document,
 )
+from dgm.published_views import read_missing_permissions
 
 # What the table prints, in order: (column, heading).
 _SHOWN = (
@@ -62,9 +63,11 @@ def register(commands: Any) -> None:
     verdicts.set_defaults(handler=_verdicts)
 
 
-def read_verdicts(state_dir: Path) -> tuple[list[dict[str, Any]], datetime | None, float]:
-    """The verdict rows, when their analysis finished and how long it ran (seconds);
-    UserFacingError if none exist yet."""
+def read_verdicts(
+    state_dir: Path,
+) -> tuple[list[dict[str, Any]], datetime | None, float, list[str]]:
+    """The verdict rows, when their analysis finished, how long it ran (seconds) and what dgm
+    cannot see for want of a permission; UserFacingError if none exist yet."""
     path = state_dir / PUBLISHED_FILE
     if not path.exists():
         raise UserFacingError(
@@ -74,7 +77,7 @@ def read_verdicts(state_dir: Path) -> tuple[list[dict[str, Any]], datetime | Non
     try:
         with open_read_only(path) as db:
             rows, finished = published.read_verdicts(db)
-            return rows, finished, run_duration_s(db)
+            return rows, finished, run_duration_s(db), read_missing_permissions(db)
     except (duckdb.Error, OSError) as error:
         raise UserFacingError(f"cannot read {path}: {error}") from None
 
@@ -110,17 +113,21 @@ def format_table(rows: list[dict[str, Any]]) -> str:
 
 def _verdicts(args: argparse.Namespace) -> int:
     config = load_config(args.config)
-    rows, finished, run_s = read_verdicts(config.state_dir)
+    rows, finished, run_s, missing = read_verdicts(config.state_dir)
     stale_after = stale_after_s(config.analysis.interval_s, run_s)
     document = verdicts_document(rows, finished, stale_after, datetime.now(UTC))
     age, stale = document["age_s"], document["stale"]
     if args.json:
-        print(json.dumps(document, default=str, indent=2))
-    elif not rows:
-        print("no pipelines analyzed: add [[pipelines]] to dgm.toml (or run `dgm lab run`)")
+        print(json.dumps({**document, "missing_permissions": missing}, default=str, indent=2))
     else:
-        print(format_table(rows))
-        print(f"analyzed at {finished:%Y-%m-%d %H:%M:%S %Z}" if finished else "")
+        if not rows:
+            print("no pipelines analyzed: add [[pipelines]] to dgm.toml (or run `dgm lab run`)")
+        else:
+            print(format_table(rows))
+            print(f"analyzed at {finished:%Y-%m-%d %H:%M:%S %Z}" if finished else "")
+        # What dgm cannot see weakens every verdict that needs it: said after the table.
+        for line in missing:
+            print(line)
     if stale:
         print(
             f"dgm: stale: the last analysis finished {age:.0f} s ago, more than "

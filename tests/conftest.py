@@ -97,6 +97,17 @@ def second_kafka(
 
 
 @pytest.fixture(scope="session")
+def kafka_sasl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A 1-broker cluster with SASL (SCRAM, and OAUTHBEARER from a token endpoint on loopback)
+    and ACLs enforced: tests/secured_kafka.py. Started only if a test asks for it."""
+    if os.environ.get("DGM_BOOTSTRAP"):
+        pytest.skip("the SASL cluster is dgm's embedded one; DGM_BOOTSTRAP is set")
+    from tests.secured_kafka import running
+
+    yield from running(tmp_path_factory.mktemp("kafka-sasl"))
+
+
+@pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
     from dgm.config_schema import POSTGRESQL_DRIVER_PACKAGE
     from spark_jobs.session import build_session
@@ -143,7 +154,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # A test is an integration test exactly when it uses a broker: the marker follows the fixture.
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
-        if fixtures & {"kafka", "kafka3", "second_kafka"}:
+        if fixtures & {"kafka", "kafka3", "second_kafka", "kafka_sasl"}:
             item.add_marker(pytest.mark.integration)
         if "spark" in fixtures:
             item.add_marker(pytest.mark.spark)

@@ -38,7 +38,14 @@ def declared_keys(cls: type = DgmConfig, prefix: str = "") -> dict[str, dataclas
         if field.metadata.get("toml", True) is False:
             continue
         nested = _dataclass_in(hints[field.name])
-        if nested is not None:
+        named = get_args(hints[field.name])  # a table of named tables: [clusters.<name>]
+        if (
+            get_origin(hints[field.name]) is dict
+            and isinstance(named[1], type)
+            and dataclasses.is_dataclass(named[1])
+        ):
+            keys.update(declared_keys(named[1], f"{prefix}{field.name}.<name>."))
+        elif nested is not None:
             keys.update(declared_keys(nested, f"{prefix}{field.name}."))
         else:
             keys[f"{prefix}{field.name}"] = field
@@ -109,5 +116,6 @@ def test_the_walk_finds_nested_tables() -> None:
     keys = declared_keys()
     assert "pipelines.message_id.kind" in keys and "pipelines.external_sink.path" in keys
     assert "alerts_webhook.headers" in keys and "source" not in keys
+    assert "clusters.<name>.bootstrap_servers" in keys and "clusters" not in keys
     assert written_default(keys["collectors.include_topics"]) == '[".*"]'
     assert written_default(keys["pipelines.name"]) == "required"

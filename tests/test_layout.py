@@ -235,8 +235,7 @@ VOCABULARY_PACKAGES = (CORE, *STAGES, SHELL)
 # value, "WARN" as a log level) are scanned like the others; their unrelated uses, by module:
 ALLOWED = frozenset(
     {
-        ("dgm/java_client.py", "none"),  # ssl.endpoint.identification.algorithm
-        ("collectors/clients.py", "none"),  # the same setting
+        ("dgm/client_settings.py", "none"),  # ssl.endpoint.identification.algorithm
         ("collectors/cycle.py", "unknown"),  # a timeout the broker does not report
         ("collectors/groups.py", "unknown"),  # a group type without a name
         ("dashboard/views/groups.py", "unknown"),  # a group state not sampled yet

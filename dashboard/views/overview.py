@@ -9,6 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import charts, pipeline_queries, queries, timerange, ui
+from dgm.clusters import DEFAULT_CLUSTER
 from dgm.vocabulary import Evidence
 
 TOPIC_PAGE = "views/topic.py"
@@ -206,7 +207,7 @@ def _card(v: pd.Series, windows: pd.DataFrame, stale: bool) -> None:
         head.subheader(str(v["pipeline"]), anchor=False)
         with badge:
             ui.verdict_badge(v["meets_declared"], str(v["achieved"]), stale)
-        st.markdown(f"Declared **{v['declared']}** · achieved **{v['achieved']}**")
+        st.markdown(f"Declared **{v['declared']}** · achieved **{v['achieved']}**" + _clusters(v))
         cells = st.columns(5)
         cells[0].metric(
             "Duplicate rate",
@@ -268,6 +269,16 @@ def _card(v: pd.Series, windows: pd.DataFrame, stale: bool) -> None:
             )
 
 
+def _clusters(v: pd.Series) -> str:
+    """Where the source and the sink live, once a pipeline leaves the default cluster
+    (docs/design.md, "Several clusters"); nothing for a single-cluster setup."""
+    source, sink = v.get("source_cluster"), v.get("sink_cluster")
+    known = [c for c in (source, sink) if c is not None and not pd.isna(c)]
+    if all(c == DEFAULT_CLUSTER for c in known):
+        return ""
+    return f" · cluster **{source}** → **{sink}**"
+
+
 def _stages(v: pd.Series) -> None:
     """The producer stage and the end-to-end semantic beside the pipeline's own verdict."""
     producer = v.get("producer_achieved")
@@ -304,11 +315,28 @@ def _cluster() -> None:
         )
 
 
+def _missing_permissions() -> None:
+    """What the collectors or the audit were refused: every verdict that needs it is weaker."""
+    missing = queries.missing_permissions()
+    if missing.empty:
+        return
+    lines = "\n".join(
+        f"- {row.detail}" + (f" (pipelines: {row.pipelines})" if pd.notna(row.pipelines) else "")
+        for row in missing.itertuples()
+    )
+    st.error(
+        f"**dgm is refused what it needs to see** (docs/configuration.md, Permissions):\n\n"
+        f"{lines}\n\n`dgm check` tries every permission and prints the fix.",
+        icon=":material/lock:",
+    )
+
+
 def render() -> None:
     if "topic" in st.query_params:  # a shared `/?topic=NAME` link means the drill-down
         st.switch_page(TOPIC_PAGE, query_params={"topic": st.query_params["topic"]})
     st.title("Delivery guarantees")
     stale = ui.stale_banner()
+    _missing_permissions()
     st.header("Pipelines", anchor=False)
     rows = _table(stale)
     _details(rows, stale)

@@ -20,6 +20,7 @@ from pyspark.sql import SparkSession
 from dgm import published as tables
 from dgm.config_schema import DgmConfig
 from spark_jobs.analyze import integrity
+from spark_jobs.analyze.cluster_columns import with_cluster_columns
 from spark_jobs.analyze.engine import Engine
 from spark_jobs.analyze.faults import faults
 from spark_jobs.analyze.group_status import group_status
@@ -71,7 +72,7 @@ def analyze(
         config, verdicts, record_tables[tables.TOPIC_WINDOWS.name], record_tables[tables.LOST.name]
     )
     master = str(spark.sparkContext.master)
-    return {
+    found: dict[str, Published] = {
         tables.RUNS.name: runs(config, fingerprints.counted(), samples, master),
         tables.VERDICTS.name: verdicts,
         tables.PIPELINE_WINDOWS.name: pipeline_windows,
@@ -83,3 +84,4 @@ def analyze(
         ),
         tables.FAULTS.name: fault_rows,
     }
+    return with_cluster_columns(found, config)

@@ -9,7 +9,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dgm import published as tables
+from dgm.clusters import cluster_column
 from dgm.config_schema import DgmConfig
+from dgm.permissions import AUTHORIZATION_FAILED, AUTHORIZATION_RESTORED
 from spark_jobs.analyze.publish import arrow_of
 
 # Events that give a verdict weight: for the pipeline's group, for producers on its topics,
@@ -24,13 +26,16 @@ TOPIC_FAULTS = (
     "lso_backwards",
 )
 CLUSTER_FAULTS = ("outage_start", "broker_left")
+# Not faults (they give no weight), but shown with the pipelines of their topic or group.
+TOPIC_EVENTS = (*TOPIC_FAULTS, AUTHORIZATION_FAILED, AUTHORIZATION_RESTORED)
 
 
 def faults(config: DgmConfig, events: pa.Table, producers: pa.Table) -> pa.Table:
     """The events sample, one row per pipeline each event is attributed to: group events to
     the pipelines of the group, epoch bumps to the pipelines with the producer on one of their
     topics (producers sample), a recreated topic to the pipelines of the topic; null for the
-    rest (cluster-wide or unmonitored)."""
+    rest (cluster-wide or unmonitored). Each row names the cluster whose collector saw it
+    (a named cluster's samples carry a qualified cluster_id, collectors.cluster_store)."""
     by_group: dict[str, list[str]] = defaultdict(list)
     by_topic: dict[str, list[str]] = defaultdict(list)
     for p in config.pipelines:
@@ -55,18 +60,20 @@ def faults(config: DgmConfig, events: pa.Table, producers: pa.Table) -> pa.Table
             if pipeline not in by_producer[row["producer_id"]]:
                 by_producer[row["producer_id"]].append(pipeline)
     rows = []
-    for event in events.select(["sampled_at", "event", "group_id", "producer_id", "topic",
-                                "detail"]).to_pylist():  # fmt: skip
+    clusters = cluster_column(events["cluster_id"], config.clusters).to_pylist()
+    for event, cluster in zip(events.select(["sampled_at", "event", "group_id", "producer_id",
+                                             "topic", "detail"]).to_pylist(), clusters,
+                              strict=True):  # fmt: skip
         # One row per pipeline attributed (a group several pipelines share gives one each).
         matches = dict.fromkeys([
             *by_group.get(event["group_id"], ()),
             *(by_producer.get(event["producer_id"], ()) if event["event"] in PRODUCER_FAULTS
               else ()),
-            *(by_topic.get(event["topic"], ()) if event["event"] in TOPIC_FAULTS else ()),
+            *(by_topic.get(event["topic"], ()) if event["event"] in TOPIC_EVENTS else ()),
         ])  # fmt: skip
         for pipeline in list(matches) or [None]:
             rows.append(
                 {"at": event["sampled_at"], "event": event["event"], "group_id": event["group_id"]}
-                | {"pipeline": pipeline, "detail": event["detail"]}
+                | {"pipeline": pipeline, "detail": event["detail"], "cluster": cluster}
             )
     return arrow_of(rows, tables.FAULTS)

@@ -39,18 +39,28 @@ def _micros(at: datetime) -> int:
 
 def counted_faults(config: DgmConfig, fault_rows: pa.Table) -> list[tuple[str, int]]:
     """(pipeline, at micros) of the faults that count for each pipeline's evidence, one per
-    event; cluster-wide events count for every pipeline."""
-    names = [p.name for p in config.pipelines]
+    event; cluster-wide events count for every pipeline with a topic on that cluster."""
+    on_cluster = _pipelines_by_cluster(config)
     own = (*GROUP_FAULTS, *PRODUCER_FAULTS, *TOPIC_FAULTS)
     counted = []
-    for row in fault_rows.select(["at", "event", "pipeline"]).to_pylist():
+    for row in fault_rows.select(["at", "event", "pipeline", "cluster"]).to_pylist():
         if row["at"] is None:
             continue
         if row["pipeline"] is not None and row["event"] in own:
             counted.append((row["pipeline"], _micros(row["at"])))
         elif row["event"] in CLUSTER_FAULTS:
+            names = on_cluster.get(row["cluster"], ()) if row["cluster"] else on_cluster[None]
             counted += [(name, _micros(row["at"])) for name in names]
     return counted
+
+
+def _pipelines_by_cluster(config: DgmConfig) -> dict[str | None, list[str]]:
+    """cluster -> the pipelines with a source or sink topic on it; None -> every pipeline."""
+    found: dict[str | None, list[str]] = {None: [p.name for p in config.pipelines]}
+    for p in config.pipelines:
+        for cluster in dict.fromkeys((p.source_cluster, p.sink_cluster)):
+            found.setdefault(cluster, []).append(p.name)
+    return found
 
 
 def _rate(numerator: int, denominator: int) -> float | None:
@@ -151,6 +161,8 @@ def pipeline_tables(
                 "consumer_group": p.consumer_group or None,
                 "claim": claim_of(p)[0].value,
                 "claim_detail": claim_of(p)[1],
+                "source_cluster": p.source_cluster,
+                "sink_cluster": p.sink_cluster,
             }
         )
     declared = {p.name: p.declared_semantic for p in config.pipelines}

@@ -67,10 +67,16 @@ def with_every_kind(samples: Mapping[str, pa.Table]) -> dict[str, pa.Table]:
 
 
 def latest_sample(samples: pa.Table) -> pa.Table:
-    """The rows of `samples` (one kind) taken at its newest sampled_at."""
+    """The rows of `samples` (one kind) taken at its newest sampled_at, per cluster (each
+    cluster's collector samples on its own clock)."""
     if samples.num_rows == 0:
         return samples
-    return samples.filter(pc.equal(samples["sampled_at"], pc.max(samples["sampled_at"])))
+    newest = samples.group_by("cluster_id").aggregate([("sampled_at", "max")])
+    newest = newest.rename_columns(
+        ["sampled_at" if name == "sampled_at_max" else name for name in newest.column_names]
+    )
+    joined = samples.join(newest, ["cluster_id", "sampled_at"], join_type="inner")
+    return joined.select(samples.column_names)
 
 
 def last_sample_at(samples: Mapping[str, pa.Table]) -> object:

@@ -29,9 +29,16 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from dgm.clusters import DEFAULT_CLUSTER, SEPARATOR, qualified
 from dgm.config_schema import FILE_KINDS, DgmConfig, MessageIdRule, id_rule_conflicts
 from dgm.errors import UserFacingError
 from dgm.samples import Key, PartitionOffsets, SampleStore
+from spark_jobs.audit.cluster_sources import (
+    KafkaSources,
+    cluster_kafka_options,
+    kafka_sources,
+)
+from spark_jobs.audit.denials import record_refusals, refused_topics
 from spark_jobs.audit.expected import (
     check_predicates,
     recorded_predicates,
@@ -48,6 +55,7 @@ from spark_jobs.audit.fingerprint_store import (
 )
 from spark_jobs.audit.jdbc_audit import audit_jdbc
 from spark_jobs.audit.ranges import (
+    MAX_SAMPLE_FILES,
     OffsetRange,
     assign_json,
     has_open_or_recent_transaction,
@@ -59,7 +67,7 @@ from spark_jobs.audit.ranges import (
     transactional_topics,
 )
 from spark_jobs.audit.recreated import forget_topics, recreated_topics
-from spark_jobs.audit.start import first_starts, kafka_offsets_for_times
+from spark_jobs.audit.start import first_starts
 from spark_jobs.audit.tracker import EVERY_S, AuditTracker
 from spark_jobs.audit.truncation import RereadReport, reread
 
@@ -108,18 +116,10 @@ def topic_rules(config: DgmConfig) -> dict[str, MessageIdRule]:
     return dict(sorted(rules.items()))
 
 
-# Every audit task's consumer waited about the broker's default fetch.max.wait.ms (500 ms)
-# for its range, whether or not the range ended at the log end: 36 partitions of ~17 records
-# took 10.1 s, with 10 ms 1.4 s (bench/HISTORY.md, "Audit: the broker's fetch wait"). The
-# range's records are already on the broker, so a short wait costs nothing in throughput.
-# A cluster setting `java_client.fetch.max.wait.ms` still wins.
-AUDIT_CLIENT_DEFAULTS = {"kafka.fetch.max.wait.ms": "10"}
-
-
 def kafka_options(config: DgmConfig, bootstrap_servers: str) -> dict[str, str]:
-    """Spark Kafka source options reaching the cluster. They may hold secrets: never log."""
-    java = {f"kafka.{key}": value for key, value in config.cluster.spark_client().items()}
-    return {**AUDIT_CLIENT_DEFAULTS, **java, "kafka.bootstrap.servers": bootstrap_servers}
+    """Spark Kafka source options reaching the default cluster. They may hold secrets: never
+    log."""
+    return cluster_kafka_options(config.cluster, bootstrap_servers)
 
 
 def read_range(
@@ -146,13 +146,28 @@ def read_range(
     )
 
 
+def read_ranges(
+    spark: SparkSession, sources: KafkaSources, ranges: Sequence[OffsetRange], isolation: str
+) -> DataFrame:
+    """read_range of each cluster's share of `ranges` with that cluster's options, the topics
+    named as dgm names them (qualified off the default cluster): one relation per cluster."""
+    frames = []
+    for cluster, plain in sources.by_cluster(ranges).items():
+        frame = read_range(spark, sources.options[cluster], plain, isolation)
+        if cluster != DEFAULT_CLUSTER:
+            prefix = F.lit(qualified(cluster, ""))
+            frame = frame.withColumn("topic", F.concat(prefix, F.col("topic")))
+        frames.append(frame)
+    return _union(frames)
+
+
 def _union(frames: Iterable[DataFrame]) -> DataFrame:
     return reduce(DataFrame.unionByName, frames)
 
 
 def _read_chunks(
     spark: SparkSession,
-    options: Mapping[str, str],
+    sources: KafkaSources,
     ranges: Sequence[OffsetRange],
     rules: Mapping[str, MessageIdRule],
     tracker: AuditTracker,
@@ -172,7 +187,7 @@ def _read_chunks(
                 by_rule.setdefault(rules[r.topic], []).append(r)
             frame = _union(
                 fingerprints(
-                    _expected(read_range(spark, options, mine, "read_uncommitted"), config), rule
+                    _expected(read_ranges(spark, sources, mine, "read_uncommitted"), config), rule
                 )
                 for rule, mine in by_rule.items()
             ).persist(StorageLevel.MEMORY_AND_DISK)
@@ -195,7 +210,7 @@ def _expected(records: DataFrame, config: DgmConfig | None) -> DataFrame:
 
 def _fingerprint_kafka(
     spark: SparkSession,
-    options: Mapping[str, str],
+    sources: KafkaSources,
     ranges: Sequence[OffsetRange],
     rules: Mapping[str, MessageIdRule],
     flagged: set[str],
@@ -210,7 +225,7 @@ def _fingerprint_kafka(
     the manifest without a read. With `config`, source records are marked by the pipelines'
     `expected` predicates and the manifest records them."""
     frame, frames, transactional = fingerprinted(
-        spark, options, ranges, rules, flagged, tracker, chunk_offsets, config
+        spark, sources, ranges, rules, flagged, tracker, chunk_offsets, config
     )
     try:
         used = {t: rules[t] for t in sorted({r.topic for r in ranges})}
@@ -227,7 +242,7 @@ def _fingerprint_kafka(
 
 def fingerprinted(
     spark: SparkSession,
-    options: Mapping[str, str],
+    sources: KafkaSources,
     ranges: Sequence[OffsetRange],
     rules: Mapping[str, MessageIdRule],
     flagged: set[str],
@@ -240,7 +255,7 @@ def fingerprinted(
     (the caller unpersists them once it wrote them); the topics read twice."""
     reading = [r for r in ranges if r.size > 0]
     topics = sorted({r.topic for r in reading})
-    frames, counts = _read_chunks(spark, options, reading, rules, tracker, chunk_offsets, config)
+    frames, counts = _read_chunks(spark, sources, reading, rules, tracker, chunk_offsets, config)
     try:
         tracker.set_phase("writing")
         uncommitted = _union(frames) if frames else empty_fingerprints(spark)
@@ -249,7 +264,7 @@ def fingerprinted(
         parts = [uncommitted.filter(~F.col("topic").isin(transactional))]
         if transactional:
             in_txn = [r for r in reading if r.topic in transactional]
-            committed_view = read_range(spark, options, in_txn, "read_committed")
+            committed_view = read_ranges(spark, sources, in_txn, "read_committed")
             mine = uncommitted.filter(F.col("topic").isin(transactional))
             parts.append(mark_committed(mine, committed_view))
     except BaseException:
@@ -273,7 +288,9 @@ def audit(
 ) -> AuditResult:
     """Fingerprint what is new since the last audit, store it as one batch, snapshot the
     external sinks. Safe to kill at any point and to run again. While Kafka is read, a
-    progress line (records, rate, ETA) comes at least every `progress_every_s` seconds."""
+    progress line (records, rate, ETA) comes at least every `progress_every_s` seconds.
+    `bootstrap_servers` are the default cluster's; every topic is read from its own cluster
+    (cluster_sources)."""
     began = time.monotonic()
     rules = topic_rules(config)
     check_predicates(spark, config)
@@ -283,8 +300,11 @@ def audit(
     transactional: tuple[str, ...] = ()
     store = FingerprintStore(state_dir)
     with store.writer_lock():
-        sampled = latest_offsets(state_dir, rules)
-        topic_ids = latest_topic_ids(state_dir, rules)
+        sources = kafka_sources(config, bootstrap_servers)
+        # Each cluster's collector writes its own sample files: look as far back per cluster.
+        newest = MAX_SAMPLE_FILES * len(sources.options)
+        sampled = latest_offsets(state_dir, rules, newest)
+        topic_ids = latest_topic_ids(state_dir, rules, newest)
         recreated = recreated_topics(recorded_topic_ids(store.complete_batches()), topic_ids)
         for topic, (old, new) in recreated.items():
             progress(
@@ -294,15 +314,14 @@ def audit(
         if recreated:
             forget_topics(spark, state_dir, recreated)
         rejudged = _rejudge_changed_predicates(spark, config, store, progress)
-        rereads = _reread(spark, config, bootstrap_servers, sampled, store, progress)
+        rereads = _reread(spark, config, sources, sampled, newest, store, progress)
         audited = store.audited_positions()
-        client = config.cluster.librdkafka_config(bootstrap_servers)
         starts = first_starts(
             config.analysis.start,
             sampled,
             audited,
             now or datetime.now(UTC),
-            kafka_offsets_for_times(client),
+            sources.offsets_for_times(),
         )
         # A recreated topic is audited from its start, whatever analysis.start says; a topic
         # audited again for a changed predicate from where its audit began.
@@ -312,22 +331,37 @@ def audit(
             if k[0] not in recreated and k[0] not in {t for t, _ in rejudged}
         } | rejudged
         ranges = plan_ranges(sampled, audited, starts)
-        _reaudit_damaged(spark, config, bootstrap_servers, sampled, topic_ids, progress)
+        _reaudit_damaged(spark, config, sources, sampled, topic_ids, progress)
         _report_skipped(ranges, config.analysis.start, progress)
         if ranges:
             topics = {r.topic for r in ranges}
-            flagged = transactional_topics(state_dir, topics) | has_open_or_recent_transaction(
-                s for s in sampled if s.topic in topics
-            )
-            options = kafka_options(config, bootstrap_servers)
+            flagged = transactional_topics(
+                state_dir, topics, newest
+            ) | has_open_or_recent_transaction(s for s in sampled if s.topic in topics)
             total = sum(r.size for r in ranges)
             with AuditTracker(state_dir, total, progress, progress_every_s) as tracker:
-                batch, transactional = _fingerprint_kafka(
-                    spark, options, ranges, rules, flagged, state_dir, tracker, topic_ids,
-                    config=config,
-                )  # fmt: skip
+                try:
+                    batch, transactional = _fingerprint_kafka(
+                        spark, sources, ranges, rules, flagged, state_dir, tracker, topic_ids,
+                        config=config,
+                    )  # fmt: skip
+                except Exception as error:
+                    # Spark's error names the topic as its cluster knows it.
+                    named = set(refused_topics(error))
+                    refused = {t for t in topics if t.rpartition(SEPARATOR)[2] in named}
+                    if not refused:
+                        raise
+                    for denial in record_refusals(state_dir, sorted(refused)):
+                        progress(f"audit: {denial.line()}: its records are not audited")
+                    ranges = [r for r in ranges if r.topic not in refused]
+                    topics -= refused
+                    if ranges:
+                        batch, transactional = _fingerprint_kafka(
+                            spark, sources, ranges, rules, flagged, state_dir, tracker,
+                            topic_ids, config=config,
+                        )  # fmt: skip
             for topic in sorted(topics):
-                mine = [r for r in batch.ranges if r["topic"] == topic]
+                mine = [r for r in (batch.ranges if batch else []) if r["topic"] == topic]
                 records[topic] = sum(int(r["records"]) for r in mine)
                 twice = ", read_committed too" if topic in transactional else ""
                 progress(
@@ -353,32 +387,33 @@ def audit(
 def _reread(
     spark: SparkSession,
     config: DgmConfig,
-    bootstrap_servers: str,
+    sources: KafkaSources,
     sampled: Sequence[PartitionOffsets],
+    newest: int,
     store: FingerprintStore,
     progress: Progress,
 ) -> RereadReport:
     """Read part of the audited offsets again and rewrite the partitions found truncated
-    (audit/truncation.py); call under the store's writer lock."""
+    (audit/truncation.py); call under the store's writer lock. `newest`: the sample files
+    to look at for transactions."""
     rules = topic_rules(config)
-    options = kafka_options(config, bootstrap_servers)
     audited = store.audited_positions()
     new_offsets = sum(
         max(0, s.lso - audited[key]) for s in sampled if (key := (s.topic, s.partition)) in audited
     )
 
     def read(ranges: Sequence[OffsetRange]) -> DataFrame:
-        return read_range(spark, options, ranges, "read_uncommitted")
+        return read_ranges(spark, sources, ranges, "read_uncommitted")
 
     def fingerprint(ranges: Sequence[OffsetRange]) -> tuple[DataFrame, Callable[[], None]]:
         topics = {r.topic for r in ranges}
-        flagged = transactional_topics(config.state_dir, topics) | has_open_or_recent_transaction(
-            s for s in sampled if s.topic in topics
-        )
+        flagged = transactional_topics(
+            config.state_dir, topics, newest
+        ) | has_open_or_recent_transaction(s for s in sampled if s.topic in topics)
         total = sum(r.size for r in ranges)
         with AuditTracker(config.state_dir, total, progress) as tracker:
             frame, frames, _ = fingerprinted(
-                spark, options, ranges, rules, flagged, tracker, config=config
+                spark, sources, ranges, rules, flagged, tracker, config=config
             )
 
         def done() -> None:
@@ -396,7 +431,7 @@ def _reread(
 def _reaudit_damaged(
     spark: SparkSession,
     config: DgmConfig,
-    bootstrap_servers: str,
+    sources: KafkaSources,
     sampled: Sequence[PartitionOffsets],
     topic_ids: Mapping[str, str],
     progress: Progress,
@@ -418,10 +453,9 @@ def _reaudit_damaged(
         f"{sum(r.size for r in again)} offsets again"
     )
     flagged = transactional_topics(config.state_dir, {r.topic for r in again})
-    options = kafka_options(config, bootstrap_servers)
     with AuditTracker(config.state_dir, sum(r.size for r in again), progress) as tracker:
         _fingerprint_kafka(
-            spark, options, again, rules, flagged, config.state_dir, tracker, topic_ids,
+            spark, sources, again, rules, flagged, config.state_dir, tracker, topic_ids,
             reaudits=sorted(damaged), config=config,
         )  # fmt: skip
 

@@ -32,7 +32,6 @@ def test_kafka_python_gets_the_same_security_settings() -> None:
             "sasl.password": "hunter2",
             "ssl.ca.location": "/etc/ca.pem",
             "ssl.endpoint.identification.algorithm": "none",
-            "linger.ms": "5",  # no meaning for an admin client: left out
         },
         request_timeout_s=7,
     )

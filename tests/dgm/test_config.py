@@ -322,24 +322,24 @@ def test_unknown_pipeline_lookup_suggests(tmp_path: Path) -> None:
 SECRETS = """
 [cluster.client]
 security.protocol = "SASL_SSL"
+sasl.mechanism = "SCRAM-SHA-512"
+sasl.username = "dgm"
 sasl.password = "hunter2-librdkafka"
-"ssl.key.pem" = "-----BEGIN PRIVATE KEY-----hunter2-pem"
 [cluster.java_client]
-sasl.jaas.config = 'ScramLoginModule required password="hunter2-jaas";'
-ssl.truststore.password = "hunter2-truststore"
+fetch.max.wait.ms = 250
 """
 
 
 def test_client_settings_flatten_dotted_keys_and_stringify_scalars(tmp_path: Path) -> None:
     config = load_text(
         tmp_path,
-        '[cluster.client]\nsecurity.protocol = "SSL"\n"session.timeout.ms" = 45000\n'
-        "enable.auto.commit = false\n",
+        '[cluster.client]\nsecurity.protocol = "SSL"\n"metadata.max.age.ms" = 45000\n'
+        "ssl.endpoint.identification.algorithm = 'none'\n",
     )
     assert config.cluster.client == {
         "security.protocol": "SSL",
-        "session.timeout.ms": "45000",
-        "enable.auto.commit": "false",
+        "metadata.max.age.ms": "45000",
+        "ssl.endpoint.identification.algorithm": "none",
     }
     assert config.cluster.librdkafka_config("b:9092") == {
         "bootstrap.servers": "b:9092",
@@ -380,7 +380,10 @@ def test_secret_keys(key: str, secret: bool) -> None:
     [
         ('[cluster.client]\nsasl.password = ["hunter2"]\n', "cluster.client.sasl.password"),
         ("[cluster.client]\nsasl.password = 1979-05-27\n", "cluster.client.sasl.password"),
-        ('[cluster.java_client]\n"x" = ["hunter2"]\n', "cluster.java_client.x"),
+        (
+            '[cluster.java_client]\n"fetch.min.bytes" = ["hunter2"]\n',
+            "cluster.java_client.fetch.min.bytes",
+        ),
         ('[cluster]\nclient = "sasl.password=hunter2"\n', "cluster.client"),
         ('[cluster]\njava_client = ["password=hunter2"]\n', "cluster.java_client"),
     ],
@@ -549,36 +552,73 @@ def test_java_client_is_derived_for_scram_with_a_pem_ca(tmp_path: Path) -> None:
     }
 
 
-def test_java_client_as_written_wins(tmp_path: Path) -> None:
+def test_java_client_adds_fetch_tuning_to_the_translation(tmp_path: Path) -> None:
     config = load_text(tmp_path, SECRETS)
-    assert config.cluster.spark_client() == config.cluster.java_client
+    spark = config.cluster.spark_client()
+    assert spark["fetch.max.wait.ms"] == "250"
+    assert spark["sasl.mechanism"] == "SCRAM-SHA-512"
+    assert 'password="hunter2-librdkafka"' in spark["sasl.jaas.config"]
 
 
 @pytest.mark.parametrize(
-    ("client", "why"),
+    ("client", "key", "why"),
     [
-        ('security.protocol = "SASL_SSL"\nsasl.mechanism = "GSSAPI"\n', "GSSAPI is not derived"),
-        ('security.protocol = "SASL_PLAINTEXT"\nsasl.mechanism = "OAUTHBEARER"\n', "OAUTHBEARER"),
         (
-            'security.protocol = "SSL"\nssl.certificate.location = "c.pem"\n'
-            'ssl.key.location = "k.pem"\nssl.key.password = "hunter2"\n',
-            "client certificate",
+            'security.protocol = "SASL_SSL"\nsasl.mechanism = "GSSAPI"\n',
+            "sasl.mechanism",
+            "kafka-python authenticates with Kerberos only",
         ),
-        ('security.protocol = "SASL_SSL"\nsasl.mechanism = "PLAIN"\n', "without sasl.username"),
+        (
+            'security.protocol = "SASL_PLAINTEXT"\nsasl.mechanism = "OAUTHBEARER"\n'
+            'sasl.oauthbearer.config = "principal=hunter2"\n',
+            "sasl.oauthbearer.config",
+            "kafka-python has no unsecured token provider",
+        ),
+        (
+            'security.protocol = "SASL_SSL"\nsasl.mechanism = "PLAIN"\n',
+            "sasl.mechanism",
+            "needs sasl.username and sasl.password",
+        ),
+        (
+            'security.protocol = "SSL"\n"ssl.key.pem" = "-----BEGIN PRIVATE KEY-----hunter2"\n',
+            "ssl.key.pem",
+            "kafka-python takes a key file only",
+        ),
+        (
+            'security.protocol = "SSL"\nssl.crl.location = "/etc/crl.pem"\n',
+            "ssl.crl.location",
+            "Spark's Java Kafka client has no certificate revocation list setting",
+        ),
+        (
+            '"session.timeout.ms" = 45000\n',
+            "session.timeout.ms",
+            "kafka-python and Spark's Java Kafka client cannot be given it",
+        ),
     ],
 )
-def test_security_that_cannot_be_derived_needs_java_client(
-    tmp_path: Path, client: str, why: str
+def test_a_setting_one_client_cannot_take_is_refused_naming_key_and_client(
+    tmp_path: Path, client: str, key: str, why: str
 ) -> None:
     message = error_for(tmp_path, f"[cluster.client]\n{client}")
-    assert message.startswith("dgm.toml: cluster.java_client: client uses security.protocol")
-    assert why in message and "[cluster.java_client]" in message
+    assert message.startswith(f"dgm.toml: cluster.client.{key}: ")
+    assert why in message
     assert "hunter2" not in message
 
 
-def test_plaintext_needs_no_java_client(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "setting", ['sasl.jaas.config = "x"', 'ssl.truststore.location = "/t.jks"', 'client.id = "x"']
+)
+def test_connection_settings_in_java_client_are_refused(tmp_path: Path, setting: str) -> None:
+    key = setting.split(" ", 1)[0]
+    message = error_for(tmp_path, f"[cluster.java_client]\n{setting}\n")
+    assert message.startswith(f"dgm.toml: cluster.java_client.{key}: only Spark's fetch tuning")
+    assert "[cluster.client]" in message
+
+
+def test_plaintext_gives_spark_only_what_was_set(tmp_path: Path) -> None:
+    assert load_text(tmp_path, "").cluster.spark_client() == {}
     config = load_text(tmp_path, '[cluster.client]\n"client.id" = "dgm"\n')
-    assert config.cluster.spark_client() == {}
+    assert config.cluster.spark_client() == {"client.id": "dgm"}  # it reaches Spark too
 
 
 # --- the example and the public constants -------------------------------------------------
@@ -598,7 +638,7 @@ def test_example_config_loads(monkeypatch: pytest.MonkeyPatch) -> None:
     config = load_config(EXAMPLE)
     assert config.cluster.client["security.protocol"] == "SASL_SSL"
     assert config.cluster.client["sasl.password"] == "hunter2-kafka"
-    assert 'password="hunter2-kafka"' in config.cluster.java_client["sasl.jaas.config"]
+    assert 'password="hunter2-kafka"' in config.cluster.spark_client()["sasl.jaas.config"]
     assert {p.message_id.kind for p in config.pipelines} == {"header", "json_field"}
     assert any(p.external_sink is not None for p in config.pipelines)
     (postgres,) = (p.external_sink for p in config.pipelines if p.name == "orders-to-postgres")
@@ -610,6 +650,9 @@ def test_example_config_loads(monkeypatch: pytest.MonkeyPatch) -> None:
         "lso-stuck",
         "analysis-stalled",
     ]
+    mirror = config.pipeline("orders-mirror")
+    assert mirror.sink_topics == ("backup/primary.orders",) and mirror.source_topics == ("orders",)
+    assert config.clusters["backup"].client["sasl.password"] == "hunter2-kafka"
     assert config.alerts_webhook.format == "alertmanager"
     assert config.alerts_webhook.headers == {"Authorization": "Bearer hunter2-token"}
     assert config.exporter.granularity == "topic"

@@ -73,7 +73,8 @@ def test_values_are_the_published_ones(state_dir: Path) -> None:
     }
     # The hanging transaction pins the LSO of payments-ledger partition 1.
     lag = scraped["dgm_partition_lso_lag"]
-    assert lag[(("partition_id", "1"), ("topic_name", "payments-ledger"))] == 480
+    at = (("cluster", "default"), ("partition_id", "1"), ("topic_name", "payments-ledger"))
+    assert lag[at] == 480
     assert by(scraped, "dgm_topic_max_lso_lag", "topic_name")["payments-ledger"] == 480
     assert by(scraped, "dgm_hanging_transactions", "topic_name") == {"payments-ledger": 1}
     assert by(scraped, "dgm_open_transactions", "topic_name") == {"payments-ledger": 2}

@@ -25,12 +25,15 @@ from lab.streams.run import StreamsLabReport, StreamsLabSettings, run_streams_la
 from spark_jobs.job import AnalysisJob
 from tests.published_lab import _cycles, _wait_for_cycles, collecting
 from tests.spark_jobs.test_no_offsets_deadline import verdict
+from tests.strength import by_strength
 from tests.truth_records import Delivery, delivery, read_records
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-MESSAGES = 4000  # 40 s at 100/s: three kills land while records flow
-KILLS = 3
+# At 100/s the kills land while records flow. CI: one kill into 1500 records (15 s);
+# DGM_LONG=1: the three kills into 4000 (40 s).
+MESSAGES = by_strength(1500, 4000)
+KILLS = by_strength(1, 3)
 # The app's rule, said to dgm: a record whose integer "n" is a multiple of ten is not
 # delivered (a value without an integer n makes it NULL: undecided, checked).
 DROPS_TENTHS = "CAST(get_json_object(CAST(value AS STRING), '$.n') AS BIGINT) % 10 != 0"

@@ -35,6 +35,7 @@ def faults(*details: str) -> pa.Table:
             "group_id": ["g"] * len(details),
             "pipeline": [None] * len(details),
             "detail": list(details),
+            "cluster": ["default"] * len(details),
         }
     )
 
@@ -112,7 +113,7 @@ def test_the_views_resolve_in_the_read_only_publication(tmp_path: Path) -> None:
 
 
 def test_columns_are_matched_by_name_and_extra_ones_are_ignored(tmp_path: Path) -> None:
-    reordered = faults("x").select(["detail", "pipeline", "group_id", "event", "at"])
+    reordered = faults("x").select(["detail", "pipeline", "cluster", "group_id", "event", "at"])
     publish({"faults": reordered.append_column("extra", pa.array([1]))}, tmp_path)
     with open_read_only(published_path(tmp_path)) as connection:
         assert connection.sql("SELECT event, detail FROM faults").fetchall() == [("rebalance", "x")]

@@ -295,7 +295,9 @@ def test_the_audit_fetch_wait_is_short_unless_the_cluster_sets_its_own(tmp_path:
     plain = kafka_options(config(tmp_path, pipeline("t")), "h:1")
     assert plain["kafka.fetch.max.wait.ms"] == "10"
     assert plain["kafka.bootstrap.servers"] == "h:1"
-    cluster = ClusterConfig(java_client={"fetch.max.wait.ms": "250", "security.protocol": "SSL"})
+    cluster = ClusterConfig(
+        client={"security.protocol": "SSL"}, java_client={"fetch.max.wait.ms": "250"}
+    )
     configured = dataclasses.replace(config(tmp_path, pipeline("t")), cluster=cluster)
     options = kafka_options(configured, "h:1")
     assert options["kafka.fetch.max.wait.ms"] == "250"
