@@ -74,6 +74,8 @@ _PIPELINE_COUNTS = (
     "faults_observed",
     "filtered",
     "filter_undecided",
+    "truncated_records",
+    "inconsistent_offsets",
 )
 LAST_WINDOW_PIPELINES = View(
     "last_window_pipelines",
@@ -87,7 +89,10 @@ LAST_WINDOW_PIPELINES = View(
     "ON pw.pipeline = v.pipeline AND pw.window_start = w.window_start",
 )
 
-_TOPIC_COUNTS = ("records", "distinct_ids", "duplicate_copies", "unidentified", "aborted")
+_TOPIC_COUNTS = (
+    "records", "distinct_ids", "duplicate_copies", "unidentified", "aborted",
+    "truncated_records", "inconsistent_offsets",
+)  # fmt: skip
 LAST_WINDOW_TOPICS = View(
     "last_window_topics",
     "Per topic of cumulative_topics: its row of the last closed window; a topic without one "

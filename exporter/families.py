@@ -137,6 +137,16 @@ _PIPELINE_COLUMNS: tuple[tuple[str, str, str], ...] = (
         "filter_undecided",
         "Source records the expected predicate could not evaluate (checked)",
     ),
+    (
+        "truncated_records",
+        "truncated_records",
+        "Records of its topics audited at an offset a truncated log no longer holds them at",
+    ),
+    (
+        "inconsistent_offsets",
+        "inconsistent_offsets",
+        "Audited offsets of its topics that hold another id now",
+    ),
 )
 # family -> verdicts column; a null value leaves the pipeline's series out.
 PIPELINE_VALUES: tuple[tuple[Family, str], ...] = tuple(
@@ -157,6 +167,12 @@ _TOPIC_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("duplicate_ratio", "duplicate_rate", "duplicate records / distinct ids"),
     ("unidentified_records", "unidentified", "Committed records without a message id"),
     ("aborted_records", "aborted", "Records of aborted transactions"),
+    (
+        "truncated_records",
+        "truncated_records",
+        "Records audited at an offset a truncated log no longer holds them at",
+    ),
+    ("inconsistent_offsets", "inconsistent_offsets", "Audited offsets that hold another id now"),
 )
 TOPIC_VALUES: tuple[tuple[Family, str], ...] = tuple(
     (Family(f"dgm_topic_{name}", f"{doc}, over the retention", TOPIC), column)

@@ -6,7 +6,9 @@ lab run and the dashboard tests keep their meaning. Three pipelines:
 - `orders-alo` declares at-least-once and meets it: two ids duplicated by reprocessing
   (allowed at-least-once), nothing lost, tested across faults.
 - `payments-eos` declares exactly-once and violates it: three duplicated ids in its sink
-  (reprocessing and producer retry), two lost records and one sequence gap.
+  (reprocessing and producer retry), two lost records and one sequence gap; its sink's
+  partition 0 was truncated: two records truncated, one of their offsets taken by another
+  record (an inconsistent offset).
 - `audit-trail` has too few checked records: insufficient evidence.
 
 The ledger topic holds one open and one hanging transaction; the hanging one pins the LSO of
@@ -30,6 +32,9 @@ from spark_jobs.analyze.group_status import Sample, evaluate, summarize, worst
 
 WINDOW_S = 60
 WINDOWS = 10
+# payments-eos's sink: truncated records and inconsistent offsets, in one window.
+TRUNCATED_TOPIC = "payments-ledger"
+TRUNCATED, INCONSISTENT, TRUNCATED_WINDOW = 2, 1, 3
 SAMPLE_EVERY_S = 30
 
 Row = dict[str, Any]
@@ -167,6 +172,7 @@ def _verdicts() -> list[Row]:
     common["beyond_retention"] = 0
     common |= {"late_records": 0, "claim": "group commits"}
     common |= {"filtered": 0, "filter_undecided": 0}
+    common |= {"truncated_records": 0, "inconsistent_offsets": 0}
     return [
         {
             **common,
@@ -212,6 +218,8 @@ def _verdicts() -> list[Row]:
             "sink": ["payments-ledger"],
             "consumer_group": "payments-processor",
             "claim_detail": "group payments-processor",
+            "truncated_records": TRUNCATED,
+            "inconsistent_offsets": INCONSISTENT,
         },
         {
             **common,
@@ -280,6 +288,10 @@ def _windows(verdicts: list[Row]) -> list[Row]:
                     "meets_declared": False if bad else v["meets_declared"],
                     "filtered": 0,
                     "filter_undecided": 0,
+                    "truncated_records": v["truncated_records"] if w == TRUNCATED_WINDOW else 0,
+                    "inconsistent_offsets": (
+                        v["inconsistent_offsets"] if w == TRUNCATED_WINDOW else 0
+                    ),
                 }
             )
     return rows
@@ -323,6 +335,7 @@ def _topic_and_partition_windows(dups: list[Row]) -> tuple[list[Row], list[Row]]
                     "duplicate_rate": len(in_window) / (records - len(in_window)),
                     "unidentified": 0,
                     "aborted": 3 if topic == "payments-ledger" and w in (4, 7) else 0,
+                    **_truncations(topic, w == TRUNCATED_WINDOW),
                 }
             )
         n_extra = sum(1 for d in extra if d["topic"] == topic)
@@ -336,9 +349,37 @@ def _topic_and_partition_windows(dups: list[Row]) -> tuple[list[Row], list[Row]]
                 "duplicate_rate": n_extra / (records_total - n_extra),
                 "unidentified": 0,
                 "aborted": aborted_total,
+                **_truncations(topic, True),
             }
         )
     return topics, partitions
+
+
+def _truncations(topic: str, counted: bool) -> Row:
+    mine = counted and topic == TRUNCATED_TOPIC
+    return {
+        "truncated_records": TRUNCATED if mine else 0,
+        "inconsistent_offsets": INCONSISTENT if mine else 0,
+    }
+
+
+def _log_anomalies() -> list[Row]:
+    """payments-ledger[0] truncated at offset 120: two records gone, 120 holds another now."""
+    at = (WINDOWS - TRUNCATED_WINDOW) * WINDOW_S - 10
+    base = {"topic": TRUNCATED_TOPIC, "partition": 0, "timestamp": at, "detected_at": 30}
+    base |= {"producer": "proc-a", "key": None}
+    truncated = [
+        {**base, "anomaly": "truncated record", "jepsen": "lost-write", "offset": 120 + n}
+        | {"message_id": f"pay-{900 + n}", "seq": 900 + n}
+        | {"now_message_id": "pay-950" if n == 0 else None}
+        for n in range(TRUNCATED)
+    ]
+    inconsistent = [
+        {**row, "anomaly": "inconsistent offset", "jepsen": "inconsistent-offsets"}
+        for row in truncated
+        if row["now_message_id"] is not None
+    ]
+    return truncated + inconsistent
 
 
 def _offsets_and_lag(now: datetime) -> tuple[list[Row], list[Row]]:
@@ -588,6 +629,7 @@ def build(state_dir: Path, *, now: datetime | None = None, finished_ago_s: int =
         "transactions": _transactions(),
         "faults": _faults(),
         "pipeline_stages": _stages(),
+        "log_anomalies": _log_anomalies(),
     }
     with duckdb.connect(str(temp)) as con:
         con.execute("SET TimeZone = 'UTC'")
