@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -30,7 +30,7 @@ def stored(spark: Any, ids: Sequence[str | None], first: int = 0) -> Any:
     return spark.createDataFrame(rows, SPARK_FINGERPRINT)
 
 
-def held_now(spark: Any, ids: dict[int, str]) -> Any:
+def held_now(spark: Any, ids: Mapping[int, str | None]) -> Any:
     rows = [
         ("t", 0, o, i, T0 + timedelta(hours=1, seconds=o), f"n{o}", True) for o, i in ids.items()
     ]
