@@ -1,5 +1,5 @@
-"""The truncations' tables on the driver (analyze/integrity.py), from displaced fingerprints
-made by hand."""
+"""The truncations' tables on the driver (spark_jobs/analyze/integrity.py), from displaced
+fingerprints made by hand."""
 
 from __future__ import annotations
 
