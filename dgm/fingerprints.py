@@ -55,8 +55,10 @@ COORDINATES = ("topic", "partition", "offset")
 DISPLACED = pa.schema(
     [
         *FINGERPRINT,
-        # The id its offset holds now; null when the offset holds nothing or lies past the
-        # partition's high watermark.
+        # Whether another record holds its offset now (an inconsistent offset); false when
+        # the offset holds nothing or lies past the partition's high watermark.
+        pa.field("overwritten", pa.bool_(), nullable=False),
+        # The id of the record its offset holds now; null when none holds it or it has none.
         pa.field("now_message_id", pa.string()),
         # When the re-read found it.
         pa.field("detected_at", pa.timestamp("us", tz="UTC"), nullable=False),

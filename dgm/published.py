@@ -427,7 +427,8 @@ LOG_ANOMALIES = _table(
     (
         "now_message_id",
         "VARCHAR",
-        "the id the offset holds now; null when it holds nothing or lies past the high watermark",
+        "the id of the record the offset holds now; null when it holds none (or lies past the "
+        "high watermark), or when that record has no id",
     ),
     ("timestamp", "TIMESTAMPTZ", "Kafka timestamp of the record audited there"),
     ("key", "VARCHAR", "its key as text"),

@@ -39,8 +39,8 @@ def truncated(displaced: pa.Table) -> pa.Table:
 
 
 def inconsistent(displaced: pa.Table) -> pa.Table:
-    """The inconsistent offsets: displaced rows whose offset holds another id now."""
-    return displaced.filter(pc.is_valid(displaced["now_message_id"]))
+    """The inconsistent offsets: displaced rows whose offset another record holds now."""
+    return displaced.filter(displaced["overwritten"])
 
 
 def log_anomalies(displaced: pa.Table) -> pa.Table:

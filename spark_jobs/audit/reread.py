@@ -325,10 +325,11 @@ def find_divergences(
 def displaced(stored: DataFrame, now: DataFrame, diverged: Sequence[Reread]) -> DataFrame:
     """The stored fingerprints from each partition's divergence on (`diverged`: one window
     per partition, from its divergence to its audited end or high watermark) that Kafka no
-    longer holds as audited, with `now_message_id`: the id at their offset now (null when
-    the offset holds nothing or lies past the high watermark)."""
+    longer holds as audited, with `overwritten` (another record holds their offset now) and
+    `now_message_id` (its id)."""
     rows = compared(stored, now, diverged).where(~F.col("same"))
     return rows.select(
         *(f.name for f in FINGERPRINT_FIELDS),
+        F.col("changed").alias("overwritten"),
         F.when(F.col("changed"), F.col("now_id")).alias("now_message_id"),
     )

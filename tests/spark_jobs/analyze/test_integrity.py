@@ -25,6 +25,7 @@ def displaced(*rows: tuple[str, int, str | None, str | None, bool, int]) -> pa.T
             {f.name: None for f in DISPLACED}
             | {"topic": topic, "partition": 0, "offset": offset, "message_id": was}
             | {"now_message_id": now, "committed": committed, "producer": "s", "seq": offset}
+            | {"overwritten": now is not None}
             | {"timestamp": T0 + timedelta(seconds=second), "detected_at": T0}
             for topic, offset, was, now, committed, second in rows
         ],
