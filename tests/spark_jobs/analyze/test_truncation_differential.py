@@ -193,7 +193,8 @@ def product(
 
 def _rows(table: Any) -> list[dict[str, Any]]:
     if isinstance(table, pa.Table):
-        return table.to_pylist()
+        rows: list[dict[str, Any]] = table.to_pylist()
+        return rows
     if isinstance(table, list):
         return list(table)
     return [r.asDict() for r in table.collect()]
