@@ -8,6 +8,7 @@ rewritten partition's new range then starts where its rewrite ended.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -100,6 +101,7 @@ def reread(
 ) -> RereadReport:
     """Read again what this cycle's plan says, rewrite the partitions that diverged, keep the
     state for the next cycle. Call under the store's writer lock."""
+    began = time.monotonic()
     state = RereadState.load(store.folder)
     moved, newest = went_back(samples, state.events_after)
     watched = [s for s in sampled if s.topic in rules]
@@ -132,6 +134,12 @@ def reread(
                 f"to {ends[key]}"
             )
     kept.save(store.folder)
+    why = sorted({w.why for w in windows})
+    progress(
+        f"audit: {sum(read_offsets)} audited offsets of {len({w.key for w in windows})} "
+        f"partitions read again ({', '.join(why)}) in {time.monotonic() - began:.1f}s: "
+        f"{len(diverged)} truncated"
+    )
     return RereadReport(sum(read_offsets), diverged, ends, count)
 
 
