@@ -145,7 +145,13 @@ def _gather(requests: Requests, deadline: float) -> tuple[Answers, str, Answers]
             except (KafkaException, TimeoutError) as error:
                 last_error = _describe(error)
                 continue
-            results[name][(tp.topic, tp.partition)] = int(info.offset)  # type: ignore[attr-defined]
+            offset = int(info.offset)  # type: ignore[attr-defined]
+            if offset < 0:
+                # A leader still recovering from an unclean election answers OFFSET_INVALID
+                # (-1001; seen on Kafka 4.1): no offset, as if it had not answered.
+                last_error = f"no offset yet ({offset})"
+                continue
+            results[name][(tp.topic, tp.partition)] = offset
             epoch = getattr(info, "leader_epoch", None)
             if epoch is not None and epoch >= 0:
                 epochs[name][(tp.topic, tp.partition)] = int(epoch)

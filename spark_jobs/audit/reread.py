@@ -295,8 +295,28 @@ def divergences(rows: DataFrame) -> dict[Key, Divergence]:
     return result
 
 
+# The stored columns the comparison needs (a share's re-read scans many batches: fewer
+# columns read from their Parquet files).
+COMPARED = ("topic", "partition", "offset", "message_id", "timestamp", "key", "committed")
+
+
+def in_windows(windows: Sequence[Reread]) -> Column:
+    """Rows of `windows`' offsets, and of those at or past each one's high watermark: a
+    filter Spark pushes down to the Parquet files' row groups."""
+    conditions = [
+        (F.col("topic") == w.topic)
+        & (F.col("partition") == w.partition)
+        & (
+            F.col("offset").between(w.start, max(w.start, w.end) - 1)
+            | (F.col("offset") >= w.high_watermark)
+        )
+        for w in windows
+    ]
+    return reduce(lambda a, b: a | b, conditions, F.lit(False))
+
+
 def find_divergences(
-    stored: DataFrame,
+    stored: Callable[[Sequence[Reread]], DataFrame],
     read_now: Callable[[Sequence[Reread]], DataFrame],
     windows: Sequence[Reread],
     floors: Mapping[Key, int],
@@ -304,12 +324,13 @@ def find_divergences(
 ) -> dict[Key, int]:
     """Per diverging partition the offset its log diverges at: `windows` compared, then, for
     a partition whose divergence no offset below it confirms, the window under it (`below`),
-    until one does or its floor (the oldest offset held) is reached."""
+    until one does or its floor (the oldest offset held) is reached. `stored(windows)`: the
+    stored fingerprints of the windows (COMPARED columns at least)."""
     found: dict[Key, int] = {}
     for _ in range(rounds):
         if not windows:
             break
-        here = divergences(compared(stored, read_now(windows), windows))
+        here = divergences(compared(stored(windows), read_now(windows), windows))
         lower = []
         for w in windows:
             d = here.get(w.key)

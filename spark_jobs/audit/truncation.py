@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import reduce
+from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -22,11 +23,13 @@ from dgm.samples import Key, PartitionOffsets, SampleStore
 from spark_jobs.audit.fingerprint_store import Batch, FingerprintStore
 from spark_jobs.audit.ranges import OffsetRange
 from spark_jobs.audit.reread import (
+    COMPARED,
     WENT_BACK,
     Reread,
     RereadState,
     displaced,
     find_divergences,
+    in_windows,
     now_ids,
     plan_rereads,
     resume_at,
@@ -63,17 +66,30 @@ def held_from(batches: Iterable[Batch]) -> dict[Key, int]:
     return found
 
 
-def stored(spark: SparkSession, store: FingerprintStore, keys: Iterable[Key]) -> DataFrame:
-    """The stored fingerprints of the partitions `keys`, from the batches holding them."""
-    wanted = set(keys)
+def _overlaps(r: Mapping[str, Any], w: Reread) -> bool:
+    """Whether batch range `r` holds offsets of window `w` (or at or past its high watermark)."""
+    if (r["topic"], r["partition"]) != w.key or r["end"] <= r["start"]:
+        return False
+    return bool(r["end"] > w.start and (r["start"] < w.end or r["end"] > w.high_watermark))
+
+
+def stored(
+    spark: SparkSession,
+    store: FingerprintStore,
+    windows: Sequence[Reread],
+    columns: Sequence[str] | None = None,
+) -> DataFrame:
+    """The stored fingerprints of `windows` (see reread.in_windows), from the batches whose
+    ranges hold them; `columns` of them, every FINGERPRINT column without."""
     paths = [
         str(b.path)
         for b in store.complete_batches()
-        if any((r["topic"], r["partition"]) in wanted and r["end"] > r["start"] for r in b.ranges)
+        if any(_overlaps(r, w) for r in b.ranges for w in windows)
     ]
-    if not paths or not wanted:
-        return spark.createDataFrame([], FINGERPRINT)
-    return spark.read.schema(FINGERPRINT).parquet(*paths).where(_of(wanted))
+    if not paths:
+        return spark.createDataFrame([], FINGERPRINT).select(*(columns or FINGERPRINT.names))
+    frame = spark.read.schema(FINGERPRINT).parquet(*paths)
+    return frame.select(*(columns or FINGERPRINT.names)).where(in_windows(windows))
 
 
 def _of(keys: Iterable[Key], at_least: Mapping[Key, int] | None = None) -> Column:
@@ -120,12 +136,13 @@ def reread(
         read_offsets.append(sum(w.size for w in these))
         return now_ids(spark, read, these, rules)
 
-    rows = stored(spark, store, {w.key for w in windows})
-    diverged = find_divergences(rows, read_now, windows, floors)
+    diverged = find_divergences(
+        lambda these: stored(spark, store, these, COMPARED), read_now, windows, floors
+    )
     ends: dict[Key, int] = {}
     count = 0
     if diverged:
-        ends, count = _rewrite(spark, store, rows, diverged, by_key, audited, read_now,
+        ends, count = _rewrite(spark, store, diverged, by_key, audited, read_now,
                                fingerprint, now or datetime.now(UTC))  # fmt: skip
         for key, at in sorted(diverged.items()):
             progress(
@@ -146,7 +163,6 @@ def reread(
 def _rewrite(
     spark: SparkSession,
     store: FingerprintStore,
-    rows: DataFrame,
     diverged: Mapping[Key, int],
     sampled: Mapping[Key, PartitionOffsets],
     audited: Mapping[Key, int],
@@ -163,7 +179,7 @@ def _rewrite(
         for k, d in sorted(diverged.items())
     ]  # fmt: skip
     aside = (
-        displaced(rows, read_now(compare), compare)
+        displaced(stored(spark, store, compare), read_now(compare), compare)
         .withColumn("detected_at", F.lit(now).cast("timestamp"))
         .persist()
     )

@@ -8,6 +8,7 @@ records and the inconsistent offsets, and the analysis publishes them."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +58,15 @@ def test_an_unclean_election_truncates_and_dgm_sees_it(
         except ClusterUnreachable:
             return False
 
+    # A second collector samples every half second through the outage and the elections, into
+    # a store of its own, as `dgm collect` would: what it records must make sense too.
+    watching = SampleStore(tmp_path / "watching")
+    stop = threading.Event()
+
+    def watch(collector: Collector) -> None:
+        while not stop.wait(0.5):
+            cycled(collector)
+
     def observe(topic: str) -> None:
         """A collector cycle, then an analysis run (audit included)."""
         if not running:
@@ -66,6 +76,10 @@ def test_an_unclean_election_truncates_and_dgm_sees_it(
             clients = Clients({"bootstrap.servers": bystander}, request_timeout_s=5)
             running["collector"] = Collector(clients, config.collectors, store, 5)
             running["job"] = AnalysisJob(config, bystander, spark=spark)
+            other = Clients({"bootstrap.servers": bystander}, request_timeout_s=5)
+            running["watcher"] = Collector(other, config.collectors, watching, 5)
+            running["thread"] = threading.Thread(target=watch, args=(running["watcher"],))
+            running["thread"].start()
         wait_until(lambda: cycled(running["collector"]), 60, "a collector cycle")
         running["job"].run_once()
 
@@ -75,7 +89,10 @@ def test_an_unclean_election_truncates_and_dgm_sees_it(
             on_written=observe, on_truncated=observe,
         )  # fmt: skip
     finally:
+        stop.set()
         if running:
+            running["thread"].join(30)
+            running["watcher"].clients.close()
             running["collector"].clients.close()
             running["job"].close()
 
@@ -94,12 +111,17 @@ def test_an_unclean_election_truncates_and_dgm_sees_it(
     assert (moved["topic"], moved["partition"]) == (done.topic, 0)
     assert (moved["before"], moved["after"]) == (BEFORE + LOST, BEFORE + AFTER)
     assert moved["leader_epoch"] > 0
+    # Sampled through the outage: the high watermark went back to where the new leader's log
+    # ended, never to a recovering leader's OFFSET_INVALID.
+    watched = [e for e in watching.read("events").to_pylist() if e["event"].endswith("_backwards")]
+    assert {e["event"] for e in watched} >= {"high_watermark_backwards"}, watched
+    assert all(e["after"] >= BEFORE for e in watched), watched
 
     # The analysis: the truncated records are the ledger's lost writes, the inconsistent
     # offsets the two reads' differences, each lost with the cause truncation.
     with open_read_only(published_path(tmp_path / "state")) as db:
         anomalies = db.execute(
-            "SELECT anomaly, \"offset\", message_id, now_message_id FROM log_anomalies"
+            'SELECT anomaly, "offset", message_id, now_message_id FROM log_anomalies'
         ).fetchall()
         lost = db.execute("SELECT message_id, cause FROM lost").fetchall()
         verdict = db.execute(

@@ -51,7 +51,8 @@ def test_a_truncated_and_rewritten_tail_diverges_where_the_rewrite_begins(spark:
         return held_now(spark, wanted)
 
     # The first window [110, 130) diverges at its lowest offset: read lower until one holds.
-    assert find_divergences(audited, read_now, [window(110, 130, 130)], {}) == {("t", 0): 100}
+    found = find_divergences(lambda _: audited, read_now, [window(110, 130, 130)], {})
+    assert found == {("t", 0): 100}
     gone = displaced(audited, read_now([window(100, 130, 130)]), [window(100, 130, 130)])
     rows = {r["offset"]: (r["message_id"], r["now_message_id"]) for r in gone.collect()}
     assert sorted(rows) == list(range(100, 150))
@@ -66,6 +67,7 @@ def test_holes_and_equal_ids_are_no_divergence(spark: Any) -> None:
             [("t", 0, 5, None, T0 + timedelta(seconds=5), "k5", True)], NOW_SCHEMA
         )
     )
-    assert find_divergences(audited, lambda _: unchanged, [window(0, 6, 6)], {}) == {}
+    assert find_divergences(lambda _: audited, lambda _: unchanged, [window(0, 6, 6)], {}) == {}
     replaced = held_now(spark, {0: "a0", 5: None})  # another unidentified record at 5
-    assert find_divergences(audited, lambda _: replaced, [window(0, 6, 6)], {}) == {("t", 0): 5}
+    found = find_divergences(lambda _: audited, lambda _: replaced, [window(0, 6, 6)], {})
+    assert found == {("t", 0): 5}
