@@ -108,6 +108,7 @@ def main() -> int:
                     clients, config.collectors, SampleStore(config.state_dir), 10
                 )
             times: dict[str, list[float]] = {"share": [], "none": []}
+            reread_s: list[float] = []
             for cycle in range(args.cycles):
                 write(bootstrap, topic, args.partitions, cycle * args.new, args.new)
                 order = ["share", "none"] if cycle % 2 == 0 else ["none", "share"]
@@ -118,6 +119,8 @@ def main() -> int:
                     jobs[name].run_once()
                     times[name].append(time.monotonic() - began)
                 reread = [line for line in lines["share"] if "read again" in line]
+                if reread and cycle > 0:
+                    reread_s.append(float(reread[0].rsplit(" in ", 1)[1].split("s:")[0]))
                 print(
                     f"cycle {cycle + 1}: share {times['share'][-1]:.2f}s, none "
                     f"{times['none'][-1]:.2f}s" + (f"  [{reread[0]}]" if reread else ""),
@@ -130,6 +133,14 @@ def main() -> int:
             print(
                 f"mean cycle (cycles 2-{args.cycles}): share {args.share}: {with_share:.2f}s, "
                 f"share 0: {without:.2f}s, overhead {100 * (with_share - without) / without:+.1f}%"
+            )
+            # The re-read's own time, spread over the cycles it ran for: less noisy than the
+            # difference of two means on a shared machine.
+            spread = sum(reread_s) / (args.cycles - 1)
+            print(
+                f"re-reads: {len(reread_s)}, {statistics.mean(reread_s) if reread_s else 0:.2f}s "
+                f"each; per cycle {spread:.2f}s = {100 * spread / without:.1f}% of a cycle "
+                "without them"
             )
         finally:
             for job in jobs.values():
