@@ -1,7 +1,7 @@
 """The duplicate metrics of spark_jobs.analyze.duplicates, the lost ids of
-spark_jobs.analyze.loss and the truncations of audit/reread.py and analyze/integrity.py in
-plain DuckDB SQL, over the same FINGERPRINT rows: an Arrow table, a pandas frame, or a
-Parquet file (path or glob).
+spark_jobs.analyze.loss and the truncations of spark_jobs.audit.reread and
+spark_jobs.analyze.integrity in plain DuckDB SQL, over the same FINGERPRINT rows: an Arrow
+table, a pandas frame, or a Parquet file (path or glob).
 
 A test oracle and a benchmark baseline, not a product path. Each query is written from
 docs/design.md's definitions on its own terms (grouping and FILTER rather than Spark's joins),

@@ -1,6 +1,6 @@
-"""Truncations found by the audit's re-read (audit/truncation.py: plan, windows read lower,
-rewrite of the store) and published by the analysis (analysis.analyze) equal the DuckDB
-reference's, which looks at every audited offset at once: the truncated records and
+"""Truncations found by the audit's re-read (spark_jobs/audit/truncation.py: plan, windows
+read lower, rewrite of the store) and published by the analysis (analysis.analyze) equal the
+DuckDB reference's, which looks at every audited offset at once: the truncated records and
 inconsistent offsets, and every lost row with its cause.
 
 A pipeline p reads source `s` (two partitions) into sink `k`; each partition's records as
