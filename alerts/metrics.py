@@ -65,6 +65,14 @@ _PIPELINE_COLUMNS = {
     "torn_commits": "torn_commits",
     "producer_out_of_order": "producer_out_of_order",
     "sink_out_of_order": "sink_out_of_order",
+    "truncated_records": "truncated_records",
+    "inconsistent_offsets": "inconsistent_offsets",
+}
+# The pipeline metrics also measured per topic: topic_windows column per metric.
+_TOPIC_COLUMNS = {
+    "duplicate_rate": "duplicate_rate",
+    "truncated_records": "truncated_records",
+    "inconsistent_offsets": "inconsistent_offsets",
 }
 
 
@@ -75,15 +83,17 @@ def _rows(db: Connection, sql: str) -> Values:
 
 
 def pipeline_metric(db: Connection, metric: str, window: str) -> Values:
-    """A metric of _PIPELINE_COLUMNS (duplicate_rate, lost, torn_commits, …) per pipeline."""
+    """A metric of _PIPELINE_COLUMNS (duplicate_rate, lost, torn_commits, truncated_records,
+    …) per pipeline."""
     sql = VERDICTS_SQL if window == "cumulative" else LATEST_PIPELINE_WINDOW_SQL
     return _rows(db, sql.format(column=_PIPELINE_COLUMNS[metric]))
 
 
-def topic_duplicate_rate(db: Connection, window: str) -> Values:
-    """duplicate_rate per topic: the cumulative row, or the topic's newest window."""
+def topic_metric(db: Connection, metric: str, window: str) -> Values:
+    """duplicate_rate, truncated_records or inconsistent_offsets per topic: the cumulative
+    row, or the topic's newest window."""
     sql = TOPIC_CUMULATIVE_SQL if window == "cumulative" else LATEST_TOPIC_WINDOW_SQL
-    return _rows(db, sql.format(column="duplicate_rate"))
+    return _rows(db, sql.format(column=_TOPIC_COLUMNS[metric]))
 
 
 def lso_lag(db: Connection) -> Values:
@@ -120,9 +130,9 @@ def staleness_s(db: Connection, now: datetime) -> Values:
 
 
 def _windowed(db: Connection, rule: AlertRule, now: datetime) -> Values:
-    """A pipeline metric (or duplicate_rate per topic), cumulative or of the newest window."""
-    if rule.metric == "duplicate_rate" and scope_kind(rule) == "topic":
-        return topic_duplicate_rate(db, rule.window)
+    """A pipeline metric (or one measured per topic too), cumulative or of the newest window."""
+    if rule.metric in _TOPIC_COLUMNS and scope_kind(rule) == "topic":
+        return topic_metric(db, rule.metric, rule.window)
     return pipeline_metric(db, rule.metric, rule.window)
 
 

@@ -18,6 +18,7 @@ from collectors.events import (
     GroupView,
     MemberView,
     authorization_events,
+    backwards_events,
     broker_events,
     group_events,
     idempotent_epoch_events,
@@ -32,7 +33,7 @@ from collectors.partitions import ClusterView, check_matches, describe_cluster
 from collectors.transactions import fetch_transactions, max_transaction_timeout_ms
 from dgm.config import CollectorSettings
 from dgm.permissions import Denial
-from dgm.samples import Key, SampleStore, latest_rows
+from dgm.samples import Key, PartitionOffsets, SampleStore, latest_rows
 
 
 @dataclass(frozen=True)
@@ -93,6 +94,9 @@ class Collector:
         self.idempotent_epochs: dict[int, int] = {}
         self.brokers: frozenset[int] | None = None
         self.topic_ids: dict[str, str] = {}
+        # The last offsets each partition answered, kept while it does not answer: a
+        # truncation is often seen across the cycles its partition had no leader.
+        self.offsets: dict[Key, PartitionOffsets] = {}
         # Collectors of other clusters writing into the same store (dgm.samples.latest_rows).
         self.sample_writers = sample_writers
 
@@ -136,6 +140,13 @@ class Collector:
             return None
         offsets, lso_states = offsets_rows(fetched, self.lso_states, at, cluster_id, view.topic_ids)
         by_key = {(p.topic, p.partition): p for p in fetched}
+        recreated = {
+            topic
+            for topic, topic_id in view.topic_ids.items()
+            if self.topic_ids.get(topic) not in (None, topic_id)
+        }
+        # A topic whose id did not answer this cycle may have been recreated unseen.
+        unknown = {p.topic for p in fetched if p.topic not in view.topic_ids}
         denied = frozenset((*self.cluster_denied, *view.denied, *groups.denied, *txns.denied))
         events = [
             *authorization_events(self.denied, denied, at, cluster_id),
@@ -148,6 +159,7 @@ class Collector:
             *idempotent_epoch_events(
                 self.idempotent_epochs, txns.idempotent_epochs(), at, cluster_id
             ),
+            *backwards_events(self.offsets, fetched, at, cluster_id, recreated | unknown),
         ]
         # Writes are not interrupted: a stop request waits for the last of them.
         self.store.write("offsets", offsets)
@@ -164,6 +176,12 @@ class Collector:
         self.idempotent_epochs = {**self.idempotent_epochs, **txns.idempotent_epochs()}
         self.brokers = view.brokers
         self.topic_ids = {**self.topic_ids, **view.topic_ids}
+        # Offsets of a topic whose id did not answer stay as they were: next cycle tells a
+        # truncation from a recreation.
+        self.offsets = {
+            **{k: v for k, v in self.offsets.items() if k[0] not in recreated},
+            **{k: v for k, v in by_key.items() if k[0] not in unknown or k not in self.offsets},
+        }
         self.denied = denied
         return CycleSummary(
             partitions=len(fetched),
@@ -194,6 +212,10 @@ class Collector:
             )
             if row.get("topic_id") is not None:
                 self.topic_ids[row["topic"]] = row["topic_id"]
+            self.offsets[(row["topic"], row["partition"])] = PartitionOffsets(
+                row["topic"], row["partition"], row["log_start_offset"], row["high_watermark"],
+                row["lso"], row["leader"], row.get("leader_epoch"),
+            )  # fmt: skip
         members: dict[str, dict[str, MemberView]] = {}
         states: dict[str, str] = {}
         for row in latest_rows(self.store, "group_members", cluster_id, self.sample_writers):

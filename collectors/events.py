@@ -1,9 +1,9 @@
 """Events derived from two consecutive samples (pure): the faults a verdict weighs.
 
 Rebalances and member changes come from group samples, epoch bumps from producer and
-transaction samples, broker departures from cluster metadata, missing permissions from the
-calls the cluster refused. Outages and collector starts are recorded by the runner, which is
-the one that sees them.
+transaction samples, broker departures from cluster metadata, offsets going backwards from
+the offsets samples, missing permissions from the calls the cluster refused. Outages and
+collector starts are recorded by the runner, which is the one that sees them.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from dgm.permissions import AUTHORIZATION_FAILED, AUTHORIZATION_RESTORED, Denial
+from dgm.samples import Key, PartitionOffsets
 
 # Group states in which the group is moving partitions between members (classic and KIP-848).
 REBALANCING = frozenset({"PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling"})
@@ -35,6 +36,8 @@ class Event:
     before: int | None = None
     after: int | None = None
     topic: str | None = None
+    partition: int | None = None
+    leader_epoch: int | None = None
 
 
 @dataclass(frozen=True)
@@ -219,6 +222,60 @@ def topic_events(
         for topic, topic_id in sorted(current.items())
         if previous.get(topic) not in (None, topic_id)
     ]
+
+
+# Offsets of a partition that only grow while its log is intact, and the event naming each
+# one's move backwards (docs/design.md, "truncated record").
+BACKWARDS = {
+    "high_watermark": "high_watermark_backwards",
+    "log_start_offset": "log_start_backwards",
+    "lso": "lso_backwards",
+}
+_SAID = {"high_watermark": "high watermark", "log_start_offset": "log start offset", "lso": "LSO"}
+
+
+def backwards_events(
+    previous: Mapping[Key, PartitionOffsets],
+    current: Iterable[PartitionOffsets],
+    at: datetime,
+    cluster_id: str,
+    recreated: Iterable[str] = (),
+) -> list[Event]:
+    """One event per offset of a partition (high watermark, log start, LSO) that is lower than
+    at the partition's previous sample: its log was truncated (an unclean leader election, a
+    broker bug). Kafka never answers a lower high watermark across a clean election (KIP-207),
+    so this is no leader change artefact. A partition seen for the first time, or of a topic
+    `recreated` since (its offsets start again from 0), yields nothing."""
+    skip = set(recreated)
+    events = []
+    for now in current:
+        before = previous.get((now.topic, now.partition))
+        if before is None or now.topic in skip:
+            continue
+        for field, event in BACKWARDS.items():
+            old, new = getattr(before, field), getattr(now, field)
+            if new >= old:
+                continue
+            epochs = (
+                f" (leader epoch {before.leader_epoch} -> {now.leader_epoch})"
+                if before.leader_epoch is not None and now.leader_epoch is not None
+                else ""
+            )
+            events.append(
+                Event(
+                    at,
+                    cluster_id,
+                    event,
+                    f"{now.topic}[{now.partition}]: {_SAID[field]} went back from {old} to "
+                    f"{new}{epochs}",
+                    before=old,
+                    after=new,
+                    topic=now.topic,
+                    partition=now.partition,
+                    leader_epoch=now.leader_epoch,
+                )
+            )
+    return events
 
 
 def authorization_events(

@@ -42,6 +42,7 @@ class OffsetsRow:
     lso_since: datetime
     lso_stuck_ms: int
     topic_id: str | None
+    leader_epoch: int | None
 
 
 def offsets_rows(
@@ -63,7 +64,7 @@ def offsets_rows(
                 p.log_start_offset, p.high_watermark, p.lso,
                 lso_lag(p.high_watermark, p.lso), state.since,
                 lso_stuck_ms(state, p.high_watermark, sampled_at),
-                topic_ids.get(p.topic),
+                topic_ids.get(p.topic), p.leader_epoch,
             )
         )  # fmt: skip
     return rows, states
@@ -85,17 +86,17 @@ def fetch_offsets(
         "log_start_offset": (OffsetSpec.earliest(), IsolationLevel.READ_UNCOMMITTED),  # type: ignore[no-untyped-call]
         "lso": (OffsetSpec.latest(), IsolationLevel.READ_COMMITTED),  # type: ignore[no-untyped-call]
     })  # fmt: skip
-    results, last_error = _gather(first, deadline)
+    results, last_error, _ = _gather(first, deadline)
     then = _request(admin, partitions, timeout_s, {
         "high_watermark": (OffsetSpec.latest(), IsolationLevel.READ_UNCOMMITTED),  # type: ignore[no-untyped-call]
     })  # fmt: skip
-    high_watermarks, hw_error = _gather(then, deadline)
+    high_watermarks, hw_error, epochs = _gather(then, deadline)
     results.update(high_watermarks)
     fetched = [
         PartitionOffsets(
             p.topic, p.partition,
             results["log_start_offset"][key], results["high_watermark"][key], results["lso"][key],
-            leader=p.leader,
+            leader=p.leader, leader_epoch=epochs["high_watermark"].get(key),
         )
         for p in partitions
         if all((key := (p.topic, p.partition)) in found for found in results.values())
@@ -128,9 +129,14 @@ def _request(
     return requests
 
 
-def _gather(requests: Requests, deadline: float) -> tuple[dict[str, dict[Key, int]], str]:
-    """Answers by request name and partition; a partition that failed is left out."""
-    results: dict[str, dict[Key, int]] = {name: {} for name in requests}
+Answers = dict[str, dict[Key, int]]
+
+
+def _gather(requests: Requests, deadline: float) -> tuple[Answers, str, Answers]:
+    """Answers by request name and partition (a partition that failed is left out), the last
+    error, and the leader epoch each answer came in, where the broker named one."""
+    results: Answers = {name: {} for name in requests}
+    epochs: Answers = {name: {} for name in requests}
     last_error = ""
     for name, futures in requests.items():
         for tp, future in futures.items():
@@ -139,8 +145,17 @@ def _gather(requests: Requests, deadline: float) -> tuple[dict[str, dict[Key, in
             except (KafkaException, TimeoutError) as error:
                 last_error = _describe(error)
                 continue
-            results[name][(tp.topic, tp.partition)] = int(info.offset)  # type: ignore[attr-defined]
-    return results, last_error
+            offset = int(info.offset)  # type: ignore[attr-defined]
+            if offset < 0:
+                # A leader still recovering from an unclean election answers OFFSET_INVALID
+                # (-1001; seen on Kafka 4.1): no offset, as if it had not answered.
+                last_error = f"no offset yet ({offset})"
+                continue
+            results[name][(tp.topic, tp.partition)] = offset
+            epoch = getattr(info, "leader_epoch", None)
+            if epoch is not None and epoch >= 0:
+                epochs[name][(tp.topic, tp.partition)] = int(epoch)
+    return results, last_error, epochs
 
 
 def _describe(error: BaseException) -> str:

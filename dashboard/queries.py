@@ -221,6 +221,15 @@ def out_of_order(topic: str, within: TimeRange | None = None) -> pd.DataFrame:
     )
 
 
+def log_anomalies(topic: str) -> pd.DataFrame:
+    """The truncated records and inconsistent offsets the re-reads found in `topic` (over the
+    retention: they are few, and each says when it was found)."""
+    return read(
+        'SELECT * FROM log_anomalies WHERE topic = $topic ORDER BY "partition", "offset", anomaly',
+        topic=topic,
+    )
+
+
 def at_newest_sample(table: str) -> str:
     """A SQL condition keeping the rows of `table`'s newest sample: of the whole table, what
     the dashboard shows as "the newest sample" (the latest_… views of dgm.published_views

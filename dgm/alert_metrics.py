@@ -38,6 +38,18 @@ METRICS: tuple[AlertMetric, ...] = (
     ),
     AlertMetric("lost", ("pipeline",), "lost records", windowed=True),
     AlertMetric(
+        "truncated_records",
+        ("pipeline", "topic"),
+        "records audited at an offset a truncated log no longer holds them at (Jepsen: lost-write)",
+        windowed=True,
+    ),
+    AlertMetric(
+        "inconsistent_offsets",
+        ("pipeline", "topic"),
+        "audited offsets that hold another id now (Jepsen: inconsistent-offsets)",
+        windowed=True,
+    ),
+    AlertMetric(
         "aborted_reads",
         ("pipeline",),
         "sink records read from aborted transactions",

@@ -520,6 +520,11 @@ class AnalysisSettings:
     # audit start: never audited later, never judged. Later audits always resume where the
     # previous one ended.
     start: str = "earliest"
+    # The share of each cycle's newly audited offsets that is also read again from the
+    # offsets already audited, to find logs truncated and rewritten (docs/design.md, "Log
+    # integrity"); gathered until it makes 10,000 offsets. 0 reads again only around the
+    # backwards moves the collectors record. 0 <= share <= 1.
+    reread_share: float = 0.1
 
     def problems(self) -> Iterator[Problem]:
         for key in ("interval_s", "grace_s", "retention_h"):
@@ -538,6 +543,8 @@ class AnalysisSettings:
             )
         if not self.spark_master.strip():
             yield "spark_master", "expected a Spark master URL like local[*], got ''"
+        if not (math.isfinite(self.reread_share) and 0 <= self.reread_share <= 1):
+            yield "reread_share", f"expected a share between 0 and 1, got {self.reread_share!r}"
         try:
             audit_start(self.start)
         except ValueError as error:

@@ -48,3 +48,20 @@ FINGERPRINT = pa.schema(
 )
 
 COORDINATES = ("topic", "partition", "offset")
+
+# A fingerprint the re-read found Kafka no longer holds as audited (spark_jobs/audit/reread.py;
+# docs/design.md, "Log integrity"): its row as audited, and what the re-read found. Kept
+# beside the batch that set it aside, in its `_anomalies` folder.
+DISPLACED = pa.schema(
+    [
+        *FINGERPRINT,
+        # Whether another record holds its offset now (an inconsistent offset); false when
+        # the offset holds nothing or lies past the partition's high watermark.
+        pa.field("overwritten", pa.bool_(), nullable=False),
+        # The id of the record its offset holds now; null when none holds it or it has none.
+        pa.field("now_message_id", pa.string()),
+        # When the re-read found it.
+        pa.field("detected_at", pa.timestamp("us", tz="UTC"), nullable=False),
+    ]
+)
+DISPLACED_DIR = "_anomalies"

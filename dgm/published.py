@@ -19,6 +19,7 @@ import duckdb
 
 from dgm.vocabulary import (
     Achieved,
+    Anomaly,
     Claim,
     DuplicateCause,
     Evidence,
@@ -191,6 +192,18 @@ VERDICTS = _table(
         f"'{OrderAnomaly.SINK_OUT_OF_ORDER}' records of its sink topics: behind a higher "
         "dgm-src offset of their source partition in their sink partition (order)",
     ),
+    (
+        "truncated_records",
+        "BIGINT",
+        "committed records of its source and sink topics dgm audited at an offset their "
+        "truncated log no longer holds them at (Jepsen: lost-write); see log_anomalies",
+    ),
+    (
+        "inconsistent_offsets",
+        "BIGINT",
+        "audited offsets of its source and sink topics that hold another id now (Jepsen: "
+        "inconsistent-offsets)",
+    ),
 )
 
 PIPELINE_WINDOWS = _table(
@@ -214,6 +227,8 @@ PIPELINE_WINDOWS = _table(
     ("torn_commits", "BIGINT", "as in verdicts, whose source record is in this window"),
     ("producer_out_of_order", "BIGINT", "as in verdicts, records timestamped in this window"),
     ("sink_out_of_order", "BIGINT", "as in verdicts, records timestamped in this window"),
+    ("truncated_records", "BIGINT", "as in verdicts, whose record is in this window"),
+    ("inconsistent_offsets", "BIGINT", "as in verdicts, whose audited record is in this window"),
 )
 
 TOPIC_WINDOWS = _table(
@@ -235,6 +250,12 @@ TOPIC_WINDOWS = _table(
         "higher dgm-seq of their producer session, or a higher source offset of their source "
         "partition",
     ),
+    (
+        "truncated_records",
+        "BIGINT",
+        "committed records audited at an offset the truncated log no longer holds them at",
+    ),
+    ("inconsistent_offsets", "BIGINT", "audited offsets that hold another id now"),
 )
 
 PARTITION_WINDOWS = _table(
@@ -291,7 +312,9 @@ LOST = _table(
         f"{LossCause.NOT_IN_SINK} (below the committed offset, past the grace period) | "
         f"{LossCause.SEQUENCE_GAP} | {LossCause.NOT_IN_SINK_WITHIN_MAX_DELAY} (a deadline "
         f"claim: no sink copy once older than max_delay) | {LossCause.TORN_COMMIT} (the sink "
-        "holds the id only in aborted transactions, the claim past the source record)",
+        "holds the id only in aborted transactions, the claim past the source record) | "
+        f"{LossCause.TRUNCATION} (the source record, or every sink copy of its id, was "
+        "truncated from its partition's log)",
     ),
     ("cluster", "VARCHAR", _CLUSTER_DOC),
     (
@@ -362,6 +385,12 @@ PIPELINE_STAGES = _table(
         "VARCHAR",
         "the semantic from the first source to this sink: the producer stage and every "
         "pipeline of the chain composed",
+    ),
+    (
+        "producer_truncated_records",
+        "BIGINT",
+        "acknowledged records of the first sources that truncated logs lost: losses of the "
+        "producer stage",
     ),
 )
 
@@ -451,6 +480,30 @@ TRANSACTIONS = _table(
     ("cluster", "VARCHAR", _CLUSTER_DOC),
 )
 
+LOG_ANOMALIES = _table(
+    "log_anomalies",
+    "Every truncated record and inconsistent offset the re-reads of audited offsets found "
+    '(docs/design.md, "Log integrity"), with the nearest name Jepsen gives it.',
+    ("anomaly", "VARCHAR", listing(Anomaly)),
+    ("jepsen", "VARCHAR", ", ".join(f"{a.jepsen} ({a.value})" for a in Anomaly)),
+    ("topic", "VARCHAR", "topic"),
+    ("partition", "INTEGER", "partition"),
+    ("offset", "BIGINT", "the offset the record was audited at"),
+    ("message_id", "VARCHAR", "the id audited there"),
+    (
+        "now_message_id",
+        "VARCHAR",
+        "the id of the record the offset holds now; null when it holds none (or lies past the "
+        "high watermark), or when that record has no id",
+    ),
+    ("timestamp", "TIMESTAMPTZ", "Kafka timestamp of the record audited there"),
+    ("key", "VARCHAR", "its key as text"),
+    ("producer", "VARCHAR", "its dgm-producer header"),
+    ("seq", "BIGINT", "its dgm-seq header"),
+    ("detected_at", "TIMESTAMPTZ", "when a re-read found it"),
+    ("cluster", "VARCHAR", _CLUSTER_DOC),
+)
+
 FAULTS = _table(
     "faults",
     "Faults the collectors observed (the events sample kind): what gives verdicts weight.",
@@ -460,7 +513,8 @@ FAULTS = _table(
         "VARCHAR",
         "rebalance, member_joined, member_left, epoch_bump, outage_start, "
         "outage_end, broker_left, broker_joined, collector_start, topic_recreated, "
-        "authorization_failed, authorization_restored",
+        "authorization_failed, authorization_restored, high_watermark_backwards, "
+        "log_start_backwards, lso_backwards",
     ),
     ("group_id", "VARCHAR", "group, for group events"),
     ("pipeline", "VARCHAR", "pipeline the fault is attributed to; null when cluster-wide"),
@@ -483,6 +537,7 @@ TABLES: tuple[Table, ...] = (
     TRANSACTIONS,
     FAULTS,
     OUT_OF_ORDER,
+    LOG_ANOMALIES,
 )
 
 

@@ -77,6 +77,8 @@ _PIPELINE_COUNTS = (
     "torn_commits",
     "producer_out_of_order",
     "sink_out_of_order",
+    "truncated_records",
+    "inconsistent_offsets",
 )
 LAST_WINDOW_PIPELINES = View(
     "last_window_pipelines",
@@ -97,6 +99,8 @@ _TOPIC_COUNTS = (
     "unidentified",
     "aborted",
     "out_of_order",
+    "truncated_records",
+    "inconsistent_offsets",
 )
 LAST_WINDOW_TOPICS = View(
     "last_window_topics",

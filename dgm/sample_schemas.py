@@ -48,6 +48,13 @@ OFFSETS = _schema(
         "a new one; null if unknown (samples of older dgm versions)",
         True,
     ),
+    _column(
+        "leader_epoch",
+        pa.int32(),
+        "the leader epoch the high watermark was read in: a new leader takes a higher one; "
+        "null if unknown",
+        True,
+    ),
 )
 
 GROUP_OFFSETS = _schema(
@@ -143,7 +150,8 @@ EVENTS = _schema(
         pa.string(),
         "collector_start, outage_start, outage_end, broker_joined, broker_left, rebalance, "
         "member_joined, member_left, epoch_bump, topic_recreated, authorization_failed, "
-        "authorization_restored",
+        "authorization_restored, high_watermark_backwards, log_start_backwards, lso_backwards "
+        "(a partition's offset went down between two samples: a truncated log)",
     ),
     _column(
         "group_id",
@@ -164,13 +172,15 @@ EVENTS = _schema(
     _column(
         "before",
         pa.int64(),
-        "epoch_bump: old epoch; rebalance: members before; outage_end: null",
+        "epoch_bump: old epoch; rebalance: members before; outage_end: null; "
+        "*_backwards: the offset at the previous sample",
         True,
     ),
     _column(
         "after",
         pa.int64(),
-        "epoch_bump: new epoch; rebalance: members after; outage_end: outage length in ms",
+        "epoch_bump: new epoch; rebalance: members after; outage_end: outage length in ms; "
+        "*_backwards: the offset now, lower",
         True,
     ),
     _column(
@@ -178,7 +188,19 @@ EVENTS = _schema(
         pa.string(),
         "one human-readable line; authorization_*: 'cannot see X: missing permission Y'",
     ),
-    _column("topic", pa.string(), "topic_recreated: the topic; authorization_*: the topic", True),
+    _column(
+        "topic",
+        pa.string(),
+        "topic_recreated, *_backwards: the topic; authorization_*: the topic",
+        True,
+    ),
+    _column("partition", pa.int32(), "*_backwards: the partition", True),
+    _column(
+        "leader_epoch",
+        pa.int32(),
+        "*_backwards: the leader epoch the lower offset was read in, if known",
+        True,
+    ),
 )
 
 # Sample kind -> schema; the kind is also the directory name under <state_dir>/samples/.

@@ -49,6 +49,8 @@ class PartitionOffsets:
     high_watermark: int
     lso: int
     leader: int | None = None  # the broker that answered; unknown when read back from a file
+    # The leader epoch the high watermark was answered in; None when unknown (an older sample)
+    leader_epoch: int | None = None
 
 
 _NAME = re.compile(r"(\d{13})-(\d{6})(?:-(\d{13})-(\d{6}))?\.parquet")

@@ -73,6 +73,9 @@ class LossCause(StrEnum):
     # the sink holds the id only in aborted transactions, yet the claim covers its source
     # record: the processor's offsets committed while its output aborted (named first)
     TORN_COMMIT = "torn commit"
+    # the record (or its only sink copy) was audited at an offset Kafka no longer holds it at:
+    # its log was truncated (docs/design.md, "truncated record")
+    TRUNCATION = "truncation"
 
 
 class OrderAnomaly(StrEnum):
@@ -81,6 +84,24 @@ class OrderAnomaly(StrEnum):
 
     OUT_OF_ORDER = "out of order"  # a producer session's dgm-seq fell within a partition
     SINK_OUT_OF_ORDER = "sink out of order"  # a source partition's copies fell in a sink one
+
+
+class Anomaly(StrEnum):
+    """What a re-read of audited offsets finds when a log was rewritten (docs/design.md,
+    "Log integrity"); `jepsen` is the nearest name Jepsen's Kafka checker gives it."""
+
+    TRUNCATED_RECORD = "truncated record"
+    INCONSISTENT_OFFSET = "inconsistent offset"
+
+    @property
+    def jepsen(self) -> str:
+        return _JEPSEN[self]
+
+
+_JEPSEN = {
+    Anomaly.TRUNCATED_RECORD: "lost-write",
+    Anomaly.INCONSISTENT_OFFSET: "inconsistent-offsets",
+}
 
 
 class ClaimKind(StrEnum):

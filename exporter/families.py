@@ -155,6 +155,16 @@ _PIPELINE_COLUMNS: tuple[tuple[str, str, str], ...] = (
         "Sink records whose source offset is below one from the same source partition "
         "earlier in the sink partition (order, beside the verdict)",
     ),
+    (
+        "truncated_records",
+        "truncated_records",
+        "Records of its topics audited at an offset a truncated log no longer holds them at",
+    ),
+    (
+        "inconsistent_offsets",
+        "inconsistent_offsets",
+        "Audited offsets of its topics that hold another id now",
+    ),
 )
 # family -> verdicts column; a null value leaves the pipeline's series out.
 PIPELINE_VALUES: tuple[tuple[Family, str], ...] = tuple(
@@ -181,6 +191,12 @@ _TOPIC_COLUMNS: tuple[tuple[str, str, str], ...] = (
         "Committed records out of order: behind a higher dgm-seq of their producer session, or "
         "(a sink) a higher source offset of their source partition",
     ),
+    (
+        "truncated_records",
+        "truncated_records",
+        "Records audited at an offset a truncated log no longer holds them at",
+    ),
+    ("inconsistent_offsets", "inconsistent_offsets", "Audited offsets that hold another id now"),
 )
 TOPIC_VALUES: tuple[tuple[Family, str], ...] = tuple(
     (Family(f"dgm_topic_{name}", f"{doc}, over the retention", TOPIC), column)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from confluent_kafka import KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec  # type: ignore[attr-defined]
@@ -17,11 +17,15 @@ def create_topic(
     replication_factor: int = -1,  # -1: the broker's default.replication.factor
     config: Mapping[str, str] | None = None,
     timeout: float = 60.0,
+    replicas: Sequence[Sequence[int]] | None = None,  # broker ids per partition, leader first
 ) -> str:
-    futures = admin.create_topics(
-        [NewTopic(name, partitions, replication_factor, config=dict(config or {}))],
-        operation_timeout=timeout,
-    )
+    if replicas is None:
+        new = NewTopic(name, partitions, replication_factor, config=dict(config or {}))
+    else:  # the client refuses a replication factor beside an assignment
+        assignment = [list(r) for r in replicas]
+        partitions = len(assignment)
+        new = NewTopic(name, partitions, replica_assignment=assignment, config=dict(config or {}))
+    futures = admin.create_topics([new], operation_timeout=timeout)
     futures[name].result(timeout=timeout)
 
     def served() -> bool:

@@ -43,6 +43,8 @@ _SHOWN = (
     ("aborted_reads", "aborted reads"),
     ("beyond_retention", "beyond retention"),
     ("late_records", "late"),
+    ("truncated_records", "truncated"),
+    ("inconsistent_offsets", "inconsistent"),
     ("faults_observed", "faults"),
     ("evidence", "evidence"),
     ("claim_shown", "claim"),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import pyarrow as pa
 from pyspark.sql import DataFrame
 
 
@@ -24,6 +25,9 @@ class Fingerprints:
     added: DataFrame | None = None  # kept - before
     external_before: DataFrame | None = None  # the external snapshots of the last load
     count: int | None = None  # rows of `whole`, when the loader counted them
+    # The fingerprints re-reads found Kafka no longer holds as audited (dgm.fingerprints.
+    # DISPLACED; docs/design.md, "Log integrity"); None when not loaded (none then)
+    displaced: pa.Table | None = None
 
     @property
     def whole(self) -> DataFrame:

@@ -19,3 +19,4 @@ def spark_schema(arrow: pa.Schema) -> StructType:
 
 
 FINGERPRINT = spark_schema(fingerprints.FINGERPRINT)
+DISPLACED = spark_schema(fingerprints.DISPLACED)

@@ -1,6 +1,7 @@
-"""The duplicate metrics of spark_jobs.analyze.duplicates and the lost ids of
-spark_jobs.analyze.loss in plain DuckDB SQL, over the same FINGERPRINT rows: an Arrow table,
-a pandas frame, or a Parquet file (path or glob).
+"""The duplicate metrics of spark_jobs.analyze.duplicates, the lost ids of
+spark_jobs.analyze.loss and the truncations of spark_jobs.audit.reread and
+spark_jobs.analyze.integrity in plain DuckDB SQL, over the same FINGERPRINT rows: an Arrow
+table, a pandas frame, or a Parquet file (path or glob).
 
 A test oracle and a benchmark baseline, not a product path. Each query is written from
 docs/design.md's definitions on its own terms (grouping and FILTER rather than Spark's joins),
@@ -276,6 +277,53 @@ SELECT anomaly, topic, "partition", "offset", timestamp, message_id, stream, pos
           AND e."offset" < j."offset") AS preceded_at
 FROM judged j WHERE position < preceded_by
 """
+# Truncations (docs/design.md, "Log integrity") from the records as audited (`audited`), the
+# records the partitions hold now (`held`) and each partition's high watermark now (`ends`:
+# topic, partition, high_watermark), looking at every audited offset at once: a partition
+# diverges at the lowest audited offset at or past its high watermark, or holding another
+# record now (another id; without ids, another timestamp or key); from there on, an audited
+# record its offset no longer holds is displaced: a truncated record when it was committed,
+# an inconsistent offset when another record holds its offset now.
+TRUNCATIONS = """
+WITH compared AS (
+    SELECT a.*, e.high_watermark, h."offset" IS NOT NULL AS there, h.message_id AS now_id,
+           h.timestamp AS now_at, h.key AS now_key
+    FROM audited a JOIN ends e ON e.topic = a.topic AND e."partition" = a."partition"
+    LEFT JOIN held h
+      ON h.topic = a.topic AND h."partition" = a."partition" AND h."offset" = a."offset"
+), judged AS (
+    SELECT *, "offset" >= high_watermark AS gone,
+           "offset" < high_watermark AND there AND (
+               now_id IS DISTINCT FROM message_id
+               OR (message_id IS NULL AND now_id IS NULL
+                   AND (now_at IS DISTINCT FROM timestamp OR now_key IS DISTINCT FROM key))
+           ) AS changed
+    FROM compared
+), diverged AS (
+    SELECT topic, "partition", min("offset") AS at FROM judged WHERE gone OR changed
+    GROUP BY topic, "partition"
+), displaced AS (
+    SELECT j.* FROM judged j JOIN diverged d ON d.topic = j.topic AND d."partition" = j."partition"
+    WHERE j."offset" >= d.at AND (j.gone OR j.changed OR NOT j.there)
+)
+SELECT 'truncated record' AS anomaly, topic, "partition", "offset", message_id,
+       CASE WHEN changed THEN now_id END AS now_message_id, timestamp, producer, seq
+FROM displaced WHERE committed
+UNION ALL
+SELECT 'inconsistent offset', topic, "partition", "offset", message_id, now_id, timestamp,
+       producer, seq
+FROM displaced WHERE changed
+"""
+# What truncated records of a pipeline's source (`truncated`: TRUNCATIONS' truncated record
+# rows of its source topics) cost it: lost, cause truncation, when older than $cutoff and no
+# committed record of its sink as it is now (`sink`) carries the id.
+TRUNCATION_LOST = """
+SELECT message_id, topic, "partition", "offset", timestamp, producer, seq,
+       1::BIGINT AS missing, 'truncation' AS cause
+FROM truncated t
+WHERE message_id IS NOT NULL AND timestamp < $cutoff
+  AND NOT EXISTS (SELECT 1 FROM sink WHERE committed AND sink.message_id = t.message_id)
+"""
 
 
 def _scan(connection: duckdb.DuckDBPyConnection, name: str, data: Fingerprints) -> None:
@@ -395,3 +443,14 @@ def out_of_order(source_fingerprints: Fingerprints, sink_fingerprints: Fingerpri
     """The records out of order of a source (producer sessions) and a Kafka sink (copies of
     a source partition), with anomaly, stream, position, preceded_by and preceded_at."""
     return query(OUT_OF_ORDER, source=source_fingerprints, sink=sink_fingerprints)
+
+
+def truncations(audited: Fingerprints, held: Fingerprints, ends: Fingerprints) -> pa.Table:
+    """TRUNCATIONS' anomalies of the partitions `ends` names."""
+    return query(TRUNCATIONS, audited=audited, held=held, ends=ends)
+
+
+def truncation_lost(truncated: Fingerprints, sink: Fingerprints, cutoff: datetime) -> pa.Table:
+    """TRUNCATION_LOST's rows: `truncated` (TRUNCATIONS' truncated records of the source
+    topics), `sink` the sink as it is now, `cutoff` aware."""
+    return query(TRUNCATION_LOST, {"cutoff": cutoff}, truncated=truncated, sink=sink)

@@ -256,7 +256,15 @@ ALLOWED = frozenset(
 def vocabulary_words() -> frozenset[str]:
     from dgm import vocabulary as v
 
-    kinds = (v.Achieved, v.Evidence, v.DuplicateCause, v.LossCause, v.GroupStatus, v.Claim)
+    kinds = (
+        v.Achieved,
+        v.Evidence,
+        v.DuplicateCause,
+        v.LossCause,
+        v.GroupStatus,
+        v.Claim,
+        v.Anomaly,
+    )
     return frozenset(member.value for kind in kinds for member in kind)
 
 

@@ -56,6 +56,18 @@ COLUMNS = {
         help="sink records behind a higher offset of their source partition (order)",
         format="localized",
     ),
+    "truncated_records": st.column_config.NumberColumn(
+        "Truncated",
+        help="records of its topics audited at an offset a truncated log no longer holds them "
+        "at (Jepsen: lost-write)",
+        format="localized",
+    ),
+    "inconsistent_offsets": st.column_config.NumberColumn(
+        "Inconsistent offsets",
+        help="audited offsets of its topics that hold another id now (Jepsen: "
+        "inconsistent-offsets)",
+        format="localized",
+    ),
     "producer_achieved": st.column_config.TextColumn(
         "Producer",
         help="what reached the first source: the producer stage's semantic (its retries' "
@@ -285,6 +297,7 @@ def _card(v: pd.Series, windows: pd.DataFrame, stale: bool) -> None:
             + _torn_and_order(v)
         )
         _stages(v)
+        _integrity(v)
         if v["why_not_judged"]:
             st.warning(f"**Not judged**: {v['why_not_judged']}.", icon=":material/hourglass_top:")
         if pd.notna(v["holds_since"]):
@@ -310,6 +323,22 @@ def _card(v: pd.Series, windows: pd.DataFrame, stale: bool) -> None:
                 query_params={"topic": topic},
                 icon=":material/search:",
             )
+
+
+def _integrity(v: pd.Series) -> None:
+    """The truncations of its topics, when there are any (the topic pages list them)."""
+    truncated, inconsistent = (
+        int(v[c]) if c in v and pd.notna(v[c]) else 0
+        for c in ("truncated_records", "inconsistent_offsets")
+    )
+    if truncated or inconsistent:
+        st.error(
+            f"**Log integrity**: {ui.count(truncated)} truncated records (Jepsen: lost-write) "
+            f"and {ui.count(inconsistent)} inconsistent offsets (Jepsen: inconsistent-offsets) "
+            "in its topics: a log was truncated and its offsets reused. The topic pages list "
+            "them.",
+            icon=":material/content_cut:",
+        )
 
 
 def _clusters(v: pd.Series) -> str:

@@ -1,6 +1,6 @@
 """Topic drill-down (shareable: `?topic=NAME&id=ID`): rates and duplicates by cause over the
 time range, heat map, duplicates, the story of one duplicated id, lost ids, records out of
-order.
+order, and the log's integrity (truncated records, inconsistent offsets).
 
 Only ids, keys and record coordinates are shown: the published tables hold no payloads.
 """
@@ -11,7 +11,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import charts, queries, story_view, timerange, ui
-from dgm.vocabulary import OrderAnomaly
+from dgm.vocabulary import Anomaly, OrderAnomaly
 
 DUPLICATE_COLUMNS = [
     "message_id",
@@ -38,6 +38,19 @@ LOST_COLUMNS = [
     "seq",
     "missing",
     "pipeline",
+]
+
+ANOMALY_COLUMNS = [
+    "anomaly",
+    "jepsen",
+    "partition",
+    "offset",
+    "message_id",
+    "now_message_id",
+    "timestamp",
+    "producer",
+    "seq",
+    "detected_at",
 ]
 
 
@@ -160,6 +173,31 @@ def _order(topic: str, within: timerange.TimeRange) -> None:
     _download(frame[ORDER_COLUMNS], f"out-of-order-{topic}.csv", f"order-csv-{topic}")
 
 
+def _integrity(topic: str) -> None:
+    st.header("Log integrity", anchor=False)
+    st.caption(
+        "Audited offsets read again: a record gone from the offset it was audited at is a "
+        "truncated record (Jepsen: lost-write), an offset holding another id now an "
+        "inconsistent offset (Jepsen: inconsistent-offsets). Over the retention."
+    )
+    frame = queries.log_anomalies(topic)
+    if frame.empty:
+        st.success("No truncated record and no inconsistent offset found in this topic.")
+        return
+    counts = frame.groupby("anomaly").size()
+    truncated = int(counts.get(Anomaly.TRUNCATED_RECORD.value, 0))
+    inconsistent = int(counts.get(Anomaly.INCONSISTENT_OFFSET.value, 0))
+    partitions = ", ".join(str(p) for p in sorted(frame["partition"].unique()))
+    st.error(
+        f"**{truncated} truncated records** and **{inconsistent} inconsistent offsets** in "
+        f"partition(s) {partitions}: the log was truncated and its offsets reused (an unclean "
+        "leader election, or a broker bug).",
+        icon=":material/content_cut:",
+    )
+    _table(frame[ANOMALY_COLUMNS])
+    _download(frame[ANOMALY_COLUMNS], f"log-anomalies-{topic}.csv", f"anomalies-csv-{topic}")
+
+
 def _totals(topic: str) -> None:
     totals = queries.topic_totals()
     row = totals[totals["topic"] == topic]
@@ -211,6 +249,7 @@ def render() -> None:
     _duplicates(topic, within)
     _lost(topic, within)
     _order(topic, within)
+    _integrity(topic)
 
 
 ui.run_page(render, "topic")

@@ -19,6 +19,7 @@ from pyspark.sql import SparkSession
 
 from dgm import published as tables
 from dgm.config_schema import DgmConfig
+from spark_jobs.analyze import integrity
 from spark_jobs.analyze.cluster_columns import with_cluster_columns
 from spark_jobs.analyze.engine import Engine
 from spark_jobs.analyze.faults import faults
@@ -53,8 +54,20 @@ def analyze(
         fingerprints = replace(fingerprints, count=fingerprints.whole.count())
     engine = engine or Engine()
     record_tables, counts = engine.cycle(config, fingerprints, committed, now)
+    assert engine.state is not None  # a cycle leaves its state
+    ctx = engine.state.ctx
+    record_tables, truncations = integrity.applied(
+        config,
+        record_tables,
+        fingerprints.displaced,
+        fingerprints.whole,
+        ctx.window_us,
+        integrity.cutoffs(config, ctx.cutoff_us, ctx.deadlines),
+    )
     fault_rows = faults(config, samples["events"], samples["producers"])
-    verdicts, pipeline_windows = pipeline_tables(config, counts, counted_faults(config, fault_rows))
+    verdicts, pipeline_windows = pipeline_tables(
+        config, counts, counted_faults(config, fault_rows), truncations
+    )
     stages = pipeline_stages(
         config, verdicts, record_tables[tables.TOPIC_WINDOWS.name], record_tables[tables.LOST.name]
     )

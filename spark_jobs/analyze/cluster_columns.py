@@ -20,6 +20,7 @@ NAMED_BY = {
     tables.GROUP_STATUS: "group_id",  # its group rows name no topic
     tables.TRANSACTIONS: "topic",
     tables.OUT_OF_ORDER: "topic",
+    tables.LOG_ANOMALIES: "topic",
 }
 
 

@@ -50,6 +50,7 @@ from spark_jobs.analyze.passes import (
     streams,
 )
 from spark_jobs.analyze.per_id import Context
+from spark_jobs.analyze.per_session import COLUMNS as SESSION_COLUMNS
 from spark_jobs.analyze.per_session import gap_rows, intervals_of, runs, runs_frame
 from spark_jobs.fingerprints import Fingerprints
 
@@ -207,7 +208,7 @@ class Engine:
             self.last = f"{touched} message ids touched"
         self.state = state
         with _timed(timings, "tables"):
-            result = published(state)
+            result = published(state, present_in_runs(fingerprints.displaced, ctx))
         self.last += " (" + ", ".join(f"{k} {v:.1f}s" for k, v in timings.items()) + ")"
         return result
 
@@ -331,12 +332,29 @@ def _ordered_on(
     return pd.concat([state.behind, behind], ignore_index=True), marks
 
 
-def published(state: State) -> tuple[dict[str, pa.Table], pa.Table]:
+def present_in_runs(displaced: pa.Table | None, ctx: Context) -> pd.DataFrame | None:
+    """The truncated source records of producer sessions as one-seq runs: they reached
+    Kafka, so their sequence numbers are no gap (docs/design.md, "Log integrity": they are
+    lost with the cause truncation instead); None when there are none."""
+    if displaced is None or displaced.num_rows == 0:
+        return None
+    sources = displaced.filter(
+        pc.and_(displaced["committed"], pc.is_in(displaced["topic"], pa.array(list(ctx.sources))))
+    )
+    found = intervals_of(sources.select(list(SESSION_COLUMNS)))
+    return None if found.empty else found
+
+
+def published(
+    state: State, present: pd.DataFrame | None = None
+) -> tuple[dict[str, pa.Table], pa.Table]:
     """The tables of the kept state: sequence gaps are worked out from the runs each cycle
-    (they depend on the cutoff, and the runs are few), and the order counts from the
+    (they depend on the cutoff, and the runs are few), with the `present` runs (records
+    that reached Kafka outside the fingerprints) merged in; and the order counts from the
     records out of order (each counts once it is read: no cutoff)."""
     partial = list(state.known.held_from)
-    gap_lost, gap_counted = gap_rows(state.runs, state.ctx, partial)
+    found = state.runs if present is None else runs(pd.concat([state.runs, present]))
+    gap_lost, gap_counted = gap_rows(found, state.ctx, partial)
     ctx = state.ctx
     attributed = order.per_pipeline(state.behind, ctx.sources, ctx.sinks, ctx.source_topics)
     order_counts = tally.order_counts(state.behind, attributed, ctx.window_us)

@@ -18,7 +18,13 @@ from spark_jobs.analyze.publish import arrow_of
 # and cluster-wide ones that count for every pipeline.
 GROUP_FAULTS = ("rebalance", "member_joined", "member_left")
 PRODUCER_FAULTS = ("epoch_bump",)
-TOPIC_FAULTS = ("topic_recreated",)
+# A recreated topic, and a partition's offsets going back (a truncated log: collectors/events.py).
+TOPIC_FAULTS = (
+    "topic_recreated",
+    "high_watermark_backwards",
+    "log_start_backwards",
+    "lso_backwards",
+)
 CLUSTER_FAULTS = ("outage_start", "broker_left")
 # Not faults (they give no weight), but shown with the pipelines of their topic or group.
 TOPIC_EVENTS = (*TOPIC_FAULTS, AUTHORIZATION_FAILED, AUTHORIZATION_RESTORED)

@@ -20,8 +20,9 @@ from spark_jobs.analyze import verdict
 from spark_jobs.analyze.faults import CLUSTER_FAULTS, GROUP_FAULTS, PRODUCER_FAULTS, TOPIC_FAULTS
 from spark_jobs.analyze.output import PIPELINE_COUNTS
 
-# The per-pipeline counts: the engine's per-window sums, and the faults counted here.
-COUNTS = (*PIPELINE_COUNTS, "faults_observed")
+# The per-pipeline counts: the engine's per-window sums, the faults counted here, and the
+# truncations' (analyze/integrity.py).
+COUNTS = (*PIPELINE_COUNTS, "faults_observed", "truncated_records", "inconsistent_offsets")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 Row = dict[str, Any]
 
@@ -109,12 +110,16 @@ def _add(into: Row, counts: Mapping[str, Any]) -> None:
 
 
 def pipeline_tables(
-    config: DgmConfig, counts: pa.Table, faults: Iterable[tuple[str, int]]
+    config: DgmConfig,
+    counts: pa.Table,
+    faults: Iterable[tuple[str, int]],
+    more: Iterable[Mapping[str, Any]] = (),
 ) -> tuple[list[Row], list[Row]]:
     """(verdicts, pipeline_windows) rows from the per-pipeline counts (counts.pipeline_counts:
     per window, plus `total` rows holding the distinct ids over all time) and the counted
     faults; a fault weighs while the pipeline's checked records flowed (plus grace, or a
-    deadline claim's max_delay)."""
+    deadline claim's max_delay). `more`: counts to add (pipeline, window_us or None for the
+    totals alone, and any of COUNTS), the truncations' (analyze/integrity.py)."""
     settings = config.analysis
     settle = {p.name: _settle_us(p, settings.grace_s) for p in config.pipelines}
     width = settings.window_s * 1_000_000
@@ -133,6 +138,10 @@ def pipeline_tables(
         if row["first_checked_us"] is not None:
             first, last = spans.get(name, (row["first_checked_us"], row["last_checked_us"]))
             spans[name] = (min(first, row["first_checked_us"]), max(last, row["last_checked_us"]))
+    for extra in more:
+        _add(totals[extra["pipeline"]], {**extra, "distinct_ids": 0})
+        if extra["window_us"] is not None:
+            _add(windows[(extra["pipeline"], extra["window_us"])], {**extra, "distinct_ids": 0})
     for name, at in faults:
         if name in spans and spans[name][0] <= at <= spans[name][1] + settle.get(name, 0):
             totals[name]["faults_observed"] += 1

@@ -3,7 +3,8 @@ and the end-to-end semantic"), worked out on the driver from tables the engine a
 
 A pipeline's verdict judges its copy step: duplicates its source already held are reported
 as upstream, never counted against it. The producer is a stage too: what reached the first
-source (its extra copies, its producers' sequence gaps) is that stage's semantic. Pipelines
+source (its extra copies, its producers' sequence gaps, its records truncated logs lost) is
+that stage's semantic. Pipelines
 chain when one's source topic is another's sink; the end-to-end semantic composes the
 producer stage and every pipeline from the first source to the last sink (verdict.compose).
 """
@@ -79,7 +80,10 @@ def pipeline_stages(
         copies = sum(r["duplicate_copies"] or 0 for r in held)
         distinct = sum(r["distinct_ids"] or 0 for r in held)
         missing = sum(gaps.get(n, 0) for n in firsts)
-        producer = verdict.achieved(records, copies, missing, 0, config.analysis.min_records)
+        truncated = sum(r.get("truncated_records") or 0 for r in held)
+        producer = verdict.achieved(
+            records, copies, missing + truncated, 0, config.analysis.min_records
+        )
         stages = [producer, *(achieved.get(n, Achieved.INSUFFICIENT_EVIDENCE) for n in chain)]
         rows.append(
             {
@@ -92,6 +96,7 @@ def pipeline_stages(
                 "producer_sequence_gaps": missing,
                 "producer_achieved": producer.value,
                 "end_to_end_achieved": verdict.compose(stages).value,
+                "producer_truncated_records": truncated,
             }
         )
     return rows

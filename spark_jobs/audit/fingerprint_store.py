@@ -18,6 +18,10 @@ A batch whose manifest or a part file no longer reads (damaged on disk) is moved
 Compaction writes one new batch holding the kept fingerprints of the batches it replaces and
 their ranges (so the positions survive), listing them in `replaces`; readers ignore a batch a
 complete batch replaces, so a crash before the old dirs are gone duplicates nothing.
+The fingerprints a re-read found Kafka no longer holds as audited (audit/reread.py) leave
+the batches for the `_anomalies` folder of the batch that rewrote them (DISPLACED rows; Spark
+skips a folder whose name starts with '_'); every rewrite carries them over, as it carries
+fingerprints (retention drops them by the same rule).
 File external sinks (SQLite, DuckDB) are snapshots, `external/<pipeline>.parquet`, each
 replaced atomically. A JDBC sink's new rows are a batch like a Kafka range's; its manifest's
 `external` names, per pipeline, the sink (a hash of what shapes its rows), its topic and the
@@ -55,11 +59,12 @@ from pyspark.sql import functions as F
 
 from dgm.config_schema import MessageIdRule
 from dgm.durable import fsync
+from dgm.fingerprints import DISPLACED as ARROW_DISPLACED
+from dgm.fingerprints import DISPLACED_DIR, FINGERPRINTS_DIR
 from dgm.fingerprints import FINGERPRINT as ARROW_FINGERPRINT
-from dgm.fingerprints import FINGERPRINTS_DIR
 from dgm.samples import Key
 from spark_jobs.audit.ranges import OffsetRange
-from spark_jobs.schemas import FINGERPRINT
+from spark_jobs.schemas import DISPLACED, FINGERPRINT
 
 log = logging.getLogger(__name__)
 
@@ -199,6 +204,8 @@ class FingerprintStore:
         reaudits: Sequence[str] = (),
         external: Mapping[str, Mapping[str, Any]] | None = None,
         expected: Mapping[str, str] | None = None,
+        displaced: DataFrame | None = None,
+        rewritten: bool = False,
     ) -> Batch:
         """Write `frame` (FINGERPRINT rows of `ranges`, and of the JDBC sinks `external`
         names: pipeline -> {"topic", "sink", "upto"}) as one committed batch; call under
@@ -210,6 +217,15 @@ class FingerprintStore:
         frame.select(*(f.name for f in FINGERPRINT.fields)).write.parquet(str(temp))
         manifest = _manifest(spark, temp, ranges, id_rules, replaces, topic_ids, reaudits)
         manifest["expected"] = dict(sorted((expected or {}).items()))
+        if displaced is not None:
+            aside = temp / DISPLACED_DIR
+            displaced.select(*(f.name for f in DISPLACED.fields)).write.parquet(str(aside))
+            manifest["displaced"] = spark.read.schema(DISPLACED).parquet(str(aside)).count()
+            for path in aside.iterdir():
+                fsync(path)
+        # Rows other than the replaced batches' own (a re-read's rewrite): readers that keep
+        # fingerprints read everything again (audit/kept_fingerprints.py).
+        manifest["rewritten"] = rewritten
         if external:
             manifest["external"] = {
                 name: {**entry, "records": _records_of(manifest, entry["topic"])}
@@ -228,6 +244,13 @@ class FingerprintStore:
         """The paths of the external sinks' snapshots."""
         external = self.external_dir
         return sorted(str(p) for p in external.glob("*.parquet")) if external.is_dir() else []
+
+    def displaced(self) -> pa.Table:
+        """Every complete batch's displaced fingerprints (DISPLACED), read on the driver:
+        they are few."""
+        folders = [b.path / DISPLACED_DIR for b in self.complete_batches()]
+        tables = [pq.read_table(f, schema=ARROW_DISPLACED) for f in folders if f.is_dir()]
+        return pa.concat_tables(tables) if tables else ARROW_DISPLACED.empty_table()
 
     def load(self, spark: SparkSession) -> DataFrame:
         """Every complete batch's fingerprints and every external snapshot, FINGERPRINT
@@ -285,16 +308,37 @@ class FingerprintStore:
         keep: Column | None = None,
         without: Collection[str] = (),
         forget_external: Collection[str] = (),
+        rows: DataFrame | None = None,
+        ends: Mapping[Key, int] | None = None,
+        displaced: DataFrame | None = None,
     ) -> Batch:
         """Rewrite `chosen` as one batch holding their rows that match `keep` (all without
         it), and their ranges, id rules and topic ids except those of the topics `without`,
         and the newest JDBC sink entry of each pipeline but those `forget_external` names;
         then retire them. Call under `writer_lock`. Crash-safe: the new batch lists those it
-        replaces."""
-        rows = spark.read.schema(FINGERPRINT).parquet(*(str(b.path) for b in chosen))
-        if keep is not None:
-            rows = rows.filter(keep)
-        ranges = [r for r in merged_ranges(chosen) if r.topic not in without]
+        replaces. Their displaced fingerprints go with them (those matching `keep`). A
+        re-read's rewrite gives the `rows` instead, the partitions whose audited range now
+        `ends` earlier, and the `displaced` fingerprints it adds."""
+        paths = [str(b.path) for b in chosen]
+        rewritten = rows is not None
+        if rows is None:
+            rows = spark.read.schema(FINGERPRINT).parquet(*paths)
+            if keep is not None:
+                rows = rows.filter(keep)
+        aside = [str(b.path / DISPLACED_DIR) for b in chosen if (b.path / DISPLACED_DIR).is_dir()]
+        kept_aside = spark.read.schema(DISPLACED).parquet(*aside) if aside else None
+        if kept_aside is not None and keep is not None:
+            kept_aside = kept_aside.filter(keep)
+        if kept_aside is not None and without:
+            kept_aside = kept_aside.filter(~F.col("topic").isin(*sorted(without)))
+        if displaced is not None:
+            kept_aside = displaced if kept_aside is None else kept_aside.unionByName(displaced)
+        ranges = [
+            OffsetRange(r.topic, r.partition, r.start, min(r.end, (ends or {}).get(r.key, r.end)),
+                        r.skipped, r.before_start)
+            for r in merged_ranges(chosen)
+            if r.topic not in without
+        ]  # fmt: skip
         rules = {
             t: MessageIdRule(**r)
             for b in chosen
@@ -311,7 +355,17 @@ class FingerprintStore:
         expected = {p: e for b in chosen for p, e in b.manifest.get("expected", {}).items()}
         reaudits = sorted(reaudited(chosen))
         batch = self.write_batch(
-            spark, rows, ranges, rules, names, ids, reaudits, external, expected=expected
+            spark,
+            rows,
+            ranges,
+            rules,
+            names,
+            ids,
+            reaudits,
+            external,
+            expected=expected,
+            displaced=kept_aside,
+            rewritten=rewritten,
         )
         retire(chosen)
         return batch

@@ -32,7 +32,7 @@ from pyspark.sql import functions as F
 from dgm.clusters import DEFAULT_CLUSTER, SEPARATOR, qualified
 from dgm.config_schema import FILE_KINDS, DgmConfig, MessageIdRule, id_rule_conflicts
 from dgm.errors import UserFacingError
-from dgm.samples import Key, PartitionOffsets
+from dgm.samples import Key, PartitionOffsets, SampleStore
 from spark_jobs.audit.cluster_sources import (
     KafkaSources,
     cluster_kafka_options,
@@ -69,6 +69,7 @@ from spark_jobs.audit.ranges import (
 from spark_jobs.audit.recreated import forget_topics, recreated_topics
 from spark_jobs.audit.start import first_starts
 from spark_jobs.audit.tracker import EVERY_S, AuditTracker
+from spark_jobs.audit.truncation import RereadReport, reread
 
 Progress = Callable[[str], None]
 # Offsets read per Spark job: the audit's progress is exact at each chunk's end (about 5 s
@@ -95,6 +96,8 @@ class AuditResult:
     external: dict[str, Path] = field(default_factory=dict)
     # The batch of the rows the JDBC sinks added; None when they added none.
     jdbc_batch: Path | None = None
+    # What was read again of the audited offsets, and the truncations it found.
+    reread: RereadReport | None = None
 
     @property
     def skipped(self) -> int:
@@ -221,6 +224,35 @@ def _fingerprint_kafka(
     """One batch for `ranges`; empty ranges (a first audit's recorded start) are stored in
     the manifest without a read. With `config`, source records are marked by the pipelines'
     `expected` predicates and the manifest records them."""
+    frame, frames, transactional = fingerprinted(
+        spark, sources, ranges, rules, flagged, tracker, chunk_offsets, config
+    )
+    try:
+        used = {t: rules[t] for t in sorted({r.topic for r in ranges})}
+        store = FingerprintStore(state_dir)
+        judged = recorded_predicates(config, {r.topic for r in ranges}) if config else {}
+        batch = store.write_batch(
+            spark, frame, ranges, used, (), topic_ids, reaudits, expected=judged
+        )
+    finally:
+        for piece in frames:
+            piece.unpersist()
+    return batch, transactional
+
+
+def fingerprinted(
+    spark: SparkSession,
+    sources: KafkaSources,
+    ranges: Sequence[OffsetRange],
+    rules: Mapping[str, MessageIdRule],
+    flagged: set[str],
+    tracker: AuditTracker,
+    chunk_offsets: int = CHUNK_OFFSETS,
+    config: DgmConfig | None = None,
+) -> tuple[DataFrame, list[DataFrame], tuple[str, ...]]:
+    """The fingerprints of `ranges`, committed or aborted (with `config`, source records
+    marked by the pipelines' `expected` predicates); the persisted frames they are made of
+    (the caller unpersists them once it wrote them); the topics read twice."""
     reading = [r for r in ranges if r.size > 0]
     topics = sorted({r.topic for r in reading})
     frames, counts = _read_chunks(spark, sources, reading, rules, tracker, chunk_offsets, config)
@@ -235,16 +267,11 @@ def _fingerprint_kafka(
             committed_view = read_ranges(spark, sources, in_txn, "read_committed")
             mine = uncommitted.filter(F.col("topic").isin(transactional))
             parts.append(mark_committed(mine, committed_view))
-        used = {t: rules[t] for t in sorted({r.topic for r in ranges})}
-        store = FingerprintStore(state_dir)
-        judged = recorded_predicates(config, {r.topic for r in ranges}) if config else {}
-        batch = store.write_batch(
-            spark, _union(parts), ranges, used, (), topic_ids, reaudits, expected=judged
-        )
-    finally:
+    except BaseException:
         for frame in frames:
             frame.unpersist()
-    return batch, tuple(transactional)
+        raise
+    return _union(parts), frames, tuple(transactional)
 
 
 def _quiet(_: str) -> None:
@@ -287,6 +314,7 @@ def audit(
         if recreated:
             forget_topics(spark, state_dir, recreated)
         rejudged = _rejudge_changed_predicates(spark, config, store, progress)
+        rereads = _reread(spark, config, sources, sampled, newest, store, progress)
         audited = store.audited_positions()
         starts = first_starts(
             config.analysis.start,
@@ -352,7 +380,52 @@ def audit(
         transactional,
         external,
         jdbc.path if jdbc else None,
+        rereads,
     )
+
+
+def _reread(
+    spark: SparkSession,
+    config: DgmConfig,
+    sources: KafkaSources,
+    sampled: Sequence[PartitionOffsets],
+    newest: int,
+    store: FingerprintStore,
+    progress: Progress,
+) -> RereadReport:
+    """Read part of the audited offsets again and rewrite the partitions found truncated
+    (audit/truncation.py); call under the store's writer lock. `newest`: the sample files
+    to look at for transactions."""
+    rules = topic_rules(config)
+    audited = store.audited_positions()
+    new_offsets = sum(
+        max(0, s.lso - audited[key]) for s in sampled if (key := (s.topic, s.partition)) in audited
+    )
+
+    def read(ranges: Sequence[OffsetRange]) -> DataFrame:
+        return read_ranges(spark, sources, ranges, "read_uncommitted")
+
+    def fingerprint(ranges: Sequence[OffsetRange]) -> tuple[DataFrame, Callable[[], None]]:
+        topics = {r.topic for r in ranges}
+        flagged = transactional_topics(
+            config.state_dir, topics, newest
+        ) | has_open_or_recent_transaction(s for s in sampled if s.topic in topics)
+        total = sum(r.size for r in ranges)
+        with AuditTracker(config.state_dir, total, progress) as tracker:
+            frame, frames, _ = fingerprinted(
+                spark, sources, ranges, rules, flagged, tracker, config=config
+            )
+
+        def done() -> None:
+            for piece in frames:
+                piece.unpersist()
+
+        return frame, done
+
+    return reread(
+        spark, store, SampleStore(config.state_dir), sampled, rules,
+        config.analysis.reread_share, new_offsets, read, fingerprint, progress,
+    )  # fmt: skip
 
 
 def _reaudit_damaged(

@@ -10,7 +10,8 @@ What the store does besides adding batches is followed from the manifests: a mer
 one batch replacing others with exactly their rows (its `records` is their sum), so the
 kept rows stay and only the bookkeeping changes. Anything else that removes a batch
 (retention's compaction dropping rows, a recreated topic forgotten, a damaged batch set
-aside) or a replacement whose rows differ makes the next run read everything again, as does
+aside, a re-read's rewrite of a truncated partition) or a replacement whose rows differ
+makes the next run read everything again, as does
 a failed run (`reset`): a kept frame whose executor is gone is recomputed from its files,
 which a merge may have removed. A JDBC sink's added rows are a batch like any other (only
 its added rows are new; audit/jdbc_audit.py). External sink (file) snapshots are read whole
@@ -94,6 +95,7 @@ class KeptFingerprints:
             added=added,
             external_before=None if before is None else external_before,
             count=whole.count(),
+            displaced=self.store.displaced(),
         )
 
     def _new_batches(self, batches: list[Batch]) -> list[Batch] | None:
@@ -110,8 +112,9 @@ class KeptFingerprints:
             if not replaces:
                 new.append(batch)
                 continue
-            # A replacement: fine only if it replaces kept batches with the same rows.
-            if not replaces <= set(self.records):
+            # A replacement: fine only if it replaces kept batches with the same rows (a
+            # re-read's rewrite has others, whatever their count).
+            if not replaces <= set(self.records) or batch.manifest.get("rewritten"):
                 return None
             if int(batch.manifest["records"]) != sum(self.records[r] for r in replaces):
                 return None

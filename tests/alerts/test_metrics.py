@@ -37,7 +37,8 @@ ROWS: dict[str, list[dict[str, Any]]] = {
             torn_commits=1,
             producer_out_of_order=7,
             sink_out_of_order=4,
-        ),
+        )
+        | {"truncated_records": 4, "inconsistent_offsets": 1},
         verdict("payments", meets_declared=False, achieved="at-least-once"),
         verdict("fresh", meets_declared=None, duplicate_rate=None, achieved="insufficient"),
     ],
@@ -53,9 +54,12 @@ ROWS: dict[str, list[dict[str, Any]]] = {
         {"pipeline": "payments", "window_start": at(0), "meets_declared": False},
     ],
     "topic_windows": [
-        {"topic": "orders-out", "window_start": None, "duplicate_rate": 0.04},
-        {"topic": "orders-out", "window_start": at(0), "duplicate_rate": 0.3},
-        {"topic": "orders-out", "window_start": at(60), "duplicate_rate": 0.02},
+        {"topic": "orders-out", "window_start": None, "duplicate_rate": 0.04}
+        | {"truncated_records": 4, "inconsistent_offsets": 1},
+        {"topic": "orders-out", "window_start": at(0), "duplicate_rate": 0.3}
+        | {"truncated_records": 4, "inconsistent_offsets": 1},
+        {"topic": "orders-out", "window_start": at(60), "duplicate_rate": 0.02}
+        | {"truncated_records": 0, "inconsistent_offsets": 0},
     ],
     "partition_offsets": [
         # An old sample with a bigger lag must not count: only the latest sample per topic.
@@ -108,6 +112,10 @@ def state_dir(tmp_path: Path) -> Path:
         ("lost", "*", "cumulative", {"orders": 3, "payments": 0, "fresh": 0}),
         ("lost", "*", "latest", {"orders": 0}),
         ("loss_rate", "*", "cumulative", {"orders": 0.003}),
+        ("truncated_records", "orders", "cumulative", {"orders": 4}),
+        ("truncated_records", "topic:*", "cumulative", {"orders-out": 4}),
+        ("truncated_records", "topic:*", "latest", {"orders-out": 0}),
+        ("inconsistent_offsets", "topic:orders-*", "cumulative", {"orders-out": 1}),
         ("aborted_reads", "orders", "cumulative", {"orders": 2}),
         ("verdict_violates", "*", "cumulative", {"orders": 0, "payments": 1, "fresh": 0}),
         ("verdict_violates", "*", "latest", {"orders": 0, "payments": 1}),

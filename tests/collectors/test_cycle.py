@@ -3,6 +3,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from collectors.clients import Clients
@@ -50,6 +51,7 @@ def test_a_cycle_writes_every_kind_and_the_open_transaction_shows_in_them(
         (offsets,) = newest(store, "offsets", partition=0)
         assert (offsets["lso"], offsets["high_watermark"], offsets["lso_lag"]) == (6, 11, 5)
         assert offsets["cluster_id"] == first.cluster_id and offsets["sampled_at"] is not None
+        assert offsets["leader_epoch"] == 0  # the topic's first leader
         (producer_row,) = newest(store, "producers", partition=0)
         assert producer_row["txn_start_offset"] == 6
         assert [e["event"] for e in newest(store, "events")] == ["collector_start"]
@@ -81,3 +83,40 @@ def test_a_cycle_writes_every_kind_and_the_open_transaction_shows_in_them(
         assert newest(restarted.store, "producers", partition=0)[0]["txn_start_offset"] is None
     finally:
         restarted.clients.close()
+
+
+def test_a_restarted_collector_sees_a_high_watermark_below_its_last_sample(
+    kafka: Any, tmp_path: Path
+) -> None:
+    """The offsets of the newest sample are the 'before' of the first cycle after a restart:
+    a truncation while the collector was down is still an event."""
+    topic = kafka.new_topic("coll-back")
+    producer = transactional_producer(kafka)
+    producer.begin_transaction()
+    send(producer, topic, 3)
+    producer.commit_transaction(30)  # 0-2, marker 3: high watermark 4
+    first = collector(kafka, tmp_path, topic)
+    try:
+        first.cycle()
+    finally:
+        first.clients.close()
+    (row,) = newest(first.store, "offsets")
+    # What the last sample would have said had the log been longer before it was truncated.
+    first.store.write_table(
+        "offsets",
+        pa.Table.from_pylist(
+            [{**row, "high_watermark": 9, "lso": 9, "sampled_at": row["sampled_at"]}],
+            schema=SCHEMAS["offsets"],
+        ),
+    )
+    restarted = collector(kafka, tmp_path, topic)
+    try:
+        restarted.cycle()
+    finally:
+        restarted.clients.close()
+    found = [e for e in newest(restarted.store, "events") if e["event"].endswith("_backwards")]
+    assert [(e["event"], e["before"], e["after"], e["partition"]) for e in found] == [
+        ("high_watermark_backwards", 9, 4, 0),
+        ("lso_backwards", 9, 4, 0),
+    ]
+    assert found[0]["leader_epoch"] == 0 and found[0]["topic"] == topic

@@ -6,12 +6,14 @@ from collectors.events import (
     Event,
     GroupView,
     MemberView,
+    backwards_events,
     broker_events,
     group_events,
     idempotent_epoch_events,
     topic_events,
     transactional_epoch_events,
 )
+from dgm.samples import PartitionOffsets
 
 AT = datetime(2025, 1, 1, tzinfo=UTC)
 
@@ -94,3 +96,33 @@ def test_a_topic_whose_id_changed_was_recreated() -> None:
     assert (event.event, event.topic) == ("topic_recreated", "orders")
     assert "id-1 -> id-9" in event.detail
     assert topic_events({}, now, at, "c") == []  # the first sample knows no earlier id
+
+
+def offsets(
+    topic: str = "t", start: int = 0, hw: int = 10, lso: int = 10, epoch: int | None = 0
+) -> PartitionOffsets:
+    return PartitionOffsets(topic, 0, start, hw, lso, leader_epoch=epoch)
+
+
+def test_a_high_watermark_and_lso_going_back_are_one_event_each() -> None:
+    before = {("t", 0): offsets(hw=150, lso=150, epoch=0)}
+    found = backwards_events(before, [offsets(hw=100, lso=100, epoch=1)], AT, "c")
+    assert [(e.event, e.before, e.after, e.partition, e.leader_epoch) for e in found] == [
+        ("high_watermark_backwards", 150, 100, 0, 1),
+        ("lso_backwards", 150, 100, 0, 1),
+    ]
+    assert found[0].detail == "t[0]: high watermark went back from 150 to 100 (leader epoch 0 -> 1)"
+
+
+def test_a_log_start_going_back_is_an_event_and_growth_is_none() -> None:
+    before = {("t", 0): offsets(start=5, epoch=None)}
+    (found,) = backwards_events(before, [offsets(start=2, hw=12, lso=11, epoch=3)], AT, "c")
+    assert (found.event, found.before, found.after) == ("log_start_backwards", 5, 2)
+    assert "leader epoch" not in found.detail  # the epoch before is unknown
+    assert backwards_events(before, [offsets(start=5, hw=20, lso=20)], AT, "c") == []
+
+
+def test_a_new_partition_or_a_recreated_topic_is_no_truncation() -> None:
+    before = {("t", 0): offsets(hw=150, lso=150)}
+    assert backwards_events({}, [offsets(hw=1, lso=1)], AT, "c") == []
+    assert backwards_events(before, [offsets(hw=0, lso=0)], AT, "c", recreated={"t"}) == []

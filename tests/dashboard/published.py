@@ -7,7 +7,9 @@ lab run and the dashboard tests keep their meaning. Three pipelines:
   (allowed at-least-once), nothing lost, tested across faults.
 - `payments-eos` declares exactly-once and violates it: three duplicated ids in its sink
   (reprocessing and producer retry), two lost records (one a torn commit) and one sequence
-  gap; its source producer wrote two records out of order, its sink holds one.
+  gap; its source producer wrote two records out of order, its sink holds one; its sink's
+  partition 0 was truncated: two records truncated, one of their offsets taken by another
+  record (an inconsistent offset).
 - `audit-trail` has too few checked records: insufficient evidence.
 
 The ledger topic holds one open and one hanging transaction; the hanging one pins the LSO of
@@ -31,6 +33,9 @@ from spark_jobs.analyze.group_status import Sample, evaluate, summarize, worst
 
 WINDOW_S = 60
 WINDOWS = 10
+# payments-eos's sink: truncated records and inconsistent offsets, in one window.
+TRUNCATED_TOPIC = "payments-ledger"
+TRUNCATED, INCONSISTENT, TRUNCATED_WINDOW = 2, 1, 3
 SAMPLE_EVERY_S = 30
 
 Row = dict[str, Any]
@@ -198,6 +203,7 @@ def _verdicts() -> list[Row]:
     common |= {"late_records": 0, "claim": "group commits"}
     common |= {"filtered": 0, "filter_undecided": 0}
     common |= {"torn_commits": 0, "producer_out_of_order": 0, "sink_out_of_order": 0}
+    common |= {"truncated_records": 0, "inconsistent_offsets": 0}
     return [
         {
             **common,
@@ -246,6 +252,8 @@ def _verdicts() -> list[Row]:
             "sink": ["payments-ledger"],
             "consumer_group": "payments-processor",
             "claim_detail": "group payments-processor",
+            "truncated_records": TRUNCATED,
+            "inconsistent_offsets": INCONSISTENT,
         },
         {
             **common,
@@ -321,6 +329,10 @@ def _windows(verdicts: list[Row]) -> list[Row]:
                         1 for r in shown if r["pipeline"] is None and r["topic"] in sources
                     ),
                     "sink_out_of_order": sum(1 for r in shown if r["pipeline"] == v["pipeline"]),
+                    "truncated_records": v["truncated_records"] if w == TRUNCATED_WINDOW else 0,
+                    "inconsistent_offsets": (
+                        v["inconsistent_offsets"] if w == TRUNCATED_WINDOW else 0
+                    ),
                 }
             )
     return rows
@@ -367,6 +379,7 @@ def _topic_and_partition_windows(dups: list[Row]) -> tuple[list[Row], list[Row]]
                     "out_of_order": sum(
                         1 for r in _in_window(_out_of_order(), start) if r["topic"] == topic
                     ),
+                    **_truncations(topic, w == TRUNCATED_WINDOW),
                 }
             )
         n_extra = sum(1 for d in extra if d["topic"] == topic)
@@ -381,9 +394,37 @@ def _topic_and_partition_windows(dups: list[Row]) -> tuple[list[Row], list[Row]]
                 "unidentified": 0,
                 "aborted": aborted_total,
                 "out_of_order": sum(1 for r in _out_of_order() if r["topic"] == topic),
+                **_truncations(topic, True),
             }
         )
     return topics, partitions
+
+
+def _truncations(topic: str, counted: bool) -> Row:
+    mine = counted and topic == TRUNCATED_TOPIC
+    return {
+        "truncated_records": TRUNCATED if mine else 0,
+        "inconsistent_offsets": INCONSISTENT if mine else 0,
+    }
+
+
+def _log_anomalies() -> list[Row]:
+    """payments-ledger[0] truncated at offset 120: two records gone, 120 holds another now."""
+    at = (WINDOWS - TRUNCATED_WINDOW) * WINDOW_S - 10
+    base = {"topic": TRUNCATED_TOPIC, "partition": 0, "timestamp": at, "detected_at": 30}
+    base |= {"producer": "proc-a", "key": None}
+    truncated = [
+        {**base, "anomaly": "truncated record", "jepsen": "lost-write", "offset": 120 + n}
+        | {"message_id": f"pay-{900 + n}", "seq": 900 + n}
+        | {"now_message_id": "pay-950" if n == 0 else None}
+        for n in range(TRUNCATED)
+    ]
+    inconsistent = [
+        {**row, "anomaly": "inconsistent offset", "jepsen": "inconsistent-offsets"}
+        for row in truncated
+        if row["now_message_id"] is not None
+    ]
+    return truncated + inconsistent
 
 
 def _offsets_and_lag(now: datetime) -> tuple[list[Row], list[Row]]:
@@ -634,6 +675,7 @@ def build(state_dir: Path, *, now: datetime | None = None, finished_ago_s: int =
         "transactions": _transactions(),
         "faults": _faults(),
         "pipeline_stages": _stages(),
+        "log_anomalies": _log_anomalies(),
     }
     with duckdb.connect(str(temp)) as con:
         con.execute("SET TimeZone = 'UTC'")

@@ -205,6 +205,35 @@ def test_overview_shows_torn_commits_and_order(app: AppTest) -> None:
     assert "**2** source records behind a higher dgm-seq" in card
 
 
+def test_topic_log_integrity(app: AppTest) -> None:
+    at = page(app, "topic", topic="payments-ledger")
+    healthy(at)
+    errors = [e.value for e in at.error]
+    assert any("**2 truncated records** and **1 inconsistent offsets**" in e for e in errors)
+    anomalies = at.dataframe[-1].value
+    assert sorted(zip(anomalies["anomaly"], anomalies["offset"], strict=True)) == [
+        ("inconsistent offset", 120),
+        ("truncated record", 120),
+        ("truncated record", 121),
+    ]
+    assert set(anomalies["jepsen"]) == {"lost-write", "inconsistent-offsets"}
+    at = page(app, "topic", topic="orders")
+    assert "No truncated record and no inconsistent offset found in this topic." in [
+        s.value for s in at.success
+    ]
+
+
+def test_overview_shows_log_integrity(app: AppTest) -> None:
+    app.query_params["pipeline"] = "payments-eos"
+    at = app.run()
+    healthy(at)
+    table = _table(at)
+    assert (
+        dict(zip(table["pipeline"], table["truncated_records"], strict=True))["payments-eos"] == 2
+    )
+    assert any("**Log integrity**: 2 truncated records" in e.value for e in at.error)
+
+
 def test_unknown_topic_in_url_says_so(app: AppTest) -> None:
     at = page(app, "topic", topic="no-such-topic")
     healthy(at)

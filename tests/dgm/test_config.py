@@ -230,6 +230,13 @@ def test_analysis_start_is_earliest_latest_or_a_duration(tmp_path: Path) -> None
     assert "analysis.start" in error_for(tmp_path, '[analysis]\nstart = "0h"\n')
 
 
+def test_the_reread_share_is_a_share(tmp_path: Path) -> None:
+    assert load_text(tmp_path, "").analysis.reread_share == 0.1
+    assert load_text(tmp_path, "[analysis]\nreread_share = 0\n").analysis.reread_share == 0
+    message = error_for(tmp_path, "[analysis]\nreread_share = 1.5\n")
+    assert message.startswith("dgm.toml: analysis.reread_share: expected a share between 0 and 1")
+
+
 def test_duplicate_pipeline_names(tmp_path: Path) -> None:
     message = error_for(tmp_path, PIPELINE + PIPELINE)
     assert message == (

@@ -66,6 +66,8 @@ def test_values_are_the_published_ones(state_dir: Path) -> None:
         "orders-alo": 1,
         "payments-eos": 0,
     }  # audit-trail: insufficient evidence, no series
+    assert by(scraped, "dgm_pipeline_truncated_records", "pipeline")["payments-eos"] == 2
+    assert by(scraped, "dgm_topic_inconsistent_offsets", "topic_name")["payments-ledger"] == 1
     assert by(scraped, "dgm_pipeline_lost_records", "pipeline") == {
         "orders-alo": 0,
         "payments-eos": 5,
