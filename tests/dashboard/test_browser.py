@@ -101,3 +101,34 @@ def test_a_shared_topic_link_is_the_first_request(published: Expected) -> None:
         page.get_by_text(f"{ids} duplicated ids", exact=False).wait_for(timeout=WAIT_MS)
         page.get_by_text("Data freshness").wait_for(timeout=WAIT_MS)  # app.py ran too
         page.get_by_role("link", name="Transactions & LSO").wait_for(timeout=WAIT_MS)
+
+
+def test_order_torn_commits_and_truncations_show_in_the_browser(
+    dashboard_url: str, artifacts: Path
+) -> None:
+    """The anomalies beside duplicates and losses, as a user meets them: the overview's
+    columns and the pipeline's card, then each topic page's Order and Log integrity sections
+    (the hand-made publication: tests/dashboard/published.py)."""
+    with chromium() as page:
+        page.goto(f"{dashboard_url}/?pipeline=payments-eos", timeout=WAIT_MS)
+        wait_cell(page, "Torn commits")  # the table's column (those right of it scroll)
+        card = (
+            "1 of the lost records are torn commits",
+            "2 source records behind a higher dgm-seq of their producer session",
+            "1 sink records behind a higher offset of their source partition",
+            "2 truncated records (Jepsen: lost-write) and 1 inconsistent offsets",
+        )
+        for said in card:
+            page.get_by_text(said, exact=False).first.wait_for(timeout=WAIT_MS)  # the card
+        settle(page)
+        page.screenshot(path=artifacts / "overview-anomalies.png")
+
+        page.goto(f"{dashboard_url}/topic?topic=payments", timeout=WAIT_MS)
+        page.get_by_text("out of order: 2 records", exact=False).wait_for(timeout=WAIT_MS)
+        page.goto(f"{dashboard_url}/topic?topic=payments-ledger", timeout=WAIT_MS)
+        page.get_by_text("sink out of order: 1 records", exact=False).wait_for(timeout=WAIT_MS)
+        page.get_by_text("2 truncated records", exact=False).wait_for(timeout=WAIT_MS)
+        page.get_by_text("1 inconsistent offsets", exact=False).first.wait_for(timeout=WAIT_MS)
+        wait_cell(page, "lost-write")  # each anomaly listed with its Jepsen name
+        settle(page)
+        page.screenshot(path=artifacts / "topic-anomalies.png")
