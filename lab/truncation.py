@@ -112,6 +112,8 @@ def truncate(
     test audits them there); `on_truncated(topic)` once the `after` records are written,
     while the old leader restarts. Every broker runs again when it returns, or raises."""
     began = time.monotonic()
+    # A broker another run restarted may still be rejoining: the recipe needs all of them.
+    wait_until(lambda: _registered(admin) == len(cluster.nodes), 120, "every broker registered")
     topic = f"truncated-{uuid.uuid4().hex[:8]}"
     create_topic(admin, topic, config=TOPIC_CONFIG, replicas=[[leader, follower]])
     servers = {n.node_id: f"127.0.0.1:{n.ports.port}" for n in cluster.nodes}
@@ -119,7 +121,7 @@ def truncate(
     bystander = next(servers[n] for n in sorted(servers) if n not in (leader, follower))
     ledger = folder / f"{topic}.jsonl"
     write(cluster.bootstrap_servers, topic, ledger, before, "before")
-    wait_until(lambda: high_watermark(admin, topic) == before, 60, "the follower to replicate")
+    wait_until(lambda: high_watermark(admin, topic) == before, 120, "the follower to replicate")
     say(f"{before} records replicated to brokers {leader} and {follower}")
     down = {follower}
     cluster.stop_broker(follower, kill=True)
@@ -206,6 +208,14 @@ def answered(offset: int | None) -> tuple[int] | None:
     """(offset,) once an offset is known (a 1-tuple, so offset 0 counts); a new leader answers
     OFFSET_INVALID (-1001) while it recovers."""
     return None if offset is None or offset < 0 else (offset,)
+
+
+def _registered(admin: AdminClient) -> int:
+    """How many brokers the cluster's metadata lists (those registered and not fenced)."""
+    try:
+        return len(admin.list_topics(timeout=5).brokers)
+    except KafkaException:
+        return 0
 
 
 def high_watermark(admin: AdminClient, topic: str) -> int | None:

@@ -134,3 +134,15 @@ def sink_out_of_order(records: list[Record]) -> list[Record]:
         return int(src.decode().rsplit("/", 1)[1]) if src else None
 
     return _behind(records, source_partition, source_offset)
+
+
+def sequence_gaps(records: list[Record]) -> int:
+    """Records missing from the producer sessions' dgm-seq runs, per partition, between a
+    session's lowest and highest seq (docs/design.md, "lost", cause sequence gap). `records`
+    read with read_uncommitted: an aborted record was written, so it is no gap."""
+    seqs: dict[tuple[bytes, int], set[int]] = {}
+    for r in records:
+        producer, seq = r.headers.get(PRODUCER), r.headers.get(SEQ)
+        if producer is not None and seq is not None:
+            seqs.setdefault((producer, r.partition), set()).add(int(seq))
+    return sum(max(s) - min(s) + 1 - len(s) for s in seqs.values())

@@ -26,13 +26,14 @@ from dgm.config import load_config
 from spark_jobs.job import AnalysisJob
 from tests.dashboard.browser import CHROMIUM, WAIT_MS, chromium, grid_cells, serving
 from tests.published_lab import PublishedLab
+from tests.strength import by_strength
 
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(not CHROMIUM.exists(), reason=f"needs Debian's Chromium at {CHROMIUM}"),
 ]
 
-RELOADS = 20
+RELOADS = by_strength(8, 20)  # DGM_LONG=1: twenty
 PUBLICATIONS = 3  # distinct analysis runs the reloads must have shown
 DEADLINE_S = 900
 LAST_ANALYSIS = re.compile(r"Last analysis: (\S+ \S+) UTC")

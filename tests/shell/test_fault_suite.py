@@ -48,7 +48,7 @@ from tests.shell.fault_suite import (
     sample_rows,
     watch_verdicts,
 )
-from tests.truth import by_id, extra_copies, topic_ids
+from tests.truth import by_id, extra_copies, read_records, sequence_gaps, topic_ids
 
 PLAN = Plan.from_env()
 PIPELINES = (
@@ -71,7 +71,11 @@ def truth_of(kafka: KafkaUnderTest, pipeline: PipelineConfig, lab_dir: Path) -> 
     sink = by_id(sink_copies)
     ledger = read_ledger(lab_dir / pipeline.name / "ledger.jsonl")
     assert set(ledger.acked) <= set(source), "an acknowledged record is missing from the source"
+    # A transaction aborted while the brokers were away purges what it had not sent yet: the
+    # lab's producer leaves those dgm-seqs unwritten, which dgm rightly counts as lost.
+    written = read_records(kafka.bootstrap_servers, pipeline.source_topics[0], "read_uncommitted")
     return {
+        "truth_sequence_gaps": sequence_gaps(written),
         "truth_checked": len(source),
         "truth_sink_records": sum(sink.values()),
         "truth_extra": extra_copies(sink),
@@ -181,6 +185,7 @@ def test_the_monitor_survives_its_faults_and_publishes_the_truth(
                 name in verdicts
                 and verdicts[name]["records_checked"] == t["truth_checked"]
                 and verdicts[name]["sink_records"] == t["truth_sink_records"]
+                and verdicts[name]["lost"] == t["truth_sequence_gaps"]  # once past the grace
                 for name, t in truth.items()
             )
             return verdicts if done else None
@@ -192,14 +197,20 @@ def test_the_monitor_survives_its_faults_and_publishes_the_truth(
         for name, t in truth.items():
             row = verdicts[name]
             say(f"{name}: published {row} / truth {t}")
-            assert row["lost"] == t["truth_lost"] == 0, name  # nothing lost, none shown
+            # Nothing lost by the pipeline; what the producer never wrote is lost all the same.
+            assert t["truth_lost"] == 0, name
+            assert row["lost"] == t["truth_sequence_gaps"], name
             assert row["duplicate_copies"] + row["upstream_duplicates"] == t["truth_extra"], name
             assert row["upstream_duplicates"] == t["truth_upstream"] == 0, name
             assert row["aborted_reads"] == t["truth_aborted_reads"] == 0, name
             assert row["beyond_retention"] == 0, name
             assert published_duplicates(state_dir, name) == t["truth_duplicated"], name
-            assert record.max_lost_seen.get(name, 0) == 0, f"{name} showed a false loss"
-        assert verdicts[PIPELINES[1].name]["achieved"] == "exactly-once"
+            seen = record.max_lost_seen.get(name, 0)
+            assert seen <= t["truth_sequence_gaps"], f"{name} showed a false loss"
+        exactly_once = truth[PIPELINES[1].name]
+        assert verdicts[PIPELINES[1].name]["achieved"] == (
+            "exactly-once" if exactly_once["truth_sequence_gaps"] == 0 else "at-most-once"
+        )
 
         final = sample_rows(state_dir)
         assert [row for row, n in final.items() if n > 1] == [], "a sample read twice"

@@ -26,6 +26,7 @@ from spark_jobs.schemas import FINGERPRINT
 from tests import reference
 from tests.generated_fingerprints import pipeline
 from tests.spark_jobs.analyze import engine_run
+from tests.strength import only_at_full_strength
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 ARROW_FINGERPRINT = to_arrow_schema(FINGERPRINT)
@@ -209,6 +210,7 @@ def test_small_sets_agree(
 
 
 @pytest.mark.slow
+@only_at_full_strength  # CI: the small sets and the 100k reference differential; DGM_LONG=1: 1M
 def test_1m_generated_fingerprints_agree(spark: Any, tmp_path: Path) -> None:
     started = time.monotonic()
     generated = pipeline("m", sends=495_000, partitions=8, seed=11, topics=("s", "k"))

@@ -26,6 +26,7 @@ from spark_jobs.schemas import FINGERPRINT
 from tests import reference
 from tests.generated_fingerprints import pipeline
 from tests.spark_jobs.analyze import engine_run
+from tests.strength import only_at_full_strength
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 ARROW_FINGERPRINT = to_arrow_schema(FINGERPRINT)
@@ -303,6 +304,7 @@ def test_100k_generated_fingerprints_agree(spark: Any, tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@only_at_full_strength  # CI: the 100k set and the small sets (DGM_LONG=1 runs 1M)
 def test_1m_generated_fingerprints_agree(spark: Any, tmp_path: Path) -> None:
     generated = pipeline("m", sends=495_000, partitions=8, seed=13, topics=("s", "k"))
     table = pa.concat_tables([generated.source, generated.sink])
