@@ -13,6 +13,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from hypothesis import HealthCheck, settings
 
 from dgm.config_schema import AnalysisSettings, DgmConfig, ExternalSink, PipelineConfig
 from spark_jobs.analyze.engine import Engine
@@ -134,3 +135,18 @@ def shuffle_partitions(spark: Any, count: int) -> Iterator[None]:
         yield
     finally:
         spark.conf.set("spark.sql.shuffle.partitions", before)
+
+
+def spark_examples(count: int) -> settings:
+    """Hypothesis settings for a property run against the session's Spark: `count` examples,
+    no deadline (a Spark job's time varies with the machine's load), and the fixtures shared
+    across examples (the session's Spark, one shuffle partition) allowed."""
+    return settings(
+        max_examples=count,
+        deadline=None,
+        suppress_health_check=[
+            HealthCheck.too_slow,
+            HealthCheck.data_too_large,
+            HealthCheck.function_scoped_fixture,
+        ],
+    )

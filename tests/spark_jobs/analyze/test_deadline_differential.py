@@ -13,7 +13,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from dgm.config_schema import AnalysisSettings, DgmConfig, PipelineConfig
@@ -106,15 +106,7 @@ SINK = st.tuples(
 
 
 @pytest.mark.filterwarnings("ignore:The recursion limit will not be reset")
-@settings(
-    max_examples=20,
-    deadline=None,
-    suppress_health_check=[
-        HealthCheck.too_slow,
-        HealthCheck.data_too_large,
-        HealthCheck.function_scoped_fixture,
-    ],
-)
+@engine_run.spark_examples(20)
 @given(
     sources=st.lists(SOURCE, max_size=20),
     sinks=st.lists(SINK, max_size=15),

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from pyspark.sql.pandas.types import to_arrow_schema
 
@@ -84,12 +84,6 @@ def lost_per_window(theirs: pa.Table) -> dict[datetime, int]:
         start = at - timedelta(seconds=at.timestamp() % 60)
         found[start] = found.get(start, 0) + r["missing"]
     return found
-
-
-@pytest.fixture
-def one_shuffle_partition(spark: Any) -> Iterator[None]:
-    with engine_run.shuffle_partitions(spark, 1):
-        yield
 
 
 # (partition, second, id, producer, seq, committed, filter) of a source record, small
@@ -169,15 +163,7 @@ def small_tables(
 
 
 @pytest.mark.filterwarnings("ignore:The recursion limit will not be reset")
-@settings(
-    max_examples=25,
-    deadline=None,
-    suppress_health_check=[
-        HealthCheck.too_slow,
-        HealthCheck.data_too_large,
-        HealthCheck.function_scoped_fixture,
-    ],
-)
+@engine_run.spark_examples(25)
 @given(
     sources=st.lists(SOURCE, max_size=20),
     sinks=st.lists(SINK, max_size=15),

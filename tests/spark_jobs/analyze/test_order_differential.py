@@ -6,14 +6,14 @@ a constructed set judged at once."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
 import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from dgm.published import OUT_OF_ORDER
@@ -39,12 +39,6 @@ def _value(v: Any) -> Any:
 def canonical(rows: Iterable[Mapping[str, Any]]) -> list[tuple[Any, ...]]:
     tuples = [tuple(_value(row[c]) for c in RESULT) for row in rows]
     return sorted(tuples, key=lambda t: tuple((v is None, "" if v is None else v) for v in t))
-
-
-@pytest.fixture
-def one_shuffle_partition(spark: Any) -> Iterator[None]:
-    with engine_run.shuffle_partitions(spark, 1):
-        yield
 
 
 # (partition, producer, seq, committed) of a source record; (partition, src partition, src
@@ -102,11 +96,7 @@ def assert_agree(ours: engine_run.Tables, fingerprints: pa.Table) -> int:
     return len(mine)
 
 
-SETTINGS = settings(
-    max_examples=10,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-)
+SETTINGS = engine_run.spark_examples(10)
 
 
 @pytest.mark.filterwarnings("ignore:The recursion limit will not be reset")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -16,7 +16,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from pyspark.sql.pandas.types import to_arrow_schema
 
@@ -163,24 +163,9 @@ def small_table(records: list[tuple[Any, ...]]) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=ARROW_FINGERPRINT)
 
 
-@pytest.fixture
-def one_shuffle_partition(spark: Any) -> Iterator[None]:
-    with engine_run.shuffle_partitions(spark, 1):
-        yield
-
-
 # PySpark raises the recursion limit on first use, which Hypothesis reports; it is harmless.
 @pytest.mark.filterwarnings("ignore:The recursion limit will not be reset")
-@settings(
-    max_examples=25,
-    deadline=None,
-    # The fixture sets a session option once for all examples, on purpose.
-    suppress_health_check=[
-        HealthCheck.too_slow,
-        HealthCheck.data_too_large,
-        HealthCheck.function_scoped_fixture,
-    ],
-)
+@engine_run.spark_examples(25)
 @given(records=st.lists(RECORD, max_size=25))
 def test_small_sets_agree(
     spark: Any, one_shuffle_partition: None, records: list[tuple[Any, ...]]

@@ -11,14 +11,14 @@ Four examples by default (each is a re-read and an analysis on Spark), 40 with D
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -120,12 +120,6 @@ def of_ranges(records: DataFrame, ranges: Sequence[OffsetRange]) -> DataFrame:
             & F.col("offset").between(r.start, r.end - 1)
         )
     return records.where(wanted)
-
-
-@pytest.fixture
-def one_shuffle_partition(spark: Any) -> Iterator[None]:
-    with engine_run.shuffle_partitions(spark, 1):
-        yield
 
 
 def product(
@@ -269,15 +263,7 @@ def expected(
 
 
 @pytest.mark.filterwarnings("ignore:The recursion limit will not be reset")
-@settings(
-    max_examples=by_strength(4, 40),
-    deadline=None,
-    suppress_health_check=[
-        HealthCheck.too_slow,
-        HealthCheck.data_too_large,
-        HealthCheck.function_scoped_fixture,
-    ],
-)
+@engine_run.spark_examples(by_strength(4, 40))
 @given(
     parts=st.tuples(PARTITION, PARTITION, PARTITION),
     commits=st.dictionaries(st.integers(0, 1), st.integers(0, 10), max_size=2),
