@@ -133,7 +133,7 @@ class AnalysisJob:
         from spark_jobs.analyze.publish import publish
         from spark_jobs.analyze.runs import fill_run
         from spark_jobs.audit.fingerprint_store import FingerprintStore
-        from spark_jobs.audit.kafka_read import audit
+        from spark_jobs.audit.kafka_read import audit, reread_share
         from spark_jobs.audit.merge import merge_small_batches
 
         config, state_dir = self.config, self.config.state_dir
@@ -182,6 +182,14 @@ class AnalysisJob:
                 self.progress(line)
         # After publishing, off the path from a record to the dashboard: the merged batch
         # holds the same rows, which the next run reads from fewer files.
+        # Also after publishing: the share of audited offsets read again (a truncation it
+        # finds is published by the next cycle; one after a backwards move, by this one).
+        stage(
+            "re-read",
+            lambda: reread_share(
+                spark, config, self.bootstrap_servers, audited.new_offsets, self.progress
+            ),
+        )
         stage("merge", lambda: merge_small_batches(spark, state_dir))
         summary = RunSummary(run_id, audited_records, counted, time.monotonic() - began, stages)
         self.progress(summary.line())

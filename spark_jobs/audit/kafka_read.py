@@ -96,8 +96,11 @@ class AuditResult:
     external: dict[str, Path] = field(default_factory=dict)
     # The batch of the rows the JDBC sinks added; None when they added none.
     jdbc_batch: Path | None = None
-    # What was read again of the audited offsets, and the truncations it found.
+    # What was read again of the audited offsets around backwards moves, and the truncations
+    # it found (the share of the cycle is read again after publishing: reread_share).
     reread: RereadReport | None = None
+    # Offsets this audit read past what was audited before: what the share is a share of.
+    new_offsets: int = 0
 
     @property
     def skipped(self) -> int:
@@ -314,7 +317,11 @@ def audit(
         if recreated:
             forget_topics(spark, state_dir, recreated)
         rejudged = _rejudge_changed_predicates(spark, config, store, progress)
-        rereads = _reread(spark, config, sources, sampled, newest, store, progress)
+        new_offsets = _new_offsets(sampled, store)
+        # Only around backwards moves here: they must be re-read before the audit goes on
+        # from a truncated partition. The share waits until the cycle has published
+        # (reread_share), off the path from a record to the dashboard.
+        rereads = _reread(spark, config, sources, sampled, newest, store, progress, 0.0, 0)
         audited = store.audited_positions()
         starts = first_starts(
             config.analysis.start,
@@ -381,6 +388,34 @@ def audit(
         external,
         jdbc.path if jdbc else None,
         rereads,
+        new_offsets,
+    )
+
+
+def reread_share(
+    spark: SparkSession,
+    config: DgmConfig,
+    bootstrap_servers: str,
+    new_offsets: int,
+    progress: Progress = _quiet,
+) -> RereadReport:
+    """Read again `analysis.reread_share` of the `new_offsets` a cycle audited (owed until it
+    makes a chunk: audit/reread.py), after that cycle published; a truncation it finds is
+    rewritten now and published by the next cycle."""
+    store = FingerprintStore(config.state_dir)
+    with store.writer_lock():
+        sources = kafka_sources(config, bootstrap_servers)
+        newest = MAX_SAMPLE_FILES * len(sources.options)
+        sampled = latest_offsets(config.state_dir, topic_rules(config), newest)
+        share = config.analysis.reread_share
+        return _reread(spark, config, sources, sampled, newest, store, progress, share, new_offsets)
+
+
+def _new_offsets(sampled: Sequence[PartitionOffsets], store: FingerprintStore) -> int:
+    """The offsets between what was audited and each partition's sampled LSO."""
+    audited = store.audited_positions()
+    return sum(
+        max(0, s.lso - audited[key]) for s in sampled if (key := (s.topic, s.partition)) in audited
     )
 
 
@@ -392,15 +427,13 @@ def _reread(
     newest: int,
     store: FingerprintStore,
     progress: Progress,
+    share: float,
+    new_offsets: int,
 ) -> RereadReport:
-    """Read part of the audited offsets again and rewrite the partitions found truncated
-    (audit/truncation.py); call under the store's writer lock. `newest`: the sample files
-    to look at for transactions."""
+    """Read part of the audited offsets again (around backwards moves, and `share` of
+    `new_offsets`) and rewrite the partitions found truncated (audit/truncation.py); call
+    under the store's writer lock. `newest`: the sample files to look at for transactions."""
     rules = topic_rules(config)
-    audited = store.audited_positions()
-    new_offsets = sum(
-        max(0, s.lso - audited[key]) for s in sampled if (key := (s.topic, s.partition)) in audited
-    )
 
     def read(ranges: Sequence[OffsetRange]) -> DataFrame:
         return read_ranges(spark, sources, ranges, "read_uncommitted")
@@ -424,7 +457,7 @@ def _reread(
 
     return reread(
         spark, store, SampleStore(config.state_dir), sampled, rules,
-        config.analysis.reread_share, new_offsets, read, fingerprint, progress,
+        share, new_offsets, read, fingerprint, progress,
     )  # fmt: skip
 
 
