@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from dgm.errors import UserFacingError
-from dgm.ports import free_ports
+from dgm.ports import lasting_ports
 from embedded_kafka import processes
 from embedded_kafka.distribution import (
     BROKER_MAIN,
@@ -268,7 +268,7 @@ class EmbeddedCluster:
 
     def _assign_ports(self) -> None:
         each = 5 if self.sasl else 4
-        ports = free_ports(each * self.brokers)
+        ports = lasting_ports(each * self.brokers)  # kept across restarts
         self.nodes = []
         for index in range(self.brokers):
             p = ports[each * index : each * index + each]

@@ -11,6 +11,7 @@ from confluent_kafka import Consumer, IsolationLevel, Producer, TopicPartition
 from confluent_kafka.admin import ConfigResource, OffsetSpec
 
 from dgm.waiting import wait_until
+from dgm.ports import ephemeral_floor
 
 BATCH = 5
 
@@ -143,3 +144,14 @@ def test_three_brokers_keep_acks_all_writes_going_with_one_broker_down(kafka3: A
     finally:
         cluster.start_broker(3)
     assert {n.node_id for n in cluster.running_nodes()} == {1, 2, 3}
+
+
+def test_every_broker_port_is_one_the_kernel_never_hands_out(cluster: Any) -> None:
+    """The FAULT listener's advertised port is listened on only while a test's proxy runs, and
+    a broker's ports are free while it restarts: from the ephemeral range, any outgoing
+    connection could take one as its source port meanwhile."""
+    floor = ephemeral_floor()
+    for node in cluster.require_embedded().nodes:
+        ports = node.ports
+        used = [ports.port, ports.controller_port, ports.fault_listen_port]
+        assert all(port < floor for port in [*used, ports.fault_advertised_port]), ports
