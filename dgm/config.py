@@ -12,6 +12,7 @@ import dataclasses
 import difflib
 import os
 import re
+import threading
 import tomllib
 import types
 from collections.abc import Mapping
@@ -312,9 +313,17 @@ def append_pipeline(path: Path, pipeline: PipelineConfig) -> None:
     The rest of the file (comments included) is left as it is. The new text must load back
     with this pipeline equal to `pipeline` and everything else unchanged, or nothing is
     written. A relative external_sink.path is taken as relative to the file's directory, like
-    every path in the file. Concurrent writers are not serialised: the last one wins.
+    every path in the file. Writers in one process take turns (lab runs in threads append to
+    one file); writers in separate processes are not serialised: the last one wins.
     """
-    path = Path(path).absolute()
+    with _APPENDING:
+        _append_pipeline(Path(path).absolute(), pipeline)
+
+
+_APPENDING = threading.Lock()
+
+
+def _append_pipeline(path: Path, pipeline: PipelineConfig) -> None:
     file, base = str(path), path.parent
     old_text = _read(path, file) if path.exists() else ""
     old = _parse(old_text, file, base)  # refuse to edit a file that is already invalid

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -91,26 +92,38 @@ def build_published_lab(kafka: Any, spark: Any, root: Path) -> PublishedLab:
     state_dir = root / "state"
     config_path = root / "dgm.toml"
     config_path.write_text(f'state_dir = "{state_dir}"\n\n[analysis]\ngrace_s = 0\nwindow_s = 60\n')
-    reports: dict[str, LabReport] = {}
+
+    def run(name: str) -> LabReport:
+        extra = RUNS[name]
+        mode = "at-least-once" if name in DROP_ACKS_RUNS else name
+        settings = LabSettings(
+            pipeline=f"lab-{name}",
+            mode=mode,  # type: ignore[arg-type]
+            bootstrap_servers=kafka.bootstrap_servers,
+            lab_dir=root / "lab",
+            cluster=kafka.embedded,
+            config_path=config_path,
+            progress=lambda line: None,
+            **{"messages": MESSAGES, "rate": RATE, **extra},
+        )
+        report = run_lab(settings)
+        assert report.caught_up, f"{name}: the processor never caught up"
+        assert report.config_error is None, report.config_error
+        return report
+
+    def one_after_another(names: list[str]) -> list[LabReport]:
+        return [run(name) for name in names]
+
+    # The runs use their own topics and groups, and mostly wait (paced producers, processors
+    # restarting after a SIGKILL), so they run side by side. The drop-acks
+    # runs share the brokers' fault proxies, so they go one after the other.
+    proxied = [r for r in RUNS if r in DROP_ACKS_RUNS and kafka.embedded is not None]
+    lanes = [[r] for r in RUNS if r not in DROP_ACKS_RUNS] + ([proxied] if proxied else [])
     with collecting(kafka.bootstrap_servers, load_config(config_path), interval_s=1.0):
-        for run, extra in RUNS.items():
-            if "faults" in extra and kafka.embedded is None:
-                continue  # the fault proxy needs the embedded broker's FAULT listener
-            mode = "at-least-once" if run in DROP_ACKS_RUNS else run
-            settings = LabSettings(
-                pipeline=f"lab-{run}",
-                mode=mode,  # type: ignore[arg-type]
-                bootstrap_servers=kafka.bootstrap_servers,
-                lab_dir=root / "lab",
-                cluster=kafka.embedded,
-                config_path=config_path,
-                progress=lambda line: None,
-                **{"messages": MESSAGES, "rate": RATE, **extra},
-            )
-            report = run_lab(settings)
-            assert report.caught_up, f"{run}: the processor never caught up"
-            assert report.config_error is None, report.config_error
-            reports[run] = report
+        with ThreadPoolExecutor(len(lanes)) as pool:
+            ran = [report for reports in pool.map(one_after_another, lanes) for report in reports]
+        by_name = dict(zip([name for lane in lanes for name in lane], ran, strict=True))
+        reports = {name: by_name[name] for name in RUNS if name in by_name}  # RUNS's order
         # One more full cycle after the last commit, so the samples hold the final offsets.
         collected = _cycles(state_dir)
         _wait_for_cycles(state_dir, collected + 2)

@@ -6,6 +6,7 @@ import dataclasses
 import os
 import re
 import stat
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from pathlib import Path
 from typing import Literal
@@ -459,6 +460,19 @@ def test_append_adds_after_existing_content(tmp_path: Path) -> None:
     text = path.read_text()
     assert text.startswith("# only a comment, no newline at the end\n")
     assert "message_id" not in text  # defaults are left out: the file stays short
+
+
+def test_appends_from_threads_of_one_process_all_land(tmp_path: Path) -> None:
+    path = tmp_path / "dgm.toml"
+    names = [f"p{n}" for n in range(16)]
+
+    def add(name: str) -> None:
+        topics = {"source_topics": (f"{name}-in",), "sink_topics": (f"{name}-out",)}
+        append_pipeline(path, pipeline(name=name, consumer_group=name, **topics))
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(add, names))
+    assert sorted(p.name for p in load_config(path).pipelines) == sorted(names)
 
 
 def test_append_refuses_an_invalid_pipeline_and_leaves_the_file(tmp_path: Path) -> None:

@@ -1,8 +1,8 @@
 """Analyze and publish two generated pipelines on the Spark master given, into OUT, in two
 cycles of the incremental engine (a rebuild over the older 70%, then the rest added), and
 say whether the second cycle's tables equal a rebuild's: run by test_standalone_cluster.py
-once on a standalone cluster and once in local mode (a process holds one SparkContext, so
-each run is its own process).
+on a standalone cluster, in its own process (a process holds one SparkContext). The test
+then publishes the same data in local mode on its session's Spark (`publish_rebuilt`).
 
     python tests/spark_jobs/cluster_run.py MASTER OUT
 """
@@ -10,11 +10,13 @@ each run is its own process).
 from __future__ import annotations
 
 import sys
-from datetime import timedelta
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyspark.sql import SparkSession
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
@@ -69,13 +71,36 @@ def _rows(table: object) -> list[str]:
     return sorted(map(repr, found))
 
 
-def main(master: str, out: Path) -> None:
+@dataclass(frozen=True)
+class Generated:
+    fingerprints: pa.Table
+    now: datetime
+    samples: dict[str, pa.Table]
+
+
+def generated() -> Generated:
+    """The same two pipelines on every call (fixed seeds)."""
     made = [pipeline(n, sends=20_000, partitions=6, seed=3 + i) for i, n in enumerate(NAMES)]
     fingerprints = pa.concat_tables([t for p in made for t in (p.source, p.sink)])
     now = made[0].cutoff + timedelta(seconds=30)
+    samples = {"group_offsets": group_offsets({p.name: p.committed for p in made}, now)}
+    return Generated(fingerprints, now, samples)
+
+
+def publish_rebuilt(spark: SparkSession, out: Path) -> None:
+    """One analysis over all of the data, published into `out`."""
+    data = generated()
+    fingerprints = Fingerprints(spark.createDataFrame(data.fingerprints))
+    tables = analyze(spark, config(), fingerprints, data.samples, data.now)
+    tables["runs"] = fill_run(tables["runs"], "run", data.now, data.now, 0)
+    publish(tables, out)
+
+
+def main(master: str, out: Path) -> None:
+    data = generated()
+    fingerprints, now, samples = data.fingerprints, data.now, data.samples
     spark = build_session(master=master, app_name="dgm-cluster-test")
     try:
-        samples = {"group_offsets": group_offsets({p.name: p.committed for p in made}, now)}
         stamps = pc.cast(fingerprints["timestamp"], pa.int64())
         older = pc.less(stamps, pc.quantile(stamps, 0.7)[0])
         first = spark.createDataFrame(fingerprints.filter(older)).cache()

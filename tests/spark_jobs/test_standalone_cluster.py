@@ -1,7 +1,7 @@
 """The analysis on a real Spark standalone cluster — a master and two workers started from
 pyspark's own `spark-class` on loopback, executors in their own JVMs and Python workers —
-publishes the same tables as in local mode, and an incremental cycle there the same as a
-rebuild (tests/spark_jobs/cluster_run.py does both).
+publishes the same tables as local mode (the session's Spark) does, and an incremental cycle
+there the same as a rebuild (tests/spark_jobs/cluster_run.py).
 
 And docker-compose.yml's Spark cluster as its services start it: the master's and the
 worker's commands and health checks, and the analysis service's `dgm analyze`, read from the
@@ -28,6 +28,7 @@ from dgm.ports import free_ports
 from dgm.published import TABLES, open_read_only, published_path
 from dgm.waiting import wait_until
 from tests.compose_file import command, compose_services, healthcheck, in_test
+from tests.spark_jobs.cluster_run import publish_rebuilt
 from tests.spark_jobs.small_pipeline import DUPLICATED, collected
 
 RUNNER = Path(__file__).with_name("cluster_run.py")
@@ -131,12 +132,14 @@ def _tables(out: Path) -> dict[str, list[tuple[Any, ...]]]:
 
 
 @pytest.mark.slow
-def test_a_standalone_cluster_publishes_what_local_mode_does(cluster: str, tmp_path: Path) -> None:
+def test_a_standalone_cluster_publishes_what_local_mode_does(
+    cluster: str, spark: Any, tmp_path: Path
+) -> None:
     said = _run(cluster, tmp_path / "cluster")
     assert "executors+driver 3" in said  # two executors on the workers, and the driver
     assert "second cycle: " in said and "message ids touched" in said  # not a rebuild
     assert "incremental equals rebuild: True" in said
-    _run("local[2]", tmp_path / "local")
+    publish_rebuilt(spark, tmp_path / "local")
     on_cluster, local = _tables(tmp_path / "cluster"), _tables(tmp_path / "local")
     assert on_cluster == local
     verdicts = {row[0]: row for row in on_cluster["verdicts"]}
