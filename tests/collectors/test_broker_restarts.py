@@ -2,7 +2,7 @@
 meanwhile: the process never exits (librdkafka's coordinator-bound admin requests used to
 abort it, collectors/group_requests.py), and group offsets keep being sampled.
 
-The full run restarts brokers 10 times (DGM_LONG=1, about 5 minutes); CI restarts 3 times.
+The full run restarts brokers 10 times (DGM_LONG=1, about 5 minutes); CI restarts twice.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from dgm.waiting import wait_until
 from tests.shell.test_collect_command import collect_process, events, write_config
 from tests.strength import by_strength
 
-RESTARTS = by_strength(3, 10)
+RESTARTS = by_strength(2, 10)
 
 
 def keep_busy(bootstrap: str, topic: str, groups: list[str], stop: threading.Event) -> None:
