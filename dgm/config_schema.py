@@ -28,6 +28,7 @@ from dgm.client_settings import (
 )
 from dgm.clusters import DEFAULT_CLUSTER, SEPARATOR, qualified
 from dgm.errors import UserFacingError
+from dgm.sampling import KEEP_ALL, sample_conflicts
 
 
 class ConfigError(UserFacingError):
@@ -286,6 +287,10 @@ class PipelineConfig:
     # dgm.clusters): the names every stage and published table use.
     source_cluster: str = DEFAULT_CLUSTER
     sink_cluster: str = DEFAULT_CLUSTER
+    # Keep the fingerprints of 1 in this many message ids, chosen by the id's hash, on every
+    # side (docs/design.md, "Sampled pipelines"); unset: analysis.sample_one_in. Pipelines
+    # that share a topic sample it alike. >= 1.
+    sample_one_in: int | None = None
 
     def problems(self) -> Iterator[Problem]:
         if not _PIPELINE_NAME.fullmatch(self.name):
@@ -299,6 +304,8 @@ class PipelineConfig:
         if not self.sink_topics and self.external_sink is None:
             yield "", "expected sink_topics or an external_sink table, got neither"
         yield from (("expected", problem) for problem in predicate_problems(self.expected))
+        if self.sample_one_in is not None and self.sample_one_in < KEEP_ALL:
+            yield "sample_one_in", f"expected 1 or more, got {self.sample_one_in}"
 
     def source_id_rule(self) -> MessageIdRule:
         """The id rule of the source topics: source_message_id, else message_id."""
@@ -525,6 +532,9 @@ class AnalysisSettings:
     # integrity"); gathered until it makes 10,000 offsets. 0 reads again only around the
     # backwards moves the collectors record. 0 <= share <= 1.
     reread_share: float = 0.1
+    # Every pipeline's id sample unless it sets its own: keep the fingerprints of 1 in this
+    # many message ids (docs/design.md, "Sampled pipelines"); 1 keeps every id. >= 1.
+    sample_one_in: int = KEEP_ALL
 
     def problems(self) -> Iterator[Problem]:
         for key in ("interval_s", "grace_s", "retention_h"):
@@ -545,6 +555,8 @@ class AnalysisSettings:
             yield "spark_master", "expected a Spark master URL like local[*], got ''"
         if not (math.isfinite(self.reread_share) and 0 <= self.reread_share <= 1):
             yield "reread_share", f"expected a share between 0 and 1, got {self.reread_share!r}"
+        if self.sample_one_in < KEEP_ALL:
+            yield "sample_one_in", f"expected 1 or more, got {self.sample_one_in}"
         try:
             audit_start(self.start)
         except ValueError as error:
@@ -794,6 +806,23 @@ class DgmConfig:
         pipelines = tuple(p.with_qualified_names() for p in self.pipelines)
         return dataclasses.replace(self, pipelines=pipelines)
 
+    def one_in(self, pipeline: PipelineConfig) -> int:
+        """The pipeline's id sample: 1 in this many ids kept (1: every id)."""
+        return pipeline.sample_one_in or self.analysis.sample_one_in
+
+    def topic_one_in(self) -> dict[str, int]:
+        """Every sampled topic (kept 1 in N ids, N > 1), an external sink's name among them,
+        and its N; pipelines sharing a topic agree on it (problems)."""
+        return {
+            topic: self.one_in(p)
+            for p in self.pipelines
+            if self.one_in(p) > KEEP_ALL
+            for topic in (
+                *(t for t, _, _ in p.topic_id_rules()),
+                *p.sink_names()[len(p.sink_topics) :],
+            )
+        }
+
     def cluster_config(self, name: str) -> ClusterConfig:
         """The settings of the cluster called `name` ("default": [cluster])."""
         return self.cluster if name == DEFAULT_CLUSTER else self.clusters[name]
@@ -822,6 +851,10 @@ class DgmConfig:
                 )
             first_index.setdefault(pipeline.name, index)
         yield from id_rule_conflicts(self.pipelines)
+        yield from sample_conflicts(
+            (index, p.name, tuple(t for t, _, _ in p.topic_id_rules()), self.one_in(p))
+            for index, p in enumerate(self.pipelines)
+        )
         first_rule: dict[str, int] = {}
         for index, rule in enumerate(self.alerts):
             if rule.name in first_rule:

@@ -79,6 +79,22 @@ RUNS = _table(
     ("spark_master", "VARCHAR", "Spark master the run used"),
 )
 
+# A sampled pipeline's counts are its kept ids' (docs/design.md, "Sampled pipelines"): its
+# rates are estimates, each with a 95% interval; a pipeline that keeps every id has
+# sample_one_in 1 and intervals equal to its rates.
+SAMPLE_COLUMNS = (
+    ("sample_one_in", "BIGINT", "1 in this many message ids is kept and counted; 1: every id"),
+    ("duplicate_rate_low", "DOUBLE", "95% interval of the pipeline's duplicate_rate: low end"),
+    ("duplicate_rate_high", "DOUBLE", "95% interval of the pipeline's duplicate_rate: high end"),
+    ("loss_rate_low", "DOUBLE", "95% interval of the pipeline's loss_rate: low end"),
+    (
+        "loss_rate_high",
+        "DOUBLE",
+        "95% interval of the pipeline's loss_rate: high end (with no loss seen in a sample, "
+        "the bound a loss rate could still reach)",
+    ),
+)
+
 VERDICTS = _table(
     "verdicts",
     "Per pipeline, cumulative over the retention: the achieved semantic and its evidence.",
@@ -204,6 +220,7 @@ VERDICTS = _table(
         "audited offsets of its source and sink topics that hold another id now (Jepsen: "
         "inconsistent-offsets)",
     ),
+    *SAMPLE_COLUMNS,
 )
 
 PIPELINE_WINDOWS = _table(
@@ -229,6 +246,7 @@ PIPELINE_WINDOWS = _table(
     ("sink_out_of_order", "BIGINT", "as in verdicts, records timestamped in this window"),
     ("truncated_records", "BIGINT", "as in verdicts, whose record is in this window"),
     ("inconsistent_offsets", "BIGINT", "as in verdicts, whose audited record is in this window"),
+    *SAMPLE_COLUMNS,
 )
 
 TOPIC_WINDOWS = _table(

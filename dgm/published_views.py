@@ -86,7 +86,11 @@ LAST_WINDOW_PIPELINES = View(
     "window; a pipeline without one (nothing in that window) has counts 0 and null rates.",
     "SELECT v.pipeline, w.window_start, "
     + ", ".join(f"coalesce(pw.{c}, 0) AS {c}" for c in _PIPELINE_COUNTS)
-    + ", pw.duplicate_rate, pw.loss_rate "
+    + ", pw.duplicate_rate, pw.loss_rate, v.sample_one_in, "
+    + ", ".join(
+        f"pw.{rate}_{end}" for rate in ("duplicate_rate", "loss_rate") for end in ("low", "high")
+    )
+    + " "
     f"FROM {VERDICTS.name} v CROSS JOIN last_closed_window w "
     f"LEFT JOIN {PIPELINE_WINDOWS.name} pw "
     "ON pw.pipeline = v.pipeline AND pw.window_start = w.window_start",

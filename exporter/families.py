@@ -109,6 +109,21 @@ _PIPELINE_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("duplicate_ratio", "duplicate_rate", "duplicate records / distinct sink ids"),
     ("lost_records", "lost", "Lost ids (never reached the sink, or sequence gaps)"),
     ("loss_ratio", "loss_rate", "lost records / checked records"),
+    *(
+        (
+            f"{name}_ratio_{end}",
+            f"{column}_{end}",
+            f"{side} end of the 95% interval of {name} ratio",
+        )
+        for name, column in (("duplicate", "duplicate_rate"), ("loss", "loss_rate"))
+        for end, side in (("low", "Low"), ("high", "High"))
+    ),
+    (
+        "sampled_ids_one_in",
+        "sample_one_in",
+        "1 in this many message ids is kept and counted (1: every id; docs/design.md, "
+        "Sampled pipelines)",
+    ),
     (
         "aborted_read_records",
         "aborted_reads",

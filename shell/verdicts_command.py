@@ -48,6 +48,7 @@ _SHOWN = (
     ("faults_observed", "faults"),
     ("evidence", "evidence"),
     ("claim_shown", "claim"),
+    ("sample_shown", "ids kept"),
     ("torn_commits", "torn commits"),
     ("producer_out_of_order", "out of order (producer)"),
     ("sink_out_of_order", "out of order (sink)"),
@@ -99,11 +100,36 @@ def _meets(row: dict[str, Any]) -> str:
 def _cell(row: dict[str, Any], column: str) -> str:
     if column == "meets":
         return _meets(row)
+    if column == "sample_shown":
+        one_in = row.get("sample_one_in") or 1
+        return "all" if one_in == 1 else f"1 in {one_in}"
     if column == "claim_shown":
         claim, detail = row.get("claim"), row.get("claim_detail")
         return "" if claim is None else f"{claim} ({detail})" if detail else str(claim)
     value = row.get(column)  # a publication of an older dgm may lack a newer column
     return "" if value is None else str(value)
+
+
+def _percent(value: float | None) -> str:
+    return "?" if value is None else f"{100 * value:.3g}%"
+
+
+def sampled_rates(rows: list[dict[str, Any]]) -> list[str]:
+    """A line per sampled pipeline: its rates are estimates, with their 95% intervals."""
+    lines = []
+    for row in rows:
+        one_in = row.get("sample_one_in") or 1
+        if one_in == 1:
+            continue
+        rates = [
+            f"{name} rate {_percent(row[rate])} (95%: {_percent(row[f'{rate}_low'])} to "
+            f"{_percent(row[f'{rate}_high'])})"
+            for name, rate in (("duplicate", "duplicate_rate"), ("loss", "loss_rate"))
+            if row.get(rate) is not None
+        ]
+        told = ", ".join(rates) or "nothing checked yet"
+        lines.append(f"{row['pipeline']}: counts of 1 in {one_in} message ids; {told}")
+    return lines
 
 
 def format_table(rows: list[dict[str, Any]]) -> str:
@@ -129,6 +155,8 @@ def _verdicts(args: argparse.Namespace) -> int:
             print("no pipelines analyzed: add [[pipelines]] to dgm.toml (or run `dgm lab run`)")
         else:
             print(format_table(rows))
+            for line in sampled_rates(rows):
+                print(line)
             print(f"analyzed at {finished:%Y-%m-%d %H:%M:%S %Z}" if finished else "")
         # What dgm cannot see weakens every verdict that needs it: said after the table.
         for line in missing:

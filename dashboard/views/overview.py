@@ -250,6 +250,37 @@ def _details(rows: pd.DataFrame, stale: bool) -> None:
     _card(rows[rows["pipeline"] == name].iloc[0], windows, stale)
 
 
+def _one_in(v: pd.Series) -> int:
+    """1 in how many ids the pipeline's counts keep (1 for a publication without samples)."""
+    one_in = v.get("sample_one_in")
+    return 1 if one_in is None or pd.isna(one_in) else int(one_in)
+
+
+def _estimate(v: pd.Series, rate: str) -> str:
+    """A rate; for a sampled pipeline with its 95% interval (docs/design.md, "Sampled
+    pipelines")."""
+    if _one_in(v) == 1:
+        return ui.rate(v[rate])
+    low, high = v.get(f"{rate}_low"), v.get(f"{rate}_high")
+    return f"{ui.rate(v[rate])} ({ui.rate(low)} to {ui.rate(high)})"
+
+
+def _kept(v: pd.Series) -> str:
+    one_in = _one_in(v)
+    return "" if one_in == 1 else f", counted over 1 in {one_in} message ids (95% interval)"
+
+
+def _sampled(v: pd.Series) -> str:
+    one_in = _one_in(v)
+    if one_in == 1:
+        return ""
+    return (
+        f" **Sampled**: the counts are those of 1 in {one_in:,} message ids, kept by their "
+        "hash; the rates are estimates, shown with their 95% intervals. Sequence gaps and "
+        "order are not looked for."
+    )
+
+
 def _topics(value: Any) -> list[str]:
     return [] if value is None else [str(t) for t in value]
 
@@ -265,14 +296,15 @@ def _card(v: pd.Series, windows: pd.DataFrame, stale: bool) -> None:
         cells = st.columns(5)
         cells[0].metric(
             "Duplicate rate",
-            ui.rate(v["duplicate_rate"]),
+            _estimate(v, "duplicate_rate"),
             help=f"{ui.count(v['duplicate_copies'])} extra copies / "
-            f"{ui.count(v['distinct_ids'])} distinct ids in the sink",
+            f"{ui.count(v['distinct_ids'])} distinct ids in the sink" + _kept(v),
         )
         cells[1].metric(
             "Loss rate",
-            ui.rate(v["loss_rate"]),
-            help=f"{ui.count(v['lost'])} lost / {ui.count(v['records_checked'])} records checked",
+            _estimate(v, "loss_rate"),
+            help=f"{ui.count(v['lost'])} lost / {ui.count(v['records_checked'])} records checked"
+            + _kept(v),
         )
         cells[2].metric(
             "Aborted reads",
@@ -295,6 +327,7 @@ def _card(v: pd.Series, windows: pd.DataFrame, stale: bool) -> None:
             + (f" Claim: **{claim_text(v)}**." if claim_text(v) else "")
             + _late(v)
             + _torn_and_order(v)
+            + _sampled(v)
         )
         _stages(v)
         _integrity(v)

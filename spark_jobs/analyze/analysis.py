@@ -31,6 +31,7 @@ from spark_jobs.analyze.runs import runs
 from spark_jobs.analyze.samples import sample_tables, with_every_kind
 from spark_jobs.analyze.stages import pipeline_stages
 from spark_jobs.fingerprints import Fingerprints
+from spark_jobs.sampling import kept_fingerprints
 
 
 def analyze(
@@ -49,6 +50,9 @@ def analyze(
     A long-running caller passes its `engine`, and fingerprints that say how they changed
     since its last call (audit.kept_fingerprints); without them every table is rebuilt."""
     samples = with_every_kind(samples)
+    # A sampled pipeline's kept ids only: the external sinks' snapshots are whole, and
+    # batches audited at another share may hold more (dgm/sampling.py).
+    fingerprints = kept_fingerprints(fingerprints, config.topic_one_in())
     committed = latest_committed(samples["group_offsets"], config, now)
     if fingerprints.count is None:  # counted once: the runs table and the shuffles' sizes
         fingerprints = replace(fingerprints, count=fingerprints.whole.count())

@@ -95,6 +95,8 @@ def rebuild_reason(
     shape = ("sources", "sinks", "source_topics", "plain_sources", "window_us")
     if any(getattr(old, name) != getattr(ctx, name) for name in shape):
         return "pipelines or windows changed"
+    if old.sampled != ctx.sampled:
+        return "id samples changed"
     if old.expected != ctx.expected:
         return "a pipeline's expected records changed"
     if old.sink_held_from != ctx.sink_held_from or state.known.held_from != known.held_from:

@@ -147,6 +147,7 @@ def context(
         window_us=config.analysis.window_s * _MICROS,
         deadlines=loss.deadline_cutoffs(config, now),
         expected={p.name: p.expected.strip() for p in config.pipelines},
+        sampled=config.topic_one_in(),
     )
 
 
@@ -183,7 +184,8 @@ def stream_records(fingerprints: DataFrame, ctx: Context) -> DataFrame:
     sink topics made from a source record (dgm-src), streams of that record's partition."""
     stamped = F.col("producer").isNotNull() & F.col("seq").isNotNull()
     common = ["topic", "partition", "offset", "timestamp", "message_id"]
-    producer = fingerprints.where(F.col("topic").isin(*ctx.sources) & stamped).select(
+    sources = [t for t in ctx.sources if t not in ctx.sampled]  # Context.sampled: why
+    producer = fingerprints.where(F.col("topic").isin(*sources) & stamped).select(
         F.lit(OrderAnomaly.OUT_OF_ORDER.value).alias("anomaly"),
         *common,
         F.col("producer").alias("stream"),
@@ -192,7 +194,7 @@ def stream_records(fingerprints: DataFrame, ctx: Context) -> DataFrame:
     )
     made = F.col("src_topic").isNotNull() & F.col("src_partition").isNotNull()
     made &= F.col("src_offset").isNotNull() & F.col("committed")
-    sinks = order.kafka_topics(ctx.sinks)
+    sinks = [t for t in order.kafka_topics(ctx.sinks) if t not in ctx.sampled]
     sink = fingerprints.where(F.col("topic").isin(*sinks) & made).select(
         F.lit(OrderAnomaly.SINK_OUT_OF_ORDER.value).alias("anomaly"),
         *common,

@@ -50,6 +50,9 @@ class Context:
     # pipeline -> its `expected` predicate ("" for none): the fingerprints' filtered_by and
     # filter_undecided_by were marked under these (the engine rebuilds when they change)
     expected: Mapping[str, str] = field(default_factory=dict)
+    # Topics kept 1 in N ids (dgm/sampling.py): their producer sessions and streams have
+    # holes where the ids not kept were, so no sequence gap or order is looked for in them.
+    sampled: Mapping[str, int] = field(default_factory=dict)  # topic -> N
 
 
 # The fingerprint columns the per-id work reads (passes.by_id ships no others; src_* are

@@ -15,6 +15,7 @@ from typing import Any
 import pyarrow as pa
 
 from dgm.config_schema import DgmConfig, PipelineConfig
+from dgm.sampling import rate_interval
 from dgm.vocabulary import Claim
 from spark_jobs.analyze import verdict
 from spark_jobs.analyze.faults import CLUSTER_FAULTS, GROUP_FAULTS, PRODUCER_FAULTS, TOPIC_FAULTS
@@ -67,7 +68,7 @@ def _rate(numerator: int, denominator: int) -> float | None:
     return numerator / denominator if denominator else None
 
 
-def _judged(row: Row, declared: str, min_records: int) -> Row:
+def _judged(row: Row, declared: str, min_records: int, one_in: int) -> Row:
     achieved = verdict.achieved(
         row["records_checked"],
         row["duplicate_copies"],
@@ -81,6 +82,20 @@ def _judged(row: Row, declared: str, min_records: int) -> Row:
         "achieved": achieved.value,
         "meets_declared": verdict.meets_declared(achieved, declared),
         "declared": declared,
+        **_intervals(row, one_in),
+    }
+
+
+def _intervals(row: Row, one_in: int) -> Row:
+    """The sample's share and the rates' 95% intervals (dgm/sampling.py)."""
+    duplicates = rate_interval(row["duplicate_copies"], row["distinct_ids"], one_in)
+    loss = rate_interval(row["lost"], row["records_checked"], one_in)
+    return {
+        "sample_one_in": one_in,
+        "duplicate_rate_low": duplicates[0],
+        "duplicate_rate_high": duplicates[1],
+        "loss_rate_low": loss[0],
+        "loss_rate_high": loss[1],
     }
 
 
@@ -151,7 +166,7 @@ def pipeline_tables(
         first, last = spans.get(p.name, (None, None))
         row = {"pipeline": p.name, **totals.get(p.name, zero)}
         verdicts.append(
-            _judged(row, p.declared_semantic, settings.min_records)
+            _judged(row, p.declared_semantic, settings.min_records, config.one_in(p))
             | {
                 "evidence": verdict.evidence(row["records_checked"], row["faults_observed"]).value,
                 "first_record_at": _at(first),
@@ -166,11 +181,13 @@ def pipeline_tables(
             }
         )
     declared = {p.name: p.declared_semantic for p in config.pipelines}
+    one_in = {p.name: config.one_in(p) for p in config.pipelines}
     per_window = [
         _judged(
             {"pipeline": name, "window_start": _at(start), **row},
             declared[name],
             settings.min_records,
+            one_in[name],
         )
         for (name, start), row in sorted(windows.items())
         if name in declared

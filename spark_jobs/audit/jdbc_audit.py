@@ -32,6 +32,7 @@ from pyspark.sql import functions as F
 from dgm.config_schema import FILE_KINDS, DgmConfig, PipelineConfig
 from spark_jobs.audit.external_jdbc import IncrementalRead, Position, read_incremental
 from spark_jobs.audit.fingerprint_store import Batch, FingerprintStore, newest_external
+from spark_jobs.sampling import kept
 
 Progress = Callable[[str], None]
 
@@ -127,6 +128,7 @@ def audit_jdbc(
     if not reads:
         return None
     frame: DataFrame = reduce(DataFrame.unionByName, (r.fingerprints for _, r in reads.values()))
+    frame = kept(frame, config.topic_one_in())  # a sampled pipeline's kept ids only
     entries = {
         name: {
             "topic": p.sink_names()[-1],

@@ -70,6 +70,7 @@ from spark_jobs.audit.recreated import forget_topics, recreated_topics
 from spark_jobs.audit.start import first_starts
 from spark_jobs.audit.tracker import EVERY_S, AuditTracker
 from spark_jobs.audit.truncation import RereadReport, reread
+from spark_jobs.sampling import kept
 
 Progress = Callable[[str], None]
 # Offsets read per Spark job: the audit's progress is exact at each chunk's end (about 5 s
@@ -254,7 +255,8 @@ def fingerprinted(
     config: DgmConfig | None = None,
 ) -> tuple[DataFrame, list[DataFrame], tuple[str, ...]]:
     """The fingerprints of `ranges`, committed or aborted (with `config`, source records
-    marked by the pipelines' `expected` predicates); the persisted frames they are made of
+    marked by the pipelines' `expected` predicates, sampled topics' kept ids only); the
+    persisted frames they are made of
     (the caller unpersists them once it wrote them); the topics read twice."""
     reading = [r for r in ranges if r.size > 0]
     topics = sorted({r.topic for r in reading})
@@ -274,7 +276,9 @@ def fingerprinted(
         for frame in frames:
             frame.unpersist()
         raise
-    return _union(parts), frames, tuple(transactional)
+    # A sampled topic keeps its kept ids only (dgm/sampling.py), after the committed pass.
+    one_in = config.topic_one_in() if config is not None else {}
+    return kept(_union(parts), one_in), frames, tuple(transactional)
 
 
 def _quiet(_: str) -> None:

@@ -29,6 +29,7 @@ import duckdb
 
 from dgm.published import PUBLISHED_FILE, TABLES
 from dgm.published_views import create_views
+from dgm.sampling import rate_interval
 from spark_jobs.analyze.group_status import Sample, evaluate, summarize, worst
 
 WINDOW_S = 60
@@ -197,7 +198,29 @@ def _in_window(rows: list[Row], start: int) -> list[Row]:
     return [r for r in rows if start - WINDOW_S < r["timestamp"] <= start]
 
 
+# orders-alo keeps 1 in 10 message ids (docs/design.md, "Sampled pipelines").
+SAMPLED = {"orders-alo": 10}
+
+
+def _with_intervals(row: Row) -> Row:
+    """The row's sample and its rates' 95% intervals, as the analysis publishes them."""
+    one_in = SAMPLED.get(row["pipeline"], 1)
+    dup = rate_interval(row["duplicate_copies"], row["distinct_ids"], one_in)
+    loss = rate_interval(row["lost"], row["records_checked"], one_in)
+    return row | {
+        "sample_one_in": one_in,
+        "duplicate_rate_low": dup[0],
+        "duplicate_rate_high": dup[1],
+        "loss_rate_low": loss[0],
+        "loss_rate_high": loss[1],
+    }
+
+
 def _verdicts() -> list[Row]:
+    return [_with_intervals(row) for row in _exact_verdicts()]
+
+
+def _exact_verdicts() -> list[Row]:
     common: Row = {"unidentified": 0, "upstream_duplicates": 0, "aborted_reads": 0}
     common["beyond_retention"] = 0
     common |= {"late_records": 0, "claim": "group commits"}

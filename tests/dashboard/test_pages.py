@@ -86,11 +86,17 @@ def test_overview_details_follow_the_url(app: AppTest) -> None:
     assert _select(at, "Details of").value == "orders-alo"
     assert badges(at) == [("green", "MEETS")]
     metrics = {m.label: m.value for m in at.metric}
-    assert metrics["Loss rate"] == "0%" and metrics["Aborted reads"] == "0"
+    # orders-alo keeps 1 in 10 ids: its rates come with their 95% intervals.
+    assert metrics["Loss rate"] == "0% (0% to 0.080%)" and metrics["Aborted reads"] == "0"
+    assert metrics["Duplicate rate"] == "0.042% (0.011% to 0.152%)"
+    assert any(
+        "**Sampled**: the counts are those of 1 in 10 message ids" in t for t in markdown(at)
+    )
     _select(at, "Details of").select("payments-eos").run()
     assert at.query_params["pipeline"] == "payments-eos"
     metrics = {m.label: m.value for m in at.metric}
-    assert metrics["Loss rate"] == "0.208%" and metrics["LSO lag"] == "480"
+    assert metrics["Loss rate"] == "0.208%" and metrics["LSO lag"] == "480"  # every id
+    assert not any("**Sampled**" in t for t in markdown(at))
 
 
 def test_unjudged_counts_say_why() -> None:
