@@ -8,6 +8,7 @@ added rows touch (analyze/engine.py) instead of every table.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -28,6 +29,10 @@ class Fingerprints:
     # The fingerprints re-reads found Kafka no longer holds as audited (dgm.fingerprints.
     # DISPLACED; docs/design.md, "Log integrity"); None when not loaded (none then)
     displaced: pa.Table | None = None
+    # (topic, partition) -> the lowest offset its audits started at (the batches' ranges),
+    # when the loader knows it: a sampled partition's oldest kept fingerprint is not the
+    # oldest record held (docs/design.md, "Sampled pipelines")
+    audited_from: Mapping[tuple[str, int], int] | None = None
 
     @property
     def whole(self) -> DataFrame:

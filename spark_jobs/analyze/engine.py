@@ -20,6 +20,7 @@ the counts change by the difference, their duplicate and lost rows are replaced.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Iterator
@@ -199,6 +200,11 @@ class Engine:
                 else routes(fingerprints.kept)
             )
         known = kept_routes.merged(external).history()
+        if fingerprints.audited_from is not None:
+            held = loss.sampled_held_from(
+                known.held_from, fingerprints.audited_from, config.topic_one_in()
+            )
+            known = dataclasses.replace(known, held_from=held)
         ctx = context(config, known, committed, now)
         reason = rebuild_reason(state, fingerprints, known, ctx)
         if reason or state is None:

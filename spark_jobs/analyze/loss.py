@@ -33,7 +33,7 @@ count as a gap only on a source partition held from its first offset.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from datetime import datetime, timedelta
 
 import pandas as pd
@@ -115,6 +115,21 @@ def held_from(
     oldest record held, for the partitions not held from offset 0; `first`: (topic,
     partition) -> (offset, timestamp) of the oldest record held."""
     return {where: stamp for where, (offset, stamp) in first.items() if offset > 0}
+
+
+def sampled_held_from(
+    held: Mapping[tuple[str, int], int | None],
+    audited_from: Mapping[tuple[str, int], int],
+    sampled: Collection[str],
+) -> dict[tuple[str, int], int | None]:
+    """`held` (held_from's) with a sampled topic's partitions whose audits started at offset 0
+    held from their first offset: their oldest kept fingerprint lies past offset 0 only
+    because the ids before it were not kept (docs/design.md, "Sampled pipelines")."""
+    return {
+        where: stamp
+        for where, stamp in held.items()
+        if not (where[0] in sampled and audited_from.get(where) == 0)
+    }
 
 
 def sink_held_from(config: DgmConfig, held: Mapping[tuple[str, int], int | None]) -> dict[str, int]:

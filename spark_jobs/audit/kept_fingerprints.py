@@ -36,7 +36,12 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 
 from dgm.fingerprints import FINGERPRINT as ARROW_FINGERPRINT
-from spark_jobs.audit.fingerprint_store import Batch, FingerprintStore, empty_fingerprints
+from spark_jobs.audit.fingerprint_store import (
+    Batch,
+    FingerprintStore,
+    empty_fingerprints,
+    merged_ranges,
+)
 from spark_jobs.fingerprints import Fingerprints
 from spark_jobs.schemas import FINGERPRINT
 
@@ -96,6 +101,7 @@ class KeptFingerprints:
             external_before=None if before is None else external_before,
             count=whole.count(),
             displaced=self.store.displaced(),
+            audited_from={r.key: r.start for r in merged_ranges(batches)},
         )
 
     def _new_batches(self, batches: list[Batch]) -> list[Batch] | None:
