@@ -205,7 +205,8 @@ SAMPLED = {"orders-alo": 10}
 def _with_intervals(row: Row) -> Row:
     """The row's sample and its rates' 95% intervals, as the analysis publishes them."""
     one_in = SAMPLED.get(row["pipeline"], 1)
-    dup = rate_interval(row["duplicate_copies"], row["distinct_ids"], one_in)
+    ids = row["distinct_ids"] if "distinct_ids" in row else row["records_checked"]  # a window
+    dup = rate_interval(row["duplicate_copies"], ids, one_in)
     loss = rate_interval(row["lost"], row["records_checked"], one_in)
     return row | {
         "sample_one_in": one_in,
@@ -330,34 +331,31 @@ def _windows(verdicts: list[Row]) -> list[Row]:
             bad = bool(v["meets_declared"] is False and (dups or lost))
             shown = _in_window(_out_of_order(), (WINDOWS - w) * WINDOW_S)
             sources = v["source_topics"]
-            rows.append(
-                {
-                    "pipeline": v["pipeline"],
-                    "window_start": (WINDOWS - w) * WINDOW_S,
-                    "records_checked": checked,
-                    "duplicate_copies": dups,
-                    "duplicate_rate": dups / checked if checked else None,
-                    "lost": lost,
-                    "loss_rate": lost / checked if checked else None,
-                    "aborted_reads": 0,
-                    "beyond_retention": 0,
-                    "late_records": 0,
-                    "faults_observed": 1 if w in (2, 5) and v["faults_observed"] else 0,
-                    "achieved": "no guarantee" if bad else v["achieved"],
-                    "meets_declared": False if bad else v["meets_declared"],
-                    "filtered": 0,
-                    "filter_undecided": 0,
-                    "torn_commits": 1 if v["torn_commits"] and w == 4 else 0,
-                    "producer_out_of_order": sum(
-                        1 for r in shown if r["pipeline"] is None and r["topic"] in sources
-                    ),
-                    "sink_out_of_order": sum(1 for r in shown if r["pipeline"] == v["pipeline"]),
-                    "truncated_records": v["truncated_records"] if w == TRUNCATED_WINDOW else 0,
-                    "inconsistent_offsets": (
-                        v["inconsistent_offsets"] if w == TRUNCATED_WINDOW else 0
-                    ),
-                }
-            )
+            row = {
+                "pipeline": v["pipeline"],
+                "window_start": (WINDOWS - w) * WINDOW_S,
+                "records_checked": checked,
+                "duplicate_copies": dups,
+                "duplicate_rate": dups / checked if checked else None,
+                "lost": lost,
+                "loss_rate": lost / checked if checked else None,
+                "aborted_reads": 0,
+                "beyond_retention": 0,
+                "late_records": 0,
+                "faults_observed": 1 if w in (2, 5) and v["faults_observed"] else 0,
+                "achieved": "no guarantee" if bad else v["achieved"],
+                "meets_declared": False if bad else v["meets_declared"],
+                "filtered": 0,
+                "filter_undecided": 0,
+                "torn_commits": 1 if v["torn_commits"] and w == 4 else 0,
+                "producer_out_of_order": sum(
+                    1 for r in shown if r["pipeline"] is None and r["topic"] in sources
+                ),
+                "sink_out_of_order": sum(1 for r in shown if r["pipeline"] == v["pipeline"]),
+                "truncated_records": v["truncated_records"] if w == TRUNCATED_WINDOW else 0,
+                "inconsistent_offsets": (v["inconsistent_offsets"] if w == TRUNCATED_WINDOW else 0),
+            }
+            rows.append(_with_intervals(row))
     return rows
 
 

@@ -85,6 +85,16 @@ def test_values_are_the_published_ones(state_dir: Path) -> None:
         )
     }
     assert list(served.values()) == [1, 2, 1, 0]
+    # orders-alo keeps 1 in 10 ids: its ratios come with their 95% intervals; the others
+    # count every id, so their intervals are their ratios.
+    one_in = by(scraped, "dgm_pipeline_sampled_ids_one_in", "pipeline")
+    assert one_in == {"orders-alo": 10, "payments-eos": 1, "audit-trail": 1}
+    loss = {
+        end: by(scraped, f"dgm_pipeline_loss_ratio{end}", "pipeline")
+        for end in ("_low", "", "_high")
+    }
+    assert loss["_low"]["orders-alo"] == 0 < loss["_high"]["orders-alo"] < 0.01
+    assert loss["_low"]["payments-eos"] == loss[""]["payments-eos"] == loss["_high"]["payments-eos"]
     topics = by(scraped, "dgm_topic_out_of_order_records", "topic_name")
     assert (topics["payments"], topics["payments-ledger"], topics["orders"]) == (2, 1, 0)
     # The hanging transaction pins the LSO of payments-ledger partition 1.
