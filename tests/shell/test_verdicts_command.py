@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from dgm.published import verdicts_document
-from shell.verdicts_command import format_table, read_verdicts
+from shell.verdicts_command import format_table, read_verdicts, sampled_rates
 from tests.dashboard.published import build
 
 
@@ -31,3 +31,22 @@ def test_verdicts_show_the_log_integrity_counts(tmp_path: Path) -> None:
         by_name["payments-eos"]["truncated_records"],
         by_name["payments-eos"]["inconsistent_offsets"],
     ) == (2, 1)
+
+
+def test_a_sampled_pipeline_says_its_share_and_its_rates_intervals(tmp_path: Path) -> None:
+    build(tmp_path)  # orders-alo keeps 1 in 10 ids
+    rows, finished, _, _ = read_verdicts(tmp_path)
+    lines = format_table(rows).splitlines()
+    assert "ids kept" in lines[0]
+    orders = next(line for line in lines if line.startswith("orders-alo"))
+    payments = next(line for line in lines if line.startswith("payments-eos"))
+    assert " 1 in 10 " in f"{orders} " and " all " in f"{payments} "
+    told = sampled_rates(rows)
+    assert told == [
+        "orders-alo: counts of 1 in 10 message ids; duplicate rate 0.0417% (95%: 0.0114% to "
+        "0.152%), loss rate 0% (95%: 0% to 0.08%)"
+    ]
+    document = verdicts_document(rows, finished, 60.0, datetime.now(UTC), [])
+    by_name = {p["pipeline"]: p for p in document["pipelines"]}
+    assert by_name["orders-alo"]["sample_one_in"] == 10
+    assert by_name["orders-alo"]["loss_rate_high"] > 0 == by_name["orders-alo"]["loss_rate"]
