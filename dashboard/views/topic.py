@@ -216,6 +216,28 @@ def _totals(topic: str) -> None:
         help="records behind a higher dgm-seq of their producer session, or (a sink) a "
         "higher source offset of their source partition",
     )
+    one_in = _sampled(topic)
+    if one_in > 1:
+        st.caption(
+            f"Sampled: these counts and the records below are those of 1 in {one_in:,} "
+            'message ids, kept by their hash (docs/design.md, "Sampled pipelines"); the '
+            "pipelines' rates on the overview carry their 95% intervals. Order is not looked "
+            "for in a sampled topic."
+        )
+
+
+def _sampled(topic: str) -> int:
+    """1 in how many ids the pipelines reading or writing `topic` keep (1: every id)."""
+    verdicts = queries.verdicts()
+    if "sample_one_in" not in verdicts.columns:  # a publication of an older dgm
+        return 1
+    shares = [
+        int(v["sample_one_in"])
+        for _, v in verdicts.iterrows()
+        if pd.notna(v["sample_one_in"])
+        and topic in [*(v["source_topics"] or []), *(v["sink"] or [])]
+    ]
+    return max(shares, default=1)
 
 
 def render() -> None:

@@ -151,6 +151,14 @@ def test_topic_by_url_lists_every_duplicated_id(app: AppTest, published: Expecte
     assert len(table) == 7  # every copy: 2 + 3 + 2
     assert set(table["cause"]) == {"reprocessing", "producer retry"}
     assert "value" not in table.columns and "payload" not in table.columns
+    assert not any("Sampled" in str(c.value) for c in at.caption)  # payments keeps every id
+
+
+def test_a_sampled_topic_says_so(app: AppTest) -> None:
+    at = page(app, "topic", topic="orders-enriched")  # orders-alo's sink: 1 in 10 ids
+    healthy(at)
+    said = " ".join(str(c.value) for c in at.caption)
+    assert "Sampled: these counts and the records below are those of 1 in 10 message ids" in said
 
 
 def test_topic_filters(app: AppTest) -> None:
