@@ -25,6 +25,7 @@ from tests.generated_fingerprints import pipeline
 from tests.spark_jobs.analyze import engine_run
 from tests.spark_jobs.cluster_run import config as two_pipelines
 from tests.spark_jobs.cluster_run import group_offsets
+from tests.strength import by_strength
 
 GAP = LossCause.SEQUENCE_GAP.value
 COUNTED = ("records_checked", "duplicate_copies", "aborted_reads", "distinct_ids", "sink_records")
@@ -108,7 +109,7 @@ def test_a_sample_is_the_exact_analysis_of_its_kept_ids(
     assert all_ids["loss_rate_low"] == all_ids["loss_rate"] == all_ids["loss_rate_high"]
 
 
-@engine_run.spark_examples(6)
+@engine_run.spark_examples(by_strength(3, 12))
 @given(seed=st.integers(0, 2**16), one_in=st.integers(2, 40))
 def test_sampled_counts_equal_the_exact_counts_of_the_kept_ids(
     spark: Any, seed: int, one_in: int
