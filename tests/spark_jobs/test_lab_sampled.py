@@ -1,8 +1,7 @@
-"""The lab's SIGKILLed pipelines analyzed again with 1 in 10 (and under DGM_LONG=1 1 in 100)
-message ids kept
-(docs/design.md, "Sampled pipelines"), from the same topics and collector samples: the
-counts equal the truth restricted to the kept ids, and the exact run's rates lie in the
-published intervals."""
+"""The lab's SIGKILLed pipelines analyzed again with 1 in 10 message ids kept (and 1 in 100
+under DGM_LONG=1; docs/design.md, "Sampled pipelines"), from the same topics and collector
+samples: the counts equal the truth restricted to the kept ids, and the exact run's rates
+lie in the published intervals."""
 
 from __future__ import annotations
 
