@@ -126,14 +126,13 @@ while True:
 """
 
 
-# A pass over these files takes ~20 s of work and a kill comes 0.2-3 s after a start, so the
-# first kills all land inside the first pass.
-KILLS = by_strength(8, 12)
+# Hours of files every 10 s: a first pass over 8 hours takes ~13 s of work (12 hours ~20 s),
+# and a kill comes 0.2-3 s after a start, so the first kills land inside the first pass.
+HOURS, KILLS = by_strength((8, 8), (12, 12))
 
 
 def test_sigkill_at_any_point_of_upkeep_loses_no_row_and_doubles_none(tmp_path: Path) -> None:
-    # 12 hours of files every 10 s: a first pass takes seconds, so the kills land inside it.
-    store, before = filled(tmp_path, hours=12, every_s=10)
+    store, before = filled(tmp_path, hours=HOURS, every_s=10)
     dice = random.Random(7)
     mid_pass = 0  # kills that left a merged file's originals or a temp file behind
     for kill in range(KILLS):
@@ -153,8 +152,9 @@ def test_sigkill_at_any_point_of_upkeep_loses_no_row_and_doubles_none(tmp_path: 
     assert mid_pass >= 3
     keep_bounded(store, NOW, retention=timedelta(days=30), linger_s=0)
     assert details(store) == before
-    # Hours 00-10 in a file each; 11:00-11:58 a file per minute; 11:59's 6 files as they are.
-    assert len(store.files("events")) == 11 + 59 + 6 and store.covered("events") == []
+    # Every hour but the last in a file each; the last one's minutes but its last in a file
+    # each; the last minute's 6 files as they are.
+    assert len(store.files("events")) == (HOURS - 1) + 59 + 6 and store.covered("events") == []
 
 
 def test_an_original_goes_once_its_first_cover_lingered_even_if_a_newer_cover_came(
