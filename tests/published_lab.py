@@ -88,28 +88,35 @@ def collecting(bootstrap_servers: str, config: DgmConfig, interval_s: float) -> 
         assert not thread.is_alive(), "the collector did not stop"
 
 
+def lab_run(
+    kafka: Any, root: Path, config_path: Path, name: str, mode: str, **extra: Any
+) -> LabReport:
+    """A lab run `lab-<name>` of `mode` (LabSettings `extra` beside MESSAGES at RATE),
+    appended to `config_path`; it must have caught up and been added."""
+    settings = LabSettings(
+        pipeline=f"lab-{name}",
+        mode=mode,  # type: ignore[arg-type]
+        bootstrap_servers=kafka.bootstrap_servers,
+        lab_dir=root / "lab",
+        cluster=kafka.embedded,
+        config_path=config_path,
+        progress=lambda line: None,
+        **{"messages": MESSAGES, "rate": RATE, **extra},
+    )
+    report = run_lab(settings)
+    assert report.caught_up, f"{name}: the processor never caught up"
+    assert report.config_error is None, report.config_error
+    return report
+
+
 def build_published_lab(kafka: Any, spark: Any, root: Path) -> PublishedLab:
     state_dir = root / "state"
     config_path = root / "dgm.toml"
     config_path.write_text(f'state_dir = "{state_dir}"\n\n[analysis]\ngrace_s = 0\nwindow_s = 60\n')
 
     def run(name: str) -> LabReport:
-        extra = RUNS[name]
         mode = "at-least-once" if name in DROP_ACKS_RUNS else name
-        settings = LabSettings(
-            pipeline=f"lab-{name}",
-            mode=mode,  # type: ignore[arg-type]
-            bootstrap_servers=kafka.bootstrap_servers,
-            lab_dir=root / "lab",
-            cluster=kafka.embedded,
-            config_path=config_path,
-            progress=lambda line: None,
-            **{"messages": MESSAGES, "rate": RATE, **extra},
-        )
-        report = run_lab(settings)
-        assert report.caught_up, f"{name}: the processor never caught up"
-        assert report.config_error is None, report.config_error
-        return report
+        return lab_run(kafka, root, config_path, name, mode, **RUNS[name])
 
     def one_after_another(names: list[str]) -> list[LabReport]:
         return [run(name) for name in names]

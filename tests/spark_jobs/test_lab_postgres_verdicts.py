@@ -18,10 +18,10 @@ from psycopg import sql
 
 from dgm.config import load_config
 from lab.ledger import read_ledger
-from lab.run import LabReport, LabSettings, run_lab
+from lab.run import LabReport
 from spark_jobs.job import AnalysisJob
 from tests.postgres import PostgresUnderTest
-from tests.published_lab import _cycles, _wait_for_cycles, collecting
+from tests.published_lab import _cycles, _wait_for_cycles, collecting, lab_run
 from tests.spark_jobs.test_lab_verdicts import EXPECTED_VERDICT
 from tests.spark_jobs.test_lab_verdicts import verdict as published_verdict
 
@@ -60,22 +60,10 @@ def published(
     reports: dict[str, LabReport] = {}
     with collecting(kafka.bootstrap_servers, load_config(config_path), interval_s=1.0):
         for mode in MODES:
-            settings = LabSettings(
-                pipeline=f"lab-{mode}",
-                mode=mode,  # type: ignore[arg-type]
-                bootstrap_servers=kafka.bootstrap_servers,
-                lab_dir=root / "lab",
-                messages=MESSAGES,
-                rate=RATE,
-                crashes=3,
-                sink_dsn=postgres.dsn,
-                config_path=config_path,
-                progress=lambda line: None,
-            )
-            report = run_lab(settings)
-            assert report.caught_up, f"{mode}: the processor never caught up"
-            assert report.config_error is None, report.config_error
-            reports[mode] = report
+            reports[mode] = lab_run(
+                kafka, root, config_path, mode, mode,
+                messages=MESSAGES, rate=RATE, crashes=3, sink_dsn=postgres.dsn,
+            )  # fmt: skip
         _wait_for_cycles(state_dir, _cycles(state_dir) + 2)  # samples hold the final offsets
     job = AnalysisJob(load_config(config_path), kafka.bootstrap_servers, spark=spark)
     job.progress = lambda line: None
