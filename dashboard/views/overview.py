@@ -251,18 +251,10 @@ def _details(rows: pd.DataFrame, stale: bool) -> None:
 
 
 def _one_in(v: pd.Series) -> int:
-    """1 in how many ids the pipeline's counts keep (1 for a publication without samples)."""
+    """1 in how many ids the pipeline's counts keep (1 for a publication without samples;
+    docs/design.md, "Sampled pipelines")."""
     one_in = v.get("sample_one_in")
     return 1 if one_in is None or pd.isna(one_in) else int(one_in)
-
-
-def _estimate(v: pd.Series, rate: str) -> str:
-    """A rate; for a sampled pipeline with its 95% interval (docs/design.md, "Sampled
-    pipelines")."""
-    if _one_in(v) == 1:
-        return ui.rate(v[rate])
-    low, high = v.get(f"{rate}_low"), v.get(f"{rate}_high")
-    return f"{ui.rate(v[rate])} ({ui.rate(low)} to {ui.rate(high)})"
 
 
 def _kept(v: pd.Series) -> str:
@@ -276,9 +268,15 @@ def _sampled(v: pd.Series) -> str:
         return ""
     return (
         f" **Sampled**: the counts are those of 1 in {one_in:,} message ids, kept by their "
-        "hash; the rates are estimates, shown with their 95% intervals. Sequence gaps and "
-        "order are not looked for."
+        f"hash; the rates are estimates, with 95% intervals: duplicate rate "
+        f"{_interval(v, 'duplicate_rate')}, loss rate {_interval(v, 'loss_rate')}. Sequence "
+        "gaps and order are not looked for."
     )
+
+
+def _interval(v: pd.Series, rate: str) -> str:
+    low, high = v.get(f"{rate}_low"), v.get(f"{rate}_high")
+    return f"{ui.rate(low)} to {ui.rate(high)}"
 
 
 def _topics(value: Any) -> list[str]:
@@ -296,13 +294,13 @@ def _card(v: pd.Series, windows: pd.DataFrame, stale: bool) -> None:
         cells = st.columns(5)
         cells[0].metric(
             "Duplicate rate",
-            _estimate(v, "duplicate_rate"),
+            ui.rate(v["duplicate_rate"]),
             help=f"{ui.count(v['duplicate_copies'])} extra copies / "
             f"{ui.count(v['distinct_ids'])} distinct ids in the sink" + _kept(v),
         )
         cells[1].metric(
             "Loss rate",
-            _estimate(v, "loss_rate"),
+            ui.rate(v["loss_rate"]),
             help=f"{ui.count(v['lost'])} lost / {ui.count(v['records_checked'])} records checked"
             + _kept(v),
         )
