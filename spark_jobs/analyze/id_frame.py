@@ -97,9 +97,11 @@ def frame_of(batch: pa.Table, pipelines: Iterable[str]) -> tuple[pd.DataFrame, N
 
 def marked(batch: pa.Table, column: str, names: Names) -> pd.Index:
     """The (pipeline code, row) pairs a list column of pipeline names (filtered_by,
-    filter_undecided_by) marks, as one integer each (pipeline * 2**32 + row); pipelines
-    this Context does not know are left out."""
+    filter_undecided_by; or its names joined by commas) marks, as one integer each
+    (pipeline * 2**32 + row); pipelines this Context does not know are left out."""
     lists = batch.column(column).combine_chunks()
+    if pa.types.is_string(lists.type) or pa.types.is_large_string(lists.type):
+        lists = pc.split_pattern(lists, ",")  # as passes.by_id ships them: joined by commas
     if lists.null_count == len(lists):
         return pd.Index([], dtype="int64")
     rows = pc.list_parent_indices(lists).to_numpy().astype("int64")

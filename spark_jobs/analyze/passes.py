@@ -19,7 +19,7 @@ from datetime import datetime
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from dgm.config_schema import DgmConfig
@@ -171,10 +171,21 @@ def by_id(fingerprints: DataFrame, ctx: Context, rows: int | None = None) -> Dat
     # rows are few bytes each), and the per-partition Python work then runs on one core.
     parts = _partitions(fingerprints, rows)
     return (
-        fingerprints.select(*ID_COLUMNS)
+        fingerprints.select(*(_shipped(c) for c in ID_COLUMNS))
         .repartition(parts, "message_id")
         .mapInArrow(_in_partitions(lambda batch: per_id_rows(batch, ctx)), OUTPUT)
     )
+
+
+# The list columns of pipeline names go to the Python workers joined into one string
+# (id_frame.marked splits them; a pipeline name holds no comma): Arrow-encoding array
+# columns into and out of the workers made the per-id stage 7x slower (22 s against 3 s
+# for 1M rows through an identity mapInArrow; bench/HISTORY.md, "Sampling: ...").
+_JOINED = ("filtered_by", "filter_undecided_by")
+
+
+def _shipped(column: str) -> Column:
+    return F.array_join(column, ",").alias(column) if column in _JOINED else F.col(column)
 
 
 def stream_records(fingerprints: DataFrame, ctx: Context) -> DataFrame:
