@@ -1,7 +1,7 @@
 """The lab's SIGKILLed pipelines analyzed again with 1 in 10 message ids kept (and 1 in 100
 under DGM_LONG=1; docs/design.md, "Sampled pipelines"), from the same topics and collector
 samples: the counts equal the truth restricted to the kept ids, and the exact run's rates
-lie in the published intervals."""
+lie in the intervals of the sampled counts."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 
 from dgm.config import load_config
 from dgm.published import PUBLISHED_FILE
-from dgm.sampling import kept_below
+from dgm.sampling import kept_below, wilson_interval
 from lab.ledger import read_ledger
 from spark_jobs.job import AnalysisJob
 from spark_jobs.sampling import id_hash
@@ -23,6 +23,7 @@ from tests.strength import by_strength
 from tests.truth import by_id, extra_copies, topic_ids
 
 RUNS = ("at-most-once", "at-least-once", "exactly-once")
+Z_999 = 3.2905  # two-sided 99.9%
 
 
 def _verdicts(database: Path) -> dict[str, dict[str, Any]]:
@@ -72,10 +73,16 @@ def test_sampled_lab_runs_count_their_kept_ids_and_bound_the_exact_rates(
         assert mine["lost"] == len((acked - set(sink)) & kept)
         kept_sink = by_id_restricted(sink, kept)
         assert mine["duplicate_copies"] + mine["upstream_duplicates"] == extra_copies(kept_sink)
-        for rate in ("duplicate_rate", "loss_rate"):
-            low, high = mine[f"{rate}_low"], mine[f"{rate}_high"]
-            if whole[rate] is not None and low is not None:
-                assert low <= whole[rate] <= high, (run, rate, whole[rate], low, high)
+        # A 95% interval misses the true rate in 1 run of 20 by design, and each session's
+        # lab runs differ: the published interval is checked on fixed generated data
+        # (analyze/test_sampled.py); here the same counts' 99.9% interval must hold it.
+        for rate, hits, trials in (
+            ("duplicate_rate", mine["duplicate_copies"], mine["distinct_ids"]),
+            ("loss_rate", mine["lost"], mine["records_checked"]),
+        ):
+            wide = wilson_interval(hits, trials, z=Z_999) if hits <= trials else None
+            if whole[rate] is not None and wide is not None:
+                assert wide[0] <= whole[rate] <= wide[1], (run, rate, whole[rate], wide)
 
 
 def by_id_restricted(copies: Any, kept: set[str]) -> Any:
