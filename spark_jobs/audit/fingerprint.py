@@ -139,18 +139,37 @@ def fingerprints(records: DataFrame, rule: MessageIdRule) -> DataFrame:
     )
 
 
+def aborted_offsets(uncommitted_view: DataFrame, committed_view: DataFrame) -> DataFrame:
+    """The coordinates (topic, partition, offset) of `uncommitted_view` (a read_uncommitted
+    read's rows) that `committed_view` (a read_committed read of the same ranges, any columns
+    with the coordinates) does not hold: the aborted records. An anti join of the coordinates
+    alone, so only those are shuffled, and each record is kept once however the committed
+    view repeats it."""
+    coordinates = list(COORDINATES)
+    return uncommitted_view.select(*coordinates).join(
+        committed_view.select(*coordinates), coordinates, "left_anti"
+    )
+
+
+def mark_aborted(uncommitted_view: DataFrame, aborted: DataFrame, broadcast: bool) -> DataFrame:
+    """`uncommitted_view` (fingerprints) with `committed` false for the records `aborted`
+    (aborted_offsets, each once) names and true for the others. `broadcast`: `aborted` is
+    small enough to send whole to every task, so the fingerprints are not shuffled."""
+    flagged = aborted.select(*COORDINATES).withColumn("_aborted", F.lit(True))
+    marked = uncommitted_view.drop("committed").join(
+        F.broadcast(flagged) if broadcast else flagged, list(COORDINATES), "left"
+    )
+    committed = F.col("_aborted").isNull().alias("committed")
+    return marked.select(
+        *(committed if f.name == "committed" else f.name for f in FINGERPRINT.fields)
+    )
+
+
 def mark_committed(uncommitted_view: DataFrame, committed_view: DataFrame) -> DataFrame:
     """`uncommitted_view` (fingerprints of a read_uncommitted read) with `committed` set: true
     iff the record's (topic, partition, offset) is in `committed_view`, a read_committed read
-    of the same range (any columns, as long as it has topic, partition and offset).
-
-    One left join against the committed view's distinct coordinates: each record is kept
-    exactly once however that view repeats, and each view is scanned once (a semi plus an
-    anti join would read the uncommitted view, i.e. the topic, twice).
-    """
-    seen = committed_view.select(*COORDINATES).distinct().withColumn("_seen", F.lit(True))
-    marked = uncommitted_view.drop("committed").join(seen, list(COORDINATES), "left")
-    committed = F.coalesce(F.col("_seen"), F.lit(False)).alias("committed")
-    return marked.select(
-        *(committed if f.name == "committed" else f.name for f in FINGERPRINT.fields)
+    of the same range. One plan, no broadcast: the audit materializes the aborted offsets
+    first to choose (kafka_read.fingerprinted)."""
+    return mark_aborted(
+        uncommitted_view, aborted_offsets(uncommitted_view, committed_view), broadcast=False
     )

@@ -64,6 +64,7 @@ from dgm.fingerprints import DISPLACED_DIR, FINGERPRINTS_DIR
 from dgm.fingerprints import FINGERPRINT as ARROW_FINGERPRINT
 from dgm.samples import Key
 from spark_jobs.audit.ranges import OffsetRange
+from spark_jobs.audit.written import part_files, written
 from spark_jobs.schemas import DISPLACED, FINGERPRINT
 
 log = logging.getLogger(__name__)
@@ -206,16 +207,24 @@ class FingerprintStore:
         expected: Mapping[str, str] | None = None,
         displaced: DataFrame | None = None,
         rewritten: bool = False,
+        files: Sequence[Path] | None = None,
     ) -> Batch:
         """Write `frame` (FINGERPRINT rows of `ranges`, and of the JDBC sinks `external`
         names: pipeline -> {"topic", "sink", "upto"}) as one committed batch; call under
-        `writer_lock`. The manifest counts the records per range (and per external entry)
-        from what was written; `expected`: pipeline -> the predicate its source records were
-        marked under."""
+        `writer_lock`. `files`: Parquet part files in this store's folder that hold exactly
+        `frame`'s rows, moved into the batch instead of writing it again (audit/scratch.py).
+        The manifest counts the records per range (and per external entry) from what was
+        written; `expected`: pipeline -> the predicate its source records were marked
+        under."""
         folder = self.folder
         temp = folder / f".tmp-{uuid.uuid4().hex}"
-        frame.select(*(f.name for f in FINGERPRINT.fields)).write.parquet(str(temp))
-        manifest = _manifest(spark, temp, ranges, id_rules, replaces, topic_ids, reaudits)
+        if files is None:
+            frame.select(*(f.name for f in FINGERPRINT.fields)).write.parquet(str(temp))
+        else:
+            temp.mkdir()
+            for path in files:
+                os.rename(path, temp / path.name)
+        manifest = _manifest(temp, ranges, id_rules, replaces, topic_ids, reaudits)
         manifest["expected"] = dict(sorted((expected or {}).items()))
         if displaced is not None:
             aside = temp / DISPLACED_DIR
@@ -413,7 +422,6 @@ def _iso(value: datetime | None) -> str | None:
 
 
 def _manifest(
-    spark: SparkSession,
     written_to: Path,
     ranges: Sequence[OffsetRange],
     id_rules: Mapping[str, MessageIdRule],
@@ -422,25 +430,20 @@ def _manifest(
     reaudits: Sequence[str],
 ) -> dict[str, Any]:
     """The manifest of the rows written to `written_to`, counted from what was written."""
-    written = spark.read.schema(FINGERPRINT).parquet(str(written_to))
-    stats = written.groupBy("topic", "partition").agg(
-        F.count(F.lit(1)).alias("n"), F.min("timestamp").alias("lo"), F.max("timestamp").alias("hi")
-    )
-    counted = {(s["topic"], s["partition"]): s for s in stats.collect()}
-    lows = [s["lo"] for s in counted.values() if s["lo"] is not None]
-    highs = [s["hi"] for s in counted.values() if s["hi"] is not None]
+    counted = written(part_files(written_to))
+    lows = [s.lowest for s in counted.values() if s.lowest is not None]
+    highs = [s.highest for s in counted.values() if s.highest is not None]
     return {
         "version": 1,
         "created_at": datetime.now(UTC).isoformat(),
         # Rows per topic that is no Kafka topic (a JDBC sink's `external:` name).
         "external_records": {
-            t: int(s["n"]) for (t, _), s in sorted(counted.items()) if t.startswith("external:")
+            t: s.rows for (t, _), s in sorted(counted.items()) if t.startswith("external:")
         },
         "ranges": [
-            {**asdict(r), "records": int(counted[r.key]["n"]) if r.key in counted else 0}
-            for r in ranges
+            {**asdict(r), "records": counted[r.key].rows if r.key in counted else 0} for r in ranges
         ],
-        "records": sum(int(s["n"]) for s in counted.values()),
+        "records": sum(s.rows for s in counted.values()),
         "id_rules": {topic: asdict(rule) for topic, rule in sorted(id_rules.items())},
         "min_timestamp": _iso(min(lows, default=None)),
         "max_timestamp": _iso(max(highs, default=None)),

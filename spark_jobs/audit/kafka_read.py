@@ -6,7 +6,10 @@ ranges are read with the Spark Kafka source in batch mode, read_uncommitted, hea
 one relation per message id rule (all the topics that share a rule in one read), and
 fingerprinted with that rule. The topics that have seen transactions are also read
 read_committed, in one relation over the same ranges, and their fingerprints marked committed
-or aborted.
+or aborted (only the coordinates of the aborted records are joined: fingerprint.py).
+Each chunk of the ranges is read, fingerprinted and written to Parquet in one Spark job, and
+counted from its files on the driver; a batch that needs no marking and drops no ids adopts
+those files (scratch.py), so a topic without transactions is read and written once.
 "Has seen transactions" is decided from the data: a partition whose read_uncommitted read
 returned fewer records than its range has offsets (control markers take offsets); an LSO
 sampled below the high watermark; or a transactional producer in the `producers` sample.
@@ -25,7 +28,6 @@ from datetime import UTC, datetime
 from functools import reduce
 from pathlib import Path
 
-from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -46,7 +48,7 @@ from spark_jobs.audit.expected import (
     with_expected,
 )
 from spark_jobs.audit.external import external_fingerprints
-from spark_jobs.audit.fingerprint import fingerprints, mark_committed
+from spark_jobs.audit.fingerprint import aborted_offsets, fingerprints, mark_aborted
 from spark_jobs.audit.fingerprint_store import (
     Batch,
     FingerprintStore,
@@ -67,15 +69,21 @@ from spark_jobs.audit.ranges import (
     transactional_topics,
 )
 from spark_jobs.audit.recreated import forget_topics, recreated_topics
+from spark_jobs.audit.scratch import Scratch
 from spark_jobs.audit.start import first_starts
 from spark_jobs.audit.tracker import EVERY_S, AuditTracker
 from spark_jobs.audit.truncation import RereadReport, reread
 from spark_jobs.sampling import kept
 
 Progress = Callable[[str], None]
-# Offsets read per Spark job: the audit's progress is exact at each chunk's end (about 5 s
-# at the ~38,000 records/s bench/README.md gives for a 2-core machine).
-CHUNK_OFFSETS = 200_000
+# Offsets read per Spark job: the audit's progress is exact at each chunk's end. Each chunk
+# costs about 1.5 s more than the records it reads on 2 cores (1M records in chunks of 200k:
+# 13.9 s, in one chunk 8.4 s: bench/HISTORY.md, "Audit: throughput against the engine's
+# floor"), so a chunk is ~8 s of reading there; the progress line still comes every 10 s.
+CHUNK_OFFSETS = 1_000_000
+# Aborted records up to this many are sent whole to every task to be marked (~30 bytes
+# each); more (a producer aborting in a loop) are joined by shuffling the fingerprints.
+BROADCAST_ABORTED = 2_000_000
 
 
 class ConflictingIdRules(UserFacingError):
@@ -127,7 +135,11 @@ def kafka_options(config: DgmConfig, bootstrap_servers: str) -> dict[str, str]:
 
 
 def read_range(
-    spark: SparkSession, options: Mapping[str, str], ranges: Sequence[OffsetRange], isolation: str
+    spark: SparkSession,
+    options: Mapping[str, str],
+    ranges: Sequence[OffsetRange],
+    isolation: str,
+    include_headers: bool = True,
 ) -> DataFrame:
     """The records of `ranges` as the Spark Kafka source gives them, headers included.
 
@@ -143,7 +155,7 @@ def read_range(
         .option("assign", assign_json(ranges))
         .option("startingOffsets", offsets_json(ranges, end=False))
         .option("endingOffsets", offsets_json(ranges, end=True))
-        .option("includeHeaders", "true")
+        .option("includeHeaders", str(include_headers).lower())
         .option("kafka.isolation.level", isolation)
         .option("failOnDataLoss", "true")
         .load()
@@ -151,13 +163,17 @@ def read_range(
 
 
 def read_ranges(
-    spark: SparkSession, sources: KafkaSources, ranges: Sequence[OffsetRange], isolation: str
+    spark: SparkSession,
+    sources: KafkaSources,
+    ranges: Sequence[OffsetRange],
+    isolation: str,
+    include_headers: bool = True,
 ) -> DataFrame:
     """read_range of each cluster's share of `ranges` with that cluster's options, the topics
     named as dgm names them (qualified off the default cluster): one relation per cluster."""
     frames = []
     for cluster, plain in sources.by_cluster(ranges).items():
-        frame = read_range(spark, sources.options[cluster], plain, isolation)
+        frame = read_range(spark, sources.options[cluster], plain, isolation, include_headers)
         if cluster != DEFAULT_CLUSTER:
             prefix = F.lit(qualified(cluster, ""))
             frame = frame.withColumn("topic", F.concat(prefix, F.col("topic")))
@@ -176,36 +192,30 @@ def _read_chunks(
     rules: Mapping[str, MessageIdRule],
     tracker: AuditTracker,
     chunk_offsets: int,
+    scratch: Scratch,
     config: DgmConfig | None = None,
-) -> tuple[list[DataFrame], dict[Key, int]]:
-    """The read_uncommitted fingerprints of `ranges`, one persisted frame per chunk, each
-    counted (so materialized) before the next is read: the tracker learns exact figures."""
-    frames: list[DataFrame] = []
+) -> dict[Key, int]:
+    """Write the read_uncommitted fingerprints of `ranges` to `scratch`, a job per chunk,
+    each counted from its files before the next is read: the tracker learns exact figures.
+    Records per partition."""
     counts: dict[Key, int] = {}
-    try:
-        for chunk in split_ranges(ranges, chunk_offsets):
-            # One Kafka relation per id rule, not per topic: each relation costs the driver
-            # its own offset reader and planning, every cycle.
-            by_rule: dict[MessageIdRule, list[OffsetRange]] = {}
-            for r in chunk:
-                by_rule.setdefault(rules[r.topic], []).append(r)
-            frame = _union(
-                fingerprints(
-                    _expected(read_ranges(spark, sources, mine, "read_uncommitted"), config), rule
-                )
-                for rule, mine in by_rule.items()
-            ).persist(StorageLevel.MEMORY_AND_DISK)
-            frames.append(frame)
-            counted = frame.groupBy("topic", "partition").count().collect()
-            for c in counted:
-                key = (c["topic"], c["partition"])
-                counts[key] = counts.get(key, 0) + int(c["count"])
-            tracker.add(sum(int(c["count"]) for c in counted), sum(r.size for r in chunk))
-    except BaseException:
-        for frame in frames:
-            frame.unpersist()
-        raise
-    return frames, counts
+    for chunk in split_ranges(ranges, chunk_offsets):
+        # One Kafka relation per id rule, not per topic: each relation costs the driver
+        # its own offset reader and planning, every cycle.
+        by_rule: dict[MessageIdRule, list[OffsetRange]] = {}
+        for r in chunk:
+            by_rule.setdefault(rules[r.topic], []).append(r)
+        frame = _union(
+            fingerprints(
+                _expected(read_ranges(spark, sources, mine, "read_uncommitted"), config), rule
+            )
+            for rule, mine in by_rule.items()
+        )
+        counted = scratch.write(frame)
+        for key, rows in counted.items():
+            counts[key] = counts.get(key, 0) + rows
+        tracker.add(sum(counted.values()), sum(r.size for r in chunk))
+    return counts
 
 
 def _expected(records: DataFrame, config: DgmConfig | None) -> DataFrame:
@@ -228,20 +238,37 @@ def _fingerprint_kafka(
     """One batch for `ranges`; empty ranges (a first audit's recorded start) are stored in
     the manifest without a read. With `config`, source records are marked by the pipelines'
     `expected` predicates and the manifest records them."""
-    frame, frames, transactional = fingerprinted(
-        spark, sources, ranges, rules, flagged, tracker, chunk_offsets, config
+    found = fingerprinted(
+        spark, sources, ranges, rules, flagged, tracker, state_dir, chunk_offsets, config
     )
     try:
         used = {t: rules[t] for t in sorted({r.topic for r in ranges})}
         store = FingerprintStore(state_dir)
         judged = recorded_predicates(config, {r.topic for r in ranges}) if config else {}
         batch = store.write_batch(
-            spark, frame, ranges, used, (), topic_ids, reaudits, expected=judged
-        )
+            spark, found.frame, ranges, used, (), topic_ids, reaudits, expected=judged,
+            files=found.files,
+        )  # fmt: skip
     finally:
-        for piece in frames:
-            piece.unpersist()
-    return batch, transactional
+        found.done()
+    return batch, found.transactional
+
+
+@dataclass
+class Fingerprinted:
+    """The fingerprints of an audit's ranges, as `frame` (committed or aborted; with a config,
+    source records marked by the pipelines' `expected` predicates and sampled topics' kept
+    ids only). `files`: the part files `frame` is exactly, when it needed nothing past the
+    first read (the batch adopts them); None when it must be written. Call `done` once it
+    is written."""
+
+    frame: DataFrame
+    transactional: tuple[str, ...]
+    files: list[Path] | None
+    scratch: Scratch
+
+    def done(self) -> None:
+        self.scratch.remove()
 
 
 def fingerprinted(
@@ -251,34 +278,42 @@ def fingerprinted(
     rules: Mapping[str, MessageIdRule],
     flagged: set[str],
     tracker: AuditTracker,
+    state_dir: Path,
     chunk_offsets: int = CHUNK_OFFSETS,
     config: DgmConfig | None = None,
-) -> tuple[DataFrame, list[DataFrame], tuple[str, ...]]:
-    """The fingerprints of `ranges`, committed or aborted (with `config`, source records
-    marked by the pipelines' `expected` predicates, sampled topics' kept ids only); the
-    persisted frames they are made of
-    (the caller unpersists them once it wrote them); the topics read twice."""
+) -> Fingerprinted:
+    """The fingerprints of `ranges` (Fingerprinted); `flagged` topics are read twice."""
     reading = [r for r in ranges if r.size > 0]
     topics = sorted({r.topic for r in reading})
-    frames, counts = _read_chunks(spark, sources, reading, rules, tracker, chunk_offsets, config)
+    scratch = Scratch(FingerprintStore(state_dir).folder)
     try:
+        counts = _read_chunks(
+            spark, sources, reading, rules, tracker, chunk_offsets, scratch, config
+        )
         tracker.set_phase("writing")
-        uncommitted = _union(frames) if frames else empty_fingerprints(spark)
+        uncommitted = scratch.frame(spark) if scratch.chunks else empty_fingerprints(spark)
         gapped = {r.topic for r in reading if counts.get(r.key, 0) < r.size}
         transactional = sorted((flagged | gapped) & set(topics))
+        # A sampled topic keeps its kept ids only (dgm/sampling.py), after the committed pass.
+        one_in = config.topic_one_in() if config is not None else {}
+        sampled = {t for t in topics if one_in.get(t, 1) > 1}
+        if not transactional and not sampled:
+            return Fingerprinted(uncommitted, (), scratch.files(), scratch)
         parts = [uncommitted.filter(~F.col("topic").isin(transactional))]
         if transactional:
             in_txn = [r for r in reading if r.topic in transactional]
-            committed_view = read_ranges(spark, sources, in_txn, "read_committed")
+            committed_view = read_ranges(
+                spark, sources, in_txn, "read_committed", include_headers=False
+            )
             mine = uncommitted.filter(F.col("topic").isin(transactional))
-            parts.append(mark_committed(mine, committed_view))
+            # Materialized once: their number decides whether they are broadcast.
+            aborted = scratch.write_aborted(aborted_offsets(mine, committed_view))
+            broadcast = aborted <= BROADCAST_ABORTED
+            parts.append(mark_aborted(mine, scratch.aborted(spark), broadcast))
     except BaseException:
-        for frame in frames:
-            frame.unpersist()
+        scratch.remove()
         raise
-    # A sampled topic keeps its kept ids only (dgm/sampling.py), after the committed pass.
-    one_in = config.topic_one_in() if config is not None else {}
-    return kept(_union(parts), one_in), frames, tuple(transactional)
+    return Fingerprinted(kept(_union(parts), one_in), tuple(transactional), None, scratch)
 
 
 def _quiet(_: str) -> None:
@@ -449,15 +484,10 @@ def _reread(
         ) | has_open_or_recent_transaction(s for s in sampled if s.topic in topics)
         total = sum(r.size for r in ranges)
         with AuditTracker(config.state_dir, total, progress) as tracker:
-            frame, frames, _ = fingerprinted(
-                spark, sources, ranges, rules, flagged, tracker, config=config
+            found = fingerprinted(
+                spark, sources, ranges, rules, flagged, tracker, config.state_dir, config=config
             )
-
-        def done() -> None:
-            for piece in frames:
-                piece.unpersist()
-
-        return frame, done
+        return found.frame, found.done
 
     return reread(
         spark, store, SampleStore(config.state_dir), sampled, rules,

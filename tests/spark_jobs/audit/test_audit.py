@@ -334,3 +334,29 @@ def test_topics_sharing_an_id_rule_are_read_together_and_each_gets_its_own_rule(
         by_header[1]: ["h0", "h1", "h2"],
         by_key: ["k0", "k1", "k2"],
     }
+
+
+def test_a_topic_without_transactions_is_read_and_written_in_one_spark_job(
+    spark: Any, kafka: Any, tmp_path: Path
+) -> None:
+    """The batch adopts the files the read wrote and is counted from them on the driver: no
+    cache, no counting job, no second write (bench/HISTORY.md, "Audit: throughput against
+    the engine's floor")."""
+    topic = kafka.new_topic("audit-one-job", partitions=3)
+    plain(kafka, topic, *(f"r-{i}" for i in range(30)))
+    cfg = config(tmp_path, pipeline(topic))
+    sample(kafka, tmp_path, topic)
+    group = f"audit-{uuid.uuid4().hex}"
+    context = spark.sparkContext
+    context.setJobGroup(group, "one audit")
+    try:
+        result = audit(spark, cfg, kafka.bootstrap_servers)
+    finally:
+        context.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+    assert result.records == {topic: 30} and result.transactional == ()
+    assert len(context.statusTracker().getJobIdsForGroup(group)) == 1
+    assert sorted(str(id) for _, id, _ in seen(spark, tmp_path)) == sorted(
+        f"r-{i}" for i in range(30)
+    )
+    hidden = [p for p in FingerprintStore(tmp_path).folder.iterdir() if p.name.startswith(".s")]
+    assert hidden == []  # the scratch folder is gone once the batch is committed

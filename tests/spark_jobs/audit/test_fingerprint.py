@@ -24,7 +24,12 @@ from pyspark.sql.types import (
 
 from dgm.config_schema import MessageIdRule
 from dgm.waiting import wait_until
-from spark_jobs.audit.fingerprint import fingerprints, mark_committed
+from spark_jobs.audit.fingerprint import (
+    aborted_offsets,
+    fingerprints,
+    mark_aborted,
+    mark_committed,
+)
 from spark_jobs.schemas import FINGERPRINT
 from tests.spark_jobs.analyze import engine_run
 
@@ -223,8 +228,12 @@ def test_committed_iff_the_read_committed_view_holds_the_coordinates(spark: Any)
         ],
         KAFKA_ROW,
     )
-    marked = mark_committed(fingerprints(uncommitted, MessageIdRule()), committed)
-    assert marked.schema == fingerprints(uncommitted, MessageIdRule()).schema
+    found = fingerprints(uncommitted, MessageIdRule())
+    marked = mark_committed(found, committed)
+    assert marked.schema == found.schema
+    # The audit's way: the aborted offsets apart, then sent whole to every task.
+    broadcast = mark_aborted(found, aborted_offsets(found, committed), broadcast=True)
+    assert sorted(broadcast.collect()) == sorted(marked.collect())
     assert sorted((r.topic, r.partition, r.offset, r.committed) for r in marked.collect()) == [
         ("t", 0, 0, True),
         ("t", 0, 1, False),
