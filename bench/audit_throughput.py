@@ -1,30 +1,37 @@
-"""Audit throughput: dgm's `audit()` of a whole topic against Kafka's own consumer perf test.
+"""Audit throughput: dgm's `audit()` of a whole topic against the engine's floor (a plain
+Spark read that writes the same fingerprint columns to Parquet) and Kafka's own consumer.
 
 Starts its own single-broker embedded Kafka in a temporary directory (die_with_parent, stopped
-at the end), creates a topic of 6 partitions and fills it with small records stamped with
-dgm's headers (dgm-id, dgm-producer, dgm-seq, as lab/producer.py stamps them) from a fast
-confluent-kafka loop (the lab producer paces and tracks every send, too slow for millions).
-One real collector cycle (collectors.cycle.Collector + SampleStore) writes the offsets
-sample the audit plans its ranges from. Then, alternating, --reps times each:
+at the end), creates topics of 6 partitions and fills them from a fast confluent-kafka loop
+(the lab producer paces and tracks every send, too slow for millions):
 
-- `spark_jobs.audit.kafka_read.audit()` of the whole range into a fresh state dir (samples copied
-  in): Spark Kafka source read, fingerprints, Parquet batch written and committed;
-- Kafka's ConsumerPerformance (`dgm broker tool consumer-perf-test`) on the same topic, from
-  the broker's own jars; its own nMsg.sec and the wall time including the JVM start.
+- `plain`: 200-byte values with a short key, no headers; id rule `hash` (of key and value);
+- `stamped`: small values stamped with dgm's headers (dgm-id, dgm-producer, dgm-seq, as
+  lab/producer.py stamps them); id rule `header` dgm-id;
+- with --transactional: `txn`, stamped records written in transactions of 10,000 (every 10th
+  aborted), against the stamped topic's audit of as many records.
 
-With --transactional N, a second topic of N records written in transactions (every 10th
-aborted) is audited the same way: the audit reads it twice (read_uncommitted, then
-read_committed to mark aborted records), against a plain topic of the same size.
+One real collector cycle (collectors.cycle.Collector + SampleStore) writes the offsets sample
+the audit plans its ranges from. Then per topic, after one warm-up of each, --reps times, side
+by side in one Spark session:
 
-    python bench/audit_throughput.py [--records 3000000] [--reps 3] [--transactional 1000000]
+- `audit`: `spark_jobs.audit.kafka_read.audit()` of the whole range into a fresh state dir
+  (samples copied in), with the time of each of its steps (read, write, manifest, the rest);
+- `floor`: the same offsets read by the Spark Kafka source (read_uncommitted, headers), the
+  same `fingerprints()` columns and id, written to Parquet: one job, nothing else;
+- with --perf-test: Kafka's ConsumerPerformance (`dgm broker tool consumer-perf-test`) on the
+  same topic, from the broker's own jars; its own nMsg.sec.
+
+    python bench/audit_throughput.py [--records 2000000] [--reps 3] [--transactional]
 
 Current figures: bench/README.md; their history: bench/HISTORY.md, "Audit: throughput against
-Kafka's consumer".
+the engine's floor".
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import statistics
@@ -33,6 +40,9 @@ import sys
 import tempfile
 import time
 import uuid
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -44,16 +54,22 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from collectors.clients import Clients
 from collectors.cycle import Collector
 from dgm import headers
-from dgm.config_schema import CollectorSettings, DgmConfig, PipelineConfig
+from dgm.config_schema import CollectorSettings, DgmConfig, MessageIdRule, PipelineConfig
 from dgm.samples import SAMPLES_DIR, SampleStore
 from embedded_kafka.cluster import EmbeddedCluster
 from embedded_kafka.tools import tool_command
 
 PARTITIONS = 6
+VALUE_BYTES = 200
+RULES = {
+    "plain": MessageIdRule(kind="hash"),
+    "stamped": MessageIdRule(),
+    "txn": MessageIdRule(),
+}
 
 
-def fill(bootstrap: str, topic: str, records: int, transactional: bool = False) -> float:
-    """`records` stamped records round-robin over the partitions; seconds taken."""
+def fill(bootstrap: str, topic: str, records: int, shape: str) -> float:
+    """`records` records of `shape` round-robin over the partitions; seconds taken."""
     config: dict[str, Any] = {
         "bootstrap.servers": bootstrap,
         "linger.ms": 20,
@@ -61,10 +77,12 @@ def fill(bootstrap: str, topic: str, records: int, transactional: bool = False) 
         "queue.buffering.max.messages": 1_000_000,
         "enable.idempotence": True,
     }
+    transactional = shape == "txn"
     if transactional:
         config["transactional.id"] = f"bench-{uuid.uuid4().hex[:8]}"
     producer = Producer(config)
     session = uuid.uuid4().hex[:12].encode()
+    padding = b"x" * VALUE_BYTES
     began = time.perf_counter()
     if transactional:
         producer.init_transactions(60)
@@ -74,19 +92,27 @@ def fill(bootstrap: str, topic: str, records: int, transactional: bool = False) 
             producer.begin_transaction()
         for n in range(start, min(records, start + per_transaction)):
             partition = n % PARTITIONS
-            stamped = [
-                (headers.ID, b"m%d" % n),
-                (headers.PRODUCER, session),
-                (headers.SEQ, b"%d" % (n // PARTITIONS)),
-            ]
+            if shape == "plain":
+                value = (b"v%d:" % n + padding)[:VALUE_BYTES]
+                kwargs: dict[str, Any] = {"key": b"k%d" % (n % 1000), "value": value}
+            else:
+                stamped = [
+                    (headers.ID, b"m%d" % n),
+                    (headers.PRODUCER, session),
+                    (headers.SEQ, b"%d" % (n // PARTITIONS)),
+                ]
+                kwargs = {"value": b"v%d" % n, "headers": stamped}
             while True:
                 try:
-                    producer.produce(topic, value=b"v%d" % n, partition=partition, headers=stamped)
+                    producer.produce(topic, partition=partition, **kwargs)
                     break
                 except BufferError:
                     producer.poll(0.05)
         if transactional:
             if (start // per_transaction) % 10 == 9:
+                # Sent first, so the aborted records are in the log (an abort purges what is
+                # still queued, and librdkafka then fails the next transaction's sequence).
+                assert producer.flush(60) == 0
                 producer.abort_transaction(60)
             else:
                 producer.commit_transaction(60)
@@ -107,21 +133,118 @@ def sample(bootstrap: str, state_dir: Path, topics: list[str]) -> None:
         clients.close()
 
 
-def run_audit(spark: Any, bootstrap: str, samples: Path, root: Path, topic: str) -> dict[str, Any]:
+class Steps:
+    """Seconds spent in the audit's steps, by wrapping the functions that do them."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = defaultdict(float)
+
+    @contextmanager
+    def wrapped(self) -> Iterator[None]:
+        from spark_jobs.audit import fingerprint_store, kafka_read
+
+        scratch: Any = None
+        # An older checkout (a before/after) has no scratch module.
+        with contextlib.suppress(ImportError):
+            from spark_jobs.audit import scratch
+
+        patched: list[tuple[Any, str, Any]] = []
+
+        def wrap(owner: Any, name: str, step: str) -> None:
+            original = getattr(owner, name, None)
+            if original is None:  # an older checkout, measured for a before/after
+                return
+
+            def timed(*args: Any, **kwargs: Any) -> Any:
+                began = time.perf_counter()
+                try:
+                    return original(*args, **kwargs)
+                finally:
+                    self.seconds[step] += time.perf_counter() - began
+
+            patched.append((owner, name, original))
+            setattr(owner, name, timed)
+
+        wrap(kafka_read, "_read_chunks", "read (per chunk: read, fingerprint, write, count)")
+        wrap(
+            getattr(scratch, "Scratch", None),
+            "write_aborted",
+            "aborted offsets (read_committed, anti join)",
+        )
+        wrap(fingerprint_store.FingerprintStore, "write_batch", "batch (adopt or write, commit)")
+        wrap(fingerprint_store, "_manifest", "manifest (count what was written)")
+        try:
+            yield
+        finally:
+            for owner, name, original in reversed(patched):
+                setattr(owner, name, original)
+
+    def breakdown(self, total: float) -> dict[str, float]:
+        steps = dict(self.seconds)
+        # write_batch includes the manifest: show the write alone.
+        manifest = steps.get("manifest (count what was written)", 0.0)
+        write = "batch (adopt or write, commit)"
+        steps[write] = steps.get(write, 0.0) - manifest
+        steps["the rest (samples, plan, lock)"] = total - sum(steps.values())
+        return steps
+
+
+def run_audit(
+    spark: Any, bootstrap: str, samples: Path, root: Path, topic: str, rule: MessageIdRule
+) -> dict[str, Any]:
     from spark_jobs.audit.kafka_read import audit
 
     state = root / f"audit-{uuid.uuid4().hex[:8]}"
     shutil.copytree(samples / SAMPLES_DIR, state / SAMPLES_DIR)
     pipeline = PipelineConfig(
-        name="bench", source_topics=(topic,), consumer_group="g", declared_semantic="exactly-once"
+        name="bench",
+        source_topics=(topic,),
+        consumer_group="g",
+        declared_semantic="exactly-once",
+        message_id=rule,
     )
     config = DgmConfig(state_dir=state, pipelines=(pipeline,))
+    steps = Steps()
     began = time.perf_counter()
-    result = audit(spark, config, bootstrap)
+    with steps.wrapped():
+        result = audit(spark, config, bootstrap)
     seconds = time.perf_counter() - began
     shutil.rmtree(state)
     records = sum(result.records.values())
-    return {"records": records, "seconds": seconds, "twice": bool(result.transactional)}
+    return {
+        "records": records,
+        "seconds": seconds,
+        "twice": bool(result.transactional),
+        "steps": steps.breakdown(seconds),
+    }
+
+
+def run_floor(
+    spark: Any, bootstrap: str, root: Path, topic: str, rule: MessageIdRule
+) -> dict[str, Any]:
+    """One Spark job: the Kafka source read of the whole topic, `fingerprints()`, Parquet."""
+    from spark_jobs.audit.fingerprint import fingerprints
+    from spark_jobs.schemas import FINGERPRINT
+
+    out = root / f"floor-{uuid.uuid4().hex[:8]}"
+    began = time.perf_counter()
+    records = (
+        spark.read.format("kafka")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("kafka.fetch.max.wait.ms", "10")
+        .option("subscribe", topic)
+        .option("startingOffsets", "earliest")
+        .option("endingOffsets", "latest")
+        .option("includeHeaders", "true")
+        .load()
+    )
+    fingerprints(records, rule).select(*(f.name for f in FINGERPRINT.fields)).write.parquet(
+        str(out)
+    )
+    seconds = time.perf_counter() - began
+    written = spark.read.parquet(str(out)).count()
+    shutil.rmtree(out)
+    return {"records": written, "seconds": seconds}
 
 
 def run_perf(bootstrap: str, topic: str, records: int) -> dict[str, Any]:
@@ -149,95 +272,118 @@ def run_perf(bootstrap: str, topic: str, records: int) -> dict[str, Any]:
     return {
         "records": int(columns["data.consumed.in.nMsg"]),
         "seconds": wall,
-        "tool_nmsg_s": float(columns["nMsg.sec"]),
-        "tool_fetch_nmsg_s": float(columns.get("fetch.nMsg.sec", "nan")),
-        "tool_mb_s": float(columns["MB.sec"]),
+        "rate": float(columns["nMsg.sec"]),
     }
 
 
-def median(rows: list[dict[str, Any]], key: str) -> float:
-    return statistics.median(r[key] for r in rows)
+def rate(run: dict[str, Any]) -> float:
+    return float(run["records"] / run["seconds"])
 
 
 def compare(
-    spark: Any, bootstrap: str, samples: Path, root: Path, topic: str, records: int, reps: int
-) -> None:
-    audits, perfs = [], []
-    warm = run_audit(spark, bootstrap, samples, root, topic)  # JIT, Kafka source classes
-    print(f"  warm-up audit: {warm['records']:,} records in {warm['seconds']:.1f}s", flush=True)
+    spark: Any,
+    bootstrap: str,
+    samples: Path,
+    root: Path,
+    topic: str,
+    rule: MessageIdRule,
+    reps: int,
+    perf_test: bool,
+) -> dict[str, Any]:
+    """Warm-ups, then `reps` side-by-side repetitions; the medians."""
+    audit: Callable[[], dict[str, Any]] = lambda: run_audit(  # noqa: E731
+        spark, bootstrap, samples, root, topic, rule
+    )
+    floor: Callable[[], dict[str, Any]] = lambda: run_floor(  # noqa: E731
+        spark, bootstrap, root, topic, rule
+    )
+    a, f = audit(), floor()
+    print(f"  warm-up: audit {a['seconds']:.1f}s, floor {f['seconds']:.1f}s", flush=True)
+    audits, floors, perfs = [], [], []
     for rep in range(reps):
-        a = run_audit(spark, bootstrap, samples, root, topic)
-        p = run_perf(bootstrap, topic, records)
+        a, f = audit(), floor()
         audits.append(a)
-        perfs.append(p)
-        print(
-            f"  rep {rep}: audit {a['records']:,} records in {a['seconds']:.1f}s "
-            f"({a['records'] / a['seconds']:,.0f}/s{', read twice' if a['twice'] else ''}); "
-            f"consumer-perf-test {p['records']:,} in {p['seconds']:.1f}s wall "
-            f"({p['records'] / p['seconds']:,.0f}/s), tool's own nMsg.sec "
-            f"{p['tool_nmsg_s']:,.0f}, fetch.nMsg.sec {p['tool_fetch_nmsg_s']:,.0f}",
-            flush=True,
+        floors.append(f)
+        if a["records"] != f["records"]:
+            raise RuntimeError(f"audit read {a['records']} records, the floor {f['records']}")
+        line = (
+            f"  rep {rep}: audit {a['records']:,} in {a['seconds']:.1f}s ({rate(a):,.0f}/s"
+            f"{', read twice' if a['twice'] else ''}); floor {f['seconds']:.1f}s "
+            f"({rate(f):,.0f}/s); audit/floor {rate(a) / rate(f):.2f}"
         )
-    audit_rate = statistics.median(a["records"] / a["seconds"] for a in audits)
-    wall_rate = statistics.median(p["records"] / p["seconds"] for p in perfs)
-    tool_rate = median(perfs, "tool_nmsg_s")
+        if perf_test:
+            p = run_perf(bootstrap, topic, a["records"])
+            perfs.append(p)
+            line += f"; consumer-perf-test {p['rate']:,.0f}/s"
+        print(line, flush=True)
+        for step, seconds in a["steps"].items():
+            print(f"      {step}: {seconds:.2f}s", flush=True)
+    medians = {
+        "audit": statistics.median(rate(a) for a in audits),
+        "floor": statistics.median(rate(f) for f in floors),
+        "audit_seconds": statistics.median(a["seconds"] for a in audits),
+        "ratio": statistics.median(rate(a) / rate(f) for a, f in zip(audits, floors, strict=True)),
+    }
     print(
-        f"  medians of {reps}: audit {audit_rate:,.0f} records/s; consumer-perf-test "
-        f"{tool_rate:,.0f} records/s (its own), {wall_rate:,.0f} records/s (wall with JVM); "
-        f"perf test / audit = {tool_rate / audit_rate:.1f}x (own), "
-        f"{wall_rate / audit_rate:.1f}x (wall)",
+        f"  medians of {reps}: audit {medians['audit']:,.0f}/s ({medians['audit_seconds']:.1f}s),"
+        f" floor {medians['floor']:,.0f}/s; audit/floor {medians['ratio']:.2f} (pairwise)",
         flush=True,
     )
+    steps = sorted({s for a in audits for s in a["steps"]})
+    for step in steps:
+        print(f"    {step}: median {statistics.median(a['steps'][step] for a in audits):.2f}s")
+    if perfs:
+        perf = statistics.median(p["rate"] for p in perfs)
+        print(f"  consumer-perf-test {perf:,.0f}/s: {perf / medians['audit']:.1f}x the audit")
+    return medians
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--records", type=int, default=3_000_000)
+    parser.add_argument("--records", type=int, default=2_000_000)
     parser.add_argument("--reps", type=int, default=3)
-    parser.add_argument("--transactional", type=int, default=0, help="records; 0: skip")
+    parser.add_argument(
+        "--transactional", action="store_true", help="also a transactional topic of --records"
+    )
+    parser.add_argument("--shapes", default="plain,stamped")
+    parser.add_argument("--perf-test", action="store_true", help="also consumer-perf-test")
     parser.add_argument("--heap", default="1g")
     parser.add_argument("--master", default="local[2]")
     args = parser.parse_args()
     from spark_jobs.session import build_session
 
+    shapes = [s for s in args.shapes.split(",") if s]
+    if args.transactional:
+        shapes = [*sorted({*shapes, "stamped"}, key=list(RULES).index), "txn"]
     with tempfile.TemporaryDirectory(prefix="dgm-bench-audit-") as tmp:
         root = Path(tmp)
         cluster = EmbeddedCluster(root / "kafka", brokers=1, heap=args.heap, die_with_parent=True)
-        began = time.perf_counter()
         cluster.start(fresh=True)
-        print(f"broker started in {time.perf_counter() - began:.1f}s", flush=True)
         spark = None
         try:
             bootstrap = cluster.bootstrap_servers
             admin = AdminClient({"bootstrap.servers": bootstrap})
-            topics = {"plain": "bench-audit-plain"}
-            if args.transactional:
-                topics |= {"txn": "bench-audit-txn", "plain-small": "bench-audit-plain-small"}
+            topics = {shape: f"bench-audit-{shape}" for shape in shapes}
             futures = admin.create_topics([NewTopic(t, PARTITIONS, 1) for t in topics.values()])
             for future in futures.values():
                 future.result(timeout=60)
-            seconds = fill(bootstrap, topics["plain"], args.records)
-            print(
-                f"{args.records:,} records into {topics['plain']} ({PARTITIONS} partitions) in "
-                f"{seconds:.1f}s ({args.records / seconds:,.0f}/s)",
-                flush=True,
-            )
-            if args.transactional:
-                seconds = fill(bootstrap, topics["txn"], args.transactional, transactional=True)
-                print(f"{args.transactional:,} records in transactions in {seconds:.1f}s")
-                fill(bootstrap, topics["plain-small"], args.transactional)
+            for shape, topic in topics.items():
+                seconds = fill(bootstrap, topic, args.records, shape)
+                print(f"{args.records:,} {shape} records into {topic} in {seconds:.1f}s")
             samples = root / "samples-state"
             sample(bootstrap, samples, list(topics.values()))
             spark = build_session(master=args.master, app_name="dgm-bench-audit")
             print(f"Spark {spark.version} on {spark.sparkContext.master}", flush=True)
-            print(f"\nplain topic, {args.records:,} records:", flush=True)
-            compare(spark, bootstrap, samples, root, topics["plain"], args.records, args.reps)
-            if args.transactional:
-                for name in ("plain-small", "txn"):
-                    print(f"\n{name} topic, {args.transactional:,} records:", flush=True)
-                    compare(
-                        spark, bootstrap, samples, root, topics[name], args.transactional, args.reps
-                    )
+            found = {}
+            for shape, topic in topics.items():
+                print(f"\n{shape} topic, {args.records:,} records:", flush=True)
+                found[shape] = compare(
+                    spark, bootstrap, samples, root, topic, RULES[shape], args.reps,
+                    args.perf_test,
+                )  # fmt: skip
+            if "txn" in found:
+                ratio = found["txn"]["audit_seconds"] / found["stamped"]["audit_seconds"]
+                print(f"\ntransactional / stamped audit time: {ratio:.2f}x")
         finally:
             if spark is not None:
                 spark.stop()
