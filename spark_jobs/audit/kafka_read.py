@@ -298,7 +298,10 @@ def fingerprinted(
         one_in = config.topic_one_in() if config is not None else {}
         sampled = {t for t in topics if one_in.get(t, 1) > 1}
         if not transactional and not sampled:
-            return Fingerprinted(uncommitted, (), scratch.files(), scratch)
+            # Nothing read (a first audit's recorded start): the batch writes its empty frame,
+            # so every batch holds a Parquet file with the schema, as before.
+            adopted = scratch.files() if scratch.chunks else None
+            return Fingerprinted(uncommitted, (), adopted, scratch)
         parts = [uncommitted.filter(~F.col("topic").isin(transactional))]
         if transactional:
             in_txn = [r for r in reading if r.topic in transactional]
