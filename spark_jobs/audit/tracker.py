@@ -2,7 +2,8 @@
 progress file (dgm.progress) for the dashboard.
 
 The audit reads its ranges in chunks (ranges.split_ranges) and reports each chunk's records
-and offsets once Spark has counted them, so the figures are exact at chunk boundaries; a
+and offsets once it is written and counted (audit/scratch.py), so the figures are exact at
+chunk boundaries; a
 ticker thread logs the latest figures, the rate and the ETA on a fixed period even while one
 chunk, or the batch write, takes longer than the period.
 """
