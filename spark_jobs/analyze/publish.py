@@ -10,9 +10,6 @@ file, which the next publish removes.
 
 from __future__ import annotations
 
-import contextlib
-import os
-import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeAlias
@@ -21,8 +18,8 @@ import duckdb
 import pyarrow as pa
 from pyspark.sql import DataFrame
 
-from dgm.durable import fsync
-from dgm.published import PUBLISHED_FILE, TABLES, Table, published_path
+from dgm.durable import replace_whole
+from dgm.published import TABLES, Table, published_path
 from dgm.published_views import create_views
 
 # A table's rows: Arrow, a Spark DataFrame, or a few rows as dicts (e.g. the runs row).
@@ -38,9 +35,6 @@ ARROW_TYPES: dict[str, pa.DataType] = {
     "TIMESTAMPTZ": pa.timestamp("us", tz="UTC"),
     "VARCHAR[]": pa.list_(pa.string()),
 }
-
-_TEMP_PREFIX = f".{PUBLISHED_FILE}."
-_TEMP_SUFFIX = ".tmp"
 
 
 def arrow_of(data: Published, table: Table) -> pa.Table:
@@ -63,32 +57,6 @@ def conform_arrow(data: pa.Table, table: Table) -> pa.Table:
         else:
             columns.append(pa.nulls(data.num_rows, wanted))
     return pa.Table.from_arrays(columns, names=list(table.names))
-
-
-def _remove(path: Path) -> None:
-    for leftover in (path, path.with_name(path.name + ".wal")):
-        leftover.unlink(missing_ok=True)
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)  # signal 0: only asks whether the process exists
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def remove_stale_temps(state_dir: Path) -> list[Path]:
-    """Temp files of publishes whose process is gone (killed before the rename); removed."""
-    removed = []
-    for path in Path(state_dir).glob(f"{_TEMP_PREFIX}*{_TEMP_SUFFIX}"):
-        pid = path.name[len(_TEMP_PREFIX) :].split(".", 1)[0]
-        if pid.isdigit() and int(pid) != os.getpid() and not _pid_alive(int(pid)):
-            _remove(path)
-            removed.append(path)
-    return removed
 
 
 def write_tables(path: Path, tables: Mapping[str, Published]) -> None:
@@ -120,23 +88,9 @@ def write_tables(path: Path, tables: Mapping[str, Published]) -> None:
 
 def publish(tables: Mapping[str, Published], state_dir: Path) -> Path:
     """Write `tables` (name -> Arrow table, Spark DataFrame or list of row dicts) as the
-    published DuckDB file of `state_dir`, atomically; the published path. Missing tables are
-    created empty; row dicts may leave out columns (null)."""
+    published DuckDB file of `state_dir`, atomically (dgm.durable.replace_whole); the
+    published path. Missing tables are created empty; row dicts may leave out columns (null)."""
     unknown = sorted(set(tables) - {t.name for t in TABLES})
     if unknown:
         raise ValueError(f"not tables of the contract: {', '.join(unknown)}")
-    state_dir = Path(state_dir)
-    state_dir.mkdir(parents=True, exist_ok=True)
-    remove_stale_temps(state_dir)
-    target = published_path(state_dir)
-    temp = state_dir / f"{_TEMP_PREFIX}{os.getpid()}.{time.monotonic_ns()}{_TEMP_SUFFIX}"
-    try:
-        write_tables(temp, tables)
-        fsync(temp)
-        os.replace(temp, target)
-    except BaseException:
-        _remove(temp)
-        raise
-    with contextlib.suppress(OSError):  # the entry is durable on most systems anyway
-        fsync(state_dir)
-    return target
+    return replace_whole(published_path(Path(state_dir)), lambda temp: write_tables(temp, tables))

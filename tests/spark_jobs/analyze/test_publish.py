@@ -15,10 +15,10 @@ import pyarrow as pa
 import pytest
 from pyspark.sql import functions as F
 
+from dgm import durable as durable_module
 from dgm.published import FAULTS, TABLES, VERDICTS, open_read_only, published_path
 from dgm.published_views import VIEWS
 from dgm.vocabulary import GroupStatus
-from spark_jobs.analyze import publish as publish_module
 from spark_jobs.analyze.publish import publish
 
 AT = datetime(2026, 1, 1, 12, tzinfo=UTC)
@@ -157,7 +157,7 @@ def test_a_publish_dying_before_the_rename_leaves_the_published_file_intact(
         def replace(self, *args: Any) -> None:
             raise OSError("killed before the rename")
 
-    monkeypatch.setattr(publish_module, "os", FailingReplace())
+    monkeypatch.setattr(durable_module, "os", FailingReplace())
     with pytest.raises(OSError, match="killed"):
         publish({"faults": faults("bad")}, tmp_path)
     monkeypatch.undo()
