@@ -1,0 +1,270 @@
+"""Message ids without Spark: the twin of `message_id` in spark_jobs/audit/fingerprint.py.
+
+The watch must find, for each Kafka record, exactly the id the audit finds, so this follows
+what Spark 4.0 does rather than what looks natural in Python: the JVM's UTF-8 decoding,
+Jackson's JSON parsing and limits, the variant types that count as ids and their text, and
+variant_get's path syntax. tests/watch/test_ids.py compares both on awkward records.
+"""
+
+from __future__ import annotations
+
+import codecs
+import functools
+import hashlib
+import json
+import re
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from dgm.config_schema import MessageIdRule
+
+# As confluent_kafka's Message.headers() gives them.
+Headers = Sequence[tuple[str, bytes | None]] | None
+
+MAX_ID_CHARS = 1024  # as fingerprint.MAX_ID_CHARS: longer ids are kept as their digest
+
+# Jackson 2.18's default StreamReadConstraints, which Spark's try_parse_json runs under: a
+# document beyond any of them is no JSON at all. Lengths count UTF-16 units (Java chars);
+# number lengths count digits (integer, fraction and exponent), not signs or points.
+MAX_DEPTH = 1000
+MAX_NUMBER_DIGITS = 1000
+MAX_NAME_CHARS = 50_000
+MAX_STRING_CHARS = 20_000_000
+# A DECIMAL has at most 38 digits and 38 decimals; a number beyond becomes a DOUBLE.
+MAX_DECIMAL_DIGITS = 38
+_BLANKS = " \t\n\r"  # all Jackson skips around a value (no BOM, no form feed)
+_JAVA_UTF8 = "dgm.java-utf-8"
+
+
+def message_id(
+    rule: MessageIdRule, key: bytes | None, value: bytes | None, headers: Headers
+) -> str | None:
+    """The id the audit's `message_id(rule)` column gives this record; None for none."""
+    if rule.kind == "header":
+        found = header_text(headers, rule.name)
+    elif rule.kind == "json_field":
+        found = _json_id(value, _path(rule.name))
+    elif rule.kind == "key":
+        found = None if key is None else _text(key)
+    elif rule.kind == "hash":
+        found = _key_value_hash(key, value)
+    else:
+        raise ValueError(f"unknown message id kind {rule.kind!r}")
+    if not found:
+        return None  # an empty id is none
+    if len(found) > MAX_ID_CHARS:  # F.length counts code points, as len() does
+        return "sha256:" + hashlib.sha256(found.encode()).hexdigest()
+    return found
+
+
+def header_text(headers: Headers, name: str) -> str | None:
+    """The text of header `name`: its last non-null value when it repeats (as header())."""
+    for key, value in reversed(headers or ()):
+        if key == name and value is not None:
+            return _text(value)
+    return None
+
+
+def _text(raw: bytes) -> str:
+    # UTF-8 as it is, anything else as 0x<HEX> (F.hex is uppercase): never two ids made one
+    # by replacement characters.
+    try:
+        return raw.decode()
+    except UnicodeDecodeError:
+        return "0x" + raw.hex().upper()
+
+
+def _key_value_hash(key: bytes | None, value: bytes | None) -> str | None:
+    if key is None and value is None:
+        return None
+    # The key's byte length goes first, -1 for none, so ("a", "b") and (None, "ab") differ.
+    framed = b"%d:" % (-1 if key is None else len(key)) + (key or b"") + (value or b"")
+    return hashlib.sha256(framed).hexdigest()
+
+
+# --- json_field: try_parse_json(value as string), then variant_get of the path -------------
+
+
+class _Integral(str):
+    """The text of a JSON number Spark types as an integer or a DECIMAL(p,0): an id."""
+
+
+class _Refused(ValueError):
+    """JSON that Spark's parser refuses although Python's would take it."""
+
+
+def _json_id(value: bytes | None, path: tuple[str | int, ...]) -> str | None:
+    if value is None:
+        return None
+    node = _parse(value.decode("utf-8", _JAVA_UTF8))
+    for step in path:
+        in_array = isinstance(node, list) and isinstance(step, int) and step < len(node)
+        if not (in_array or (isinstance(node, dict) and step in node)):
+            return None
+        node = node[step]
+    if isinstance(node, _Integral):
+        return str(node)
+    # Strings are ids; objects, arrays, booleans, null, fractions and doubles are not.
+    return _java_text(node) if isinstance(node, str) else None
+
+
+def _parse(text: str) -> Any:
+    """The JSON value at the start of `text` as Spark's try_parse_json reads it; None if it
+    refuses. Like Jackson, whatever follows the first value is never read."""
+    start = len(text) - len(text.lstrip(_BLANKS))
+    try:
+        tree, end = _decode(text, start)
+    except (ValueError, RecursionError):  # JSONDecodeError and _Refused are ValueErrors
+        return None
+    # Depth and string lengths need a walk: only where the text is deep or long enough.
+    maybe_deep = text.count("[", start, end) + text.count("{", start, end) > MAX_DEPTH
+    if (maybe_deep or end - start > MAX_STRING_CHARS // 2) and not _within_limits(tree):
+        return None
+    return tree
+
+
+def _decode(text: str, start: int) -> tuple[Any, int]:
+    try:
+        return _DECODER.raw_decode(text, start)
+    except RecursionError:
+        # Python 3.11's scanner spends the recursion limit on nesting; Jackson allows 1000
+        # levels, so try once more with that much room (deeper still fails, as in Spark).
+        limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(limit + MAX_DEPTH + 100)
+        try:
+            return _DECODER.raw_decode(text, start)
+        finally:
+            sys.setrecursionlimit(limit)
+
+
+def _within_limits(tree: Any) -> bool:
+    stack = [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict | list):
+            if depth > MAX_DEPTH:
+                return False
+            children = node.values() if isinstance(node, dict) else node
+            stack.extend((child, depth + 1) for child in children)
+        elif isinstance(node, str) and _utf16_length(node) > MAX_STRING_CHARS:
+            return False
+    return True
+
+
+def _utf16_length(text: str) -> int:
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # Spark refuses duplicate keys anywhere (spark.sql.variant.allowDuplicateKeys=false),
+    # where Python's json would keep the last.
+    if len({name for name, _ in pairs}) != len(pairs):
+        raise _Refused("duplicate key")
+    if any(
+        len(name) > MAX_NAME_CHARS // 2 and _utf16_length(name) > MAX_NAME_CHARS
+        for name, _ in pairs
+    ):
+        raise _Refused("name too long")
+    return {_java_text(name): child for name, child in pairs}
+
+
+def _integer(token: str) -> Any:
+    digits = len(token) - token.startswith("-")
+    if digits > MAX_NUMBER_DIGITS:
+        raise _Refused("number too long")
+    # A BIGINT, or beyond it a DECIMAL(digits,0) up to 38 digits; then a DOUBLE (no id).
+    # str(int(...)): "-0" is 0.
+    return _Integral(int(token)) if digits <= MAX_DECIMAL_DIGITS else None
+
+
+def _fraction(token: str) -> Any:
+    if len(token) - sum(map(token.count, "-+.eE")) > MAX_NUMBER_DIGITS:
+        raise _Refused("number too long")
+    if "e" in token or "E" in token:
+        return None  # always a DOUBLE
+    # A BigDecimal within 38 digits and 38 decimals is a DECIMAL; its type is taken with
+    # trailing zeros stripped, so 10.00 is DECIMAL(2,0) with text "10": an id.
+    whole, _, decimals = token.partition(".")
+    unscaled = int(whole + decimals)
+    if len(decimals) > MAX_DECIMAL_DIGITS or len(str(abs(unscaled))) > MAX_DECIMAL_DIGITS:
+        return None  # a DOUBLE
+    quotient, remainder = divmod(abs(unscaled), 10 ** len(decimals))
+    if remainder:
+        return None
+    return _Integral(-quotient if unscaled < 0 else quotient)
+
+
+def _no_constant(token: str) -> Any:
+    raise _Refused(f"{token} is not JSON")  # Jackson refuses NaN and Infinity
+
+
+_DECODER = json.JSONDecoder(
+    object_pairs_hook=_object,
+    parse_int=_integer,
+    parse_float=_fraction,
+    parse_constant=_no_constant,
+)
+
+
+def _java_text(text: str) -> str:
+    """`text` as the JVM stores it (String.getBytes(UTF_8)): a lone surrogate, which a JSON
+    \\uD800 escape can make, becomes '?'."""
+    return text if text.isascii() else text.encode("utf-8", "replace").decode()
+
+
+def _java_replacement(error: UnicodeError) -> tuple[str, int]:
+    """Decode invalid UTF-8 as the JVM's new String(bytes, UTF_8) does (value.cast("string")
+    keeps the bytes; try_parse_json decodes them so): one U+FFFD for as many bytes as the JDK
+    takes (java.lang.String.decodeUTF8_UTF16). Python's own 'replace' differs on encoded
+    surrogates and truncated sequences: ED A0 80 is one U+FFFD in Java, three in Python."""
+    assert isinstance(error, UnicodeDecodeError)
+    data, at = error.object, error.start
+    lead, rest = data[at], len(data) - at - 1
+
+    def follows(n: int) -> bool:
+        return data[at + n] & 0xC0 == 0x80
+
+    if 0xE0 <= lead <= 0xEF:  # a 3-byte lead
+        second_bad = rest >= 1 and (
+            (lead == 0xE0 and data[at + 1] & 0xE0 == 0x80) or not follows(1)
+        )
+    elif 0xF0 <= lead <= 0xF7:  # a 4-byte lead (F5 to F7 are never valid)
+        second = data[at + 1] if rest >= 1 else 0x80
+        second_bad = (
+            lead > 0xF4
+            or (lead == 0xF0 and not 0x90 <= second <= 0xBF)
+            or (lead == 0xF4 and second & 0xF0 != 0x80)
+            or second & 0xC0 != 0x80
+        )
+    else:  # a 2-byte lead without its second byte, or no lead at all
+        second_bad = True
+    # A surrogate (ED A0 80) or a truncated end is replaced whole; a bad third byte after
+    # two good ones leaves it for the next character.
+    taken = 1 if second_bad else (3 if follows(2) else 2) if rest >= 2 else rest + 1
+    return "\ufffd", at + taken
+
+
+codecs.register_error(_JAVA_UTF8, _java_replacement)
+
+
+# Spark's VariantPathParser (no blanks skipped): .key, ['key'], ["key"] or [index].
+_SEGMENT = re.compile(r"\.([^.\[]+)|\['([^']*)'\]|\[\"([^\"]*)\"\]|\[([0-9]+)\]")
+_MAX_INDEX = 2**31 - 1
+
+
+@functools.lru_cache(maxsize=256)
+def _path(dotted: str) -> tuple[str | int, ...]:
+    """The steps of `$.<dotted>` (fingerprint.json_path) as variant_get reads them; a path it
+    refuses fails the audit, so it raises here too."""
+    text, at = "." + dotted, 0
+    steps: list[str | int] = []
+    while at < len(text):
+        match = _SEGMENT.match(text, at)
+        if match is None or (match[4] is not None and int(match[4]) > _MAX_INDEX):
+            raise ValueError(f"{dotted!r} is not a JSON path variant_get takes")
+        dot, single, double, index = match.groups()
+        key = dot if dot is not None else single if single is not None else double
+        steps.append(int(index) if key is None else key)
+        at = match.end()
+    return tuple(steps)
