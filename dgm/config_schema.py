@@ -760,6 +760,27 @@ class DashboardSettings:
 
 
 @dataclass(frozen=True)
+class WatchSettings:
+    """[watch]: the continuous reader of the sink topics (`dgm watch`; docs/design.md, "The
+    watch"), which publishes the duplicates it sees within seconds."""
+
+    # false: `dgm run` and `dgm demo` start no watch, and duplicates wait for the analysis.
+    enabled: bool = True
+    # Ids held to recognise a later copy, over every watched pipeline; past it the id seen
+    # longest ago is forgotten (its later copies wait for the analysis). > 0.
+    max_ids: int = 1_000_000
+    # Records read back in every sink partition when the watch starts, so a copy of an id
+    # written shortly before is recognised. >= 0.
+    lookback: int = 10_000
+
+    def problems(self) -> Iterator[Problem]:
+        if self.max_ids < 1:
+            yield "max_ids", f"expected 1 or more, got {self.max_ids}"
+        if self.lookback < 0:
+            yield "lookback", f"expected 0 or more, got {self.lookback}"
+
+
+@dataclass(frozen=True)
 class DgmConfig:
     """The whole of dgm.toml, after validation, defaults and environment overrides."""
 
@@ -781,6 +802,7 @@ class DgmConfig:
     alerts_webhook: AlertWebhook = field(default_factory=AlertWebhook)
     exporter: ExporterSettings = field(default_factory=ExporterSettings)
     dashboard: DashboardSettings = field(default_factory=DashboardSettings)
+    watch: WatchSettings = field(default_factory=WatchSettings)
 
     def pipeline(self, name: str) -> PipelineConfig:
         """The pipeline called `name`; ConfigError (with a suggestion) if there is none."""

@@ -14,7 +14,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 CORE = "dgm"
-STAGES = ("collectors", "spark_jobs", "alerts", "dashboard", "exporter")
+STAGES = ("collectors", "spark_jobs", "alerts", "dashboard", "exporter", "watch")
 SHELL = "shell"
 LAB = "lab"
 # The embedded broker: a real Kafka for the demo, the lab and the tests. It stands on the core;
