@@ -35,6 +35,9 @@ def build_parser() -> argparse.ArgumentParser:
     from shell.lab_command import register as register_lab
 
     register_lab(commands)
+    from shell.watch_command import register as register_watch
+
+    register_watch(commands)
     from shell.analyze_command import register as register_analyze
 
     register_analyze(commands)

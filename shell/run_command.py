@@ -1,6 +1,7 @@
-"""`dgm run`: collectors, periodic analysis (with alerts) and the dashboard against the
-configured cluster, as one foreground command. Each part stays startable alone
-(`dgm collect`, `dgm analyze`, `dgm dashboard`); this only starts them together."""
+"""`dgm run`: collectors, the watch, periodic analysis (with alerts) and the dashboard against
+the configured cluster, as one foreground command. Each part stays startable alone
+(`dgm collect`, `dgm watch`, `dgm analyze`, `dgm dashboard`); this only starts them
+together."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from shell.stack import (
     metrics_url,
     monitoring_services,
 )
+from watch.loop import watched_topics
 
 
 def register(commands: Any) -> None:
@@ -59,7 +61,8 @@ def _run(args: argparse.Namespace) -> int:
         try:
             # Set to what the config says anyway; it marks every process of this run.
             env = {**os.environ, ENV_STATE_DIR: str(state_dir)}
-            for spec in monitoring_services(config_path, dashboard, env, exporter):
+            watch = config.watch.enabled and bool(watched_topics(config))
+            for spec in monitoring_services(config_path, dashboard, env, exporter, watch):
                 group.start(spec)
             say(
                 f"dgm run: monitoring {servers} ({len(config.pipelines)} pipelines); "

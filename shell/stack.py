@@ -22,13 +22,16 @@ def monitoring_services(
     dashboard: tuple[str, int] | None,
     env: Mapping[str, str] | None = None,
     exporter: tuple[str, int] | None = None,
+    watch: bool = True,
 ) -> list[ServiceSpec]:
-    """collectors, analysis (with its alerts) and, unless None, the dashboard and the
-    Prometheus exporter, each on its (host, port)."""
+    """collectors, the watch (when `watch`), analysis (with its alerts) and, unless None,
+    the dashboard and the Prometheus exporter, each on its (host, port)."""
     specs = [
         ServiceSpec("collectors", dgm_command("collect", config=config), env),
         ServiceSpec("analysis", dgm_command("analyze", config=config), env),
     ]
+    if watch:
+        specs.insert(1, ServiceSpec("watch", dgm_command("watch", config=config), env))
     if dashboard is not None:
         host, port = dashboard
         command = dgm_command("dashboard", "--host", host, "--port", str(port), config=config)

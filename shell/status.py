@@ -12,6 +12,7 @@ import duckdb
 
 from dgm.published import PUBLISHED_FILE, open_read_only
 from dgm.samples import SampleStore
+from dgm.watched import watch_path
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,19 @@ def last_sample_age(state_dir: Path, now: float | None = None) -> float | None:
     """Seconds since the newest offsets sample; None before the first."""
     newest = SampleStore(state_dir).newest_time("offsets")
     return None if newest is None else max(0.0, (now or time.time()) - newest.timestamp())
+
+
+def watch_age(state_dir: Path, now: float | None = None) -> float | None:
+    """Seconds since the watch last wrote its file (it does every few seconds); None when
+    there is none or it cannot be read."""
+    try:
+        with open_read_only(watch_path(state_dir)) as db:
+            row = db.execute("SELECT max(published_at) FROM watch_status").fetchone()
+    except (FileNotFoundError, duckdb.Error):
+        return None
+    if row is None or row[0] is None:
+        return None
+    return max(0.0, (now or time.time()) - float(row[0].timestamp()))
 
 
 def published(state_dir: Path) -> tuple[datetime | None, list[tuple[str, str, bool | None]]]:

@@ -47,6 +47,7 @@ PENDING: dict[str, int] = {}
 # dgm service -> the `dgm` subcommand it runs.
 DGM_SERVICES = {
     "collectors": "collect",
+    "watch": "watch",
     "analysis": "analyze",
     "dashboard": "dashboard",
     "exporter": "exporter",
@@ -456,7 +457,7 @@ def test_dashboard_is_published_on_loopback_only(services: dict[str, dict[str, A
 
 def test_services_wait_for_what_they_need(services: dict[str, dict[str, Any]]) -> None:
     healthy_kafka = dict.fromkeys(KAFKA_BROKERS, "service_healthy")
-    for name in ("collectors", "analysis", "demo-pipelines"):
+    for name in ("collectors", "watch", "analysis", "demo-pipelines"):
         assert healthy_kafka.items() <= depends_on(services[name]).items(), name
     analysis = depends_on(services["analysis"])
     assert analysis.get(SPARK_MASTER) == analysis.get(SPARK_WORKER) == "service_healthy"
