@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from dashboard import charts, pipeline_queries, queries, timerange, ui
+from dashboard import charts, pipeline_queries, queries, timerange, ui, watch_view
 from dgm.clusters import DEFAULT_CLUSTER
 from dgm.vocabulary import Evidence
 
@@ -440,6 +440,7 @@ def render() -> None:
     st.title("Delivery guarantees")
     stale = ui.stale_banner()
     _missing_permissions()
+    watch_view.seen_duplicates()
     st.header("Pipelines", anchor=False)
     rows = _table(stale)
     _details(rows, stale)
