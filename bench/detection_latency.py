@@ -5,13 +5,18 @@ Starts `dgm demo` in a fresh state directory and measures:
 - start-up: seconds until the dashboard answers over HTTP, and until the first analysis is
   published (dgm.duckdb exists with a `runs` row). Point the caches at an empty folder for a
   cold start: `XDG_CACHE_HOME=$(mktemp -d) python bench/detection_latency.py --startup-only`.
-- detection latency: for every extra copy of an id in a demo pipeline's sink, the time from
-  the copy's Kafka record timestamp (when the duplicate was written to the sink; a
-  transactional one commits within the same step) to the moment this script, polling every
-  second, first reads it from the published `duplicates` table (what a dashboard reader
-  sees). Only copies written after the first publication count, so the backlog audited by
-  the first run does not flatter or spoil it. (`runs.finished_at` is stamped before the
-  publish stage, so latencies against it would hide the publishing time.)
+- detection latency: for every extra copy of an id in a demo pipeline's sink that the
+  analysis publishes (its `duplicates` table), the time from the copy's Kafka record
+  timestamp (when the duplicate was written to the sink; a transactional one commits within
+  the same step) to the moment this script, polling every second, first reads it:
+  `dashboard_latency_s` from whichever published file has it first (the watch's
+  seen duplicates in watch.parquet, or the analysis's `duplicates`: the dashboard shows
+  both), `analysis_latency_s` from the analysis's alone. `watch_missed` counts the copies
+  the analysis published that the watch never did; `watch_alone_after_120s` the watch's
+  copies no analysis had published two minutes later (both 0 when they agree). Only copies
+  written after the first publication count, so the backlog audited by the first run does
+  not flatter or spoil it. (`runs.finished_at` is stamped before the publish stage, so
+  latencies against it would hide the publishing time.)
 
 `--attach STATE_DIR` measures the latency on a demo that is already running (nothing started
 or stopped).
@@ -42,6 +47,7 @@ import duckdb
 
 from dgm.ports import free_ports
 from dgm.published import open_read_only
+from dgm.watched import read_watch
 
 
 def answers(url: str) -> bool:
@@ -52,20 +58,70 @@ def answers(url: str) -> bool:
         return False
 
 
-def publication(database: Path) -> tuple[datetime | None, list[tuple[Any, ...]]]:
-    """(finished_at of the published run, [(pipeline, topic, message_id, copy, timestamp)])."""
+Copy = tuple[Any, ...]  # (pipeline, topic, partition, offset) of an extra copy
+
+
+def publication(database: Path) -> tuple[datetime | None, dict[Copy, datetime]]:
+    """(finished_at of the published run, {extra copy: its timestamp}) of the analysis."""
     if not database.exists():
-        return None, []
+        return None, {}
     try:
         with open_read_only(database) as db:
             finished = db.execute("SELECT max(finished_at) FROM runs").fetchone()
             rows = db.execute(
-                "SELECT pipeline, topic, message_id, copy_number, timestamp FROM duplicates "
+                'SELECT pipeline, topic, partition, "offset", timestamp FROM duplicates '
                 "WHERE is_extra_copy AND pipeline IS NOT NULL"
             ).fetchall()
     except duckdb.Error:
-        return None, []
-    return (finished[0] if finished else None), rows
+        return None, {}
+    return (finished[0] if finished else None), {tuple(r[:4]): r[4] for r in rows}
+
+
+def watched(state_dir: Path) -> dict[Copy, datetime]:
+    """{extra copy: its timestamp} the watch has published (watch.parquet)."""
+    found = read_watch(state_dir)
+    rows = [] if found is None else found[0].to_pylist()
+    return {(r["pipeline"], r["topic"], r["partition"], r["offset"]): r["timestamp"] for r in rows}
+
+
+class Latencies:
+    """When each extra copy written after `baseline` was first read from the watch's file
+    and from the analysis's, against its Kafka timestamp."""
+
+    def __init__(self, baseline: datetime) -> None:
+        self.baseline = baseline
+        self.stamp: dict[Copy, float] = {}
+        self.by_watch: dict[Copy, float] = {}
+        self.by_analysis: dict[Copy, float] = {}
+
+    def note(self, found: dict[Copy, datetime], into: dict[Copy, float]) -> None:
+        now = time.time()
+        for copy, stamp in found.items():
+            if copy in into or stamp is None or stamp <= self.baseline:
+                continue
+            into[copy] = now
+            self.stamp[copy] = stamp.astimezone(UTC).timestamp()
+
+    def poll(self, state_dir: Path) -> None:
+        self.note(watched(state_dir), self.by_watch)
+        self.note(publication(state_dir / "dgm.duckdb")[1], self.by_analysis)
+
+    def summary(self) -> dict[str, Any]:
+        """Latencies on the dashboard (the first of the two files) and of the analysis alone,
+        over the copies the analysis published; what the watch missed or told alone."""
+        copies = sorted(self.by_analysis)
+        first = [
+            min(self.by_watch.get(c, self.by_analysis[c]), self.by_analysis[c]) for c in copies
+        ]
+        old = time.time() - 120  # the analysis has had two cycles to publish these
+        alone = [c for c, t in self.by_watch.items() if c not in self.by_analysis and t < old]
+        return {
+            **summary("dashboard", [t - self.stamp[c] for c, t in zip(copies, first, strict=True)]),
+            **summary("analysis", [self.by_analysis[c] - self.stamp[c] for c in copies]),
+            "watch_told": sum(c in self.by_watch for c in copies),
+            "watch_missed": sum(c not in self.by_watch for c in copies),
+            "watch_alone_after_120s": len(alone),
+        }
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -103,9 +159,7 @@ def main() -> int:
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.platform()}",
         "load_average_at_start": os.getloadavg(),
     }
-    first_seen: dict[tuple[Any, ...], float] = {}
-    latencies: list[float] = []
-    baseline: datetime | None = None
+    latencies: Latencies | None = None
     try:
         while time.monotonic() - began < args.timeout:
             if demo.poll() is not None:
@@ -113,37 +167,34 @@ def main() -> int:
             now = time.monotonic() - began
             if "dashboard_s" not in result and answers(url):
                 result["dashboard_s"] = round(now, 1)
-            finished, rows = publication(database)
-            if finished is not None and "first_analysis_s" not in result:
-                result["first_analysis_s"] = round(now, 1)
-                baseline = finished
-                if args.startup_only and "dashboard_s" in result:
+            if latencies is None:
+                finished, _ = publication(database)
+                if finished is not None:
+                    result["first_analysis_s"] = round(now, 1)
+                    latencies = Latencies(finished)
+                    if args.startup_only and "dashboard_s" in result:
+                        break
+            if latencies is not None:
+                latencies.poll(state_dir)
+                if len(latencies.by_analysis) >= args.duplicates and not args.startup_only:
                     break
-            if finished is not None and baseline is not None:
-                for pipeline, topic, message_id, copy, stamp in rows:
-                    key = (pipeline, topic, message_id, copy)
-                    if key in first_seen or stamp is None or stamp <= baseline:
-                        continue
-                    first_seen[key] = time.time()
-                    latencies.append(first_seen[key] - stamp.astimezone(UTC).timestamp())
-            if len(latencies) >= args.duplicates and not args.startup_only:
-                break
             time.sleep(1.0)
     finally:
         demo.send_signal(signal.SIGINT)
         result["demo_exit"] = demo.wait(300)
-    result.update(summary(latencies))
+    if latencies is not None:
+        result.update(latencies.summary())
     result["elapsed_s"] = round(time.monotonic() - began, 1)
     print(json.dumps(result, indent=2))
     return 0
 
 
-def summary(latencies: list[float]) -> dict[str, Any]:
+def summary(name: str, latencies: list[float]) -> dict[str, Any]:
     if not latencies:
         return {}
     return {
-        "duplicates": len(latencies),
-        "latency_s": {
+        f"{name}_latency_s": {
+            "duplicates": len(latencies),
             "p50": round(statistics.median(latencies), 1),
             "p95": round(percentile(latencies, 0.95), 1),
             "min": round(min(latencies), 1),
@@ -160,19 +211,13 @@ def attach(state_dir: Path, wanted: int, timeout: float) -> dict[str, Any]:
     while baseline is None and time.monotonic() - began < timeout:
         time.sleep(1.0)
         baseline, _ = publication(database)
-    seen: set[tuple[Any, ...]] = set()
-    latencies: list[float] = []
-    while len(latencies) < wanted and time.monotonic() - began < timeout:
-        _, rows = publication(database)
-        now = time.time()
-        for pipeline, topic, message_id, copy, stamp in rows:
-            key = (pipeline, topic, message_id, copy)
-            if key in seen or stamp is None or baseline is None or stamp <= baseline:
-                continue
-            seen.add(key)
-            latencies.append(now - stamp.astimezone(UTC).timestamp())
+    if baseline is None:
+        return {"attached_to": str(state_dir), "error": "nothing published"}
+    latencies = Latencies(baseline)
+    while len(latencies.by_analysis) < wanted and time.monotonic() - began < timeout:
+        latencies.poll(state_dir)
         time.sleep(1.0)
-    return {"attached_to": str(state_dir), "load_average": os.getloadavg(), **summary(latencies)}
+    return {"attached_to": str(state_dir), "load_average": os.getloadavg(), **latencies.summary()}
 
 
 if __name__ == "__main__":

@@ -18,9 +18,9 @@ def seen_duplicates() -> None:
     status, rows, total = watch_queries.seen_not_analysed()
     if status is None:
         return  # no watch runs here (disabled, or only external sinks): nothing to say
-    age = (datetime.now(UTC) - status["published_at"]).total_seconds()
+    age = (datetime.now(UTC) - status.published_at).total_seconds()
     if age > SILENT_AFTER_S:
-        st.caption(f"The watch has not written since {ui.when(status['published_at'])}.")
+        st.caption(f"The watch has not written since {ui.when(status.published_at)}.")
     if total == 0:
         return
     st.warning(

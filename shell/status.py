@@ -12,7 +12,7 @@ import duckdb
 
 from dgm.published import PUBLISHED_FILE, open_read_only
 from dgm.samples import SampleStore
-from dgm.watched import watch_path
+from dgm.watched import read_watch
 
 
 @dataclass(frozen=True)
@@ -48,14 +48,10 @@ def last_sample_age(state_dir: Path, now: float | None = None) -> float | None:
 def watch_age(state_dir: Path, now: float | None = None) -> float | None:
     """Seconds since the watch last wrote its file (it does every few seconds); None when
     there is none or it cannot be read."""
-    try:
-        with open_read_only(watch_path(state_dir)) as db:
-            row = db.execute("SELECT max(published_at) FROM watch_status").fetchone()
-    except (FileNotFoundError, duckdb.Error):
+    found = read_watch(state_dir)
+    if found is None:
         return None
-    if row is None or row[0] is None:
-        return None
-    return max(0.0, (now or time.time()) - float(row[0].timestamp()))
+    return max(0.0, (now or time.time()) - found[1].published_at.timestamp())
 
 
 def published(state_dir: Path) -> tuple[datetime | None, list[tuple[str, str, bool | None]]]:

@@ -25,7 +25,7 @@ def register(commands: Any) -> None:
         help="read the sink topics continuously and publish the duplicates seen within seconds",
         description="Read every pipeline's sink topics as a read_committed consumer (no group, "
         "nothing committed), from [watch] lookback records before their end, and publish each "
-        "extra copy of an id it has read before to <state_dir>/watch.duckdb within a second. "
+        "extra copy of an id it has read before to <state_dir>/watch.parquet within a second. "
         "The analysis stays the judge: causes, verdicts and every copy. Stops cleanly on "
         "SIGTERM or Ctrl-C.",
     )

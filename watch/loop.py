@@ -20,6 +20,7 @@ from confluent_kafka import Message
 from dgm.clusters import split
 from dgm.config_schema import DgmConfig, MessageIdRule
 from dgm.sampling import KEEP_ALL
+from dgm.watched import WatchStatus
 from watch.ids import Headers, header_text, message_id
 from watch.publish import publish, published_seen
 from watch.reader import SinkReader
@@ -27,7 +28,7 @@ from watch.seen import Copy, Duplicate, SeenIds
 
 log = logging.getLogger("dgm.watch")
 
-PUBLISH_GAP_S = 0.5  # at most two files a second while duplicates keep coming
+PUBLISH_GAP_S = 0.5  # at most two files a second while duplicates keep coming (~3 ms each)
 STATUS_EVERY_S = 5.0  # the status row's age says the watch is alive
 REFRESH_EVERY_S = 30.0  # new partitions and topics that appeared
 READ_TIMEOUT_S = 0.25
@@ -159,17 +160,15 @@ class Watch:
             key=lambda r: r["seen_at"],
         )[-KEEP_ROWS:]
         self.rows = {(r["pipeline"], r["topic"], r["partition"], r["offset"]): r for r in kept}
-        status = {
-            "started_at": self.started_at,
-            "published_at": datetime.now(UTC),
-            "pipelines": len(
-                {w.pipeline for t in self.routes.values() for ws in t.values() for w in ws}
-            ),
-            "partitions": sum(len(r.assigned) for r in self.readers.values()),
-            "records_read": self.records_read,
-            "records_behind": sum(r.behind() for r in self.readers.values()),
-            "ids_held": len(self.seen),
-        }
+        status = WatchStatus(
+            started_at=self.started_at,
+            published_at=datetime.now(UTC),
+            pipelines=len(self.pipelines),
+            partitions=sum(len(r.assigned) for r in self.readers.values()),
+            records_read=self.records_read,
+            records_behind=sum(r.behind() for r in self.readers.values()),
+            ids_held=len(self.seen),
+        )
         publish(self.state_dir, kept, status)
 
     def run(self, stop: threading.Event, say: Callable[[str], None] = log.info) -> None:

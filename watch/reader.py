@@ -7,6 +7,7 @@ topic are picked up at the next refresh. A broker that goes away is librdkafka's
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -25,6 +26,7 @@ CONSUMER_SETTINGS: dict[str, Any] = {
     "enable.partition.eof": False,
 }
 BATCH = 5_000
+SAY_AGAIN_AFTER_S = 300.0  # one line per distinct error this often, not one per fetch
 
 
 class SinkReader:
@@ -42,6 +44,7 @@ class SinkReader:
         self.request_timeout_s = request_timeout_s
         self.consumer = Consumer({**client_config, **CONSUMER_SETTINGS})
         self.assigned: set[tuple[str, int]] = set()
+        self._said: dict[str, float] = {}
 
     def refresh(self) -> int:
         """Assign the partitions not read yet, each from `lookback` records before its end;
@@ -88,8 +91,16 @@ class SinkReader:
             if error is None:
                 records.append(message)
             elif error.code() != KafkaError._PARTITION_EOF:
-                log.warning("reading %s/%s: %s", message.topic(), message.partition(), error)
+                self._warn(f"reading {message.topic()}/{message.partition()}: {error.str()}")
         return records
+
+    def _warn(self, line: str) -> None:
+        # librdkafka repeats an error (a broker away, the group "dgm-watch" not described:
+        # docs/configuration.md, Permissions) at every fetch; the watch reads on meanwhile.
+        now = time.monotonic()
+        if now - self._said.get(line, float("-inf")) >= SAY_AGAIN_AFTER_S:
+            self._said[line] = now
+            log.warning("%s (said again in %.0f s if it persists)", line, SAY_AGAIN_AFTER_S)
 
     def behind(self) -> int:
         """Records between the read positions and the partitions' last known high

@@ -9,6 +9,7 @@ from typing import Any
 
 from streamlit.testing.v1 import AppTest
 
+from dgm.watched import WatchStatus
 from tests.dashboard.conftest import APP, healthy, page
 from tests.dashboard.published import build
 from watch.publish import publish
@@ -31,14 +32,9 @@ def seen(message_id: str, partition: int, offset: int) -> dict[str, Any]:
     }
 
 
-def status(published_ago_s: float) -> dict[str, Any]:
+def status(published_ago_s: float) -> WatchStatus:
     now = datetime.now(UTC)
-    return {
-        "started_at": now - timedelta(hours=1),
-        "records_read": 10,
-        "pipelines": 1,
-        "published_at": now - timedelta(seconds=published_ago_s),
-    }
+    return WatchStatus(now - timedelta(hours=1), now - timedelta(seconds=published_ago_s))
 
 
 def overview(state_dir: Path, use_state_dir: Callable[[Path], None]) -> AppTest:
