@@ -62,7 +62,7 @@ def main() -> int:
 
     from spark_jobs.audit.cluster_sources import AUDIT_CLIENT_DEFAULTS
     from spark_jobs.audit.fingerprint import fingerprints
-    from spark_jobs.audit.kafka_read import read_range
+    from spark_jobs.audit.kafka_source import read_range
     from spark_jobs.audit.ranges import OffsetRange
     from spark_jobs.session import build_session
 

@@ -165,7 +165,12 @@ class Steps:
             patched.append((owner, name, original))
             setattr(owner, name, timed)
 
-        wrap(kafka_read, "_read_chunks", "read (per chunk: read, fingerprint, write, count)")
+        reading = "read (per chunk: read, fingerprint, write, count)"
+        wrap(kafka_read, "_read_chunks", reading)  # before spark_jobs/audit/fingerprinted.py
+        with contextlib.suppress(ImportError):
+            from spark_jobs.audit import fingerprinted
+
+            wrap(fingerprinted, "read_chunks", reading)
         wrap(
             getattr(scratch, "Scratch", None),
             "write_aborted",

@@ -169,7 +169,7 @@ def mark_committed(uncommitted_view: DataFrame, committed_view: DataFrame) -> Da
     """`uncommitted_view` (fingerprints of a read_uncommitted read) with `committed` set: true
     iff the record's (topic, partition, offset) is in `committed_view`, a read_committed read
     of the same range. One plan, no broadcast: the audit materializes the aborted offsets
-    first to choose (kafka_read.fingerprinted)."""
+    first to choose (fingerprinted.fingerprinted)."""
     return mark_aborted(
         uncommitted_view, aborted_offsets(uncommitted_view, committed_view), broadcast=False
     )

@@ -25,13 +25,11 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from functools import reduce
 from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 
-from dgm.clusters import DEFAULT_CLUSTER, SEPARATOR, qualified
+from dgm.clusters import SEPARATOR
 from dgm.config_schema import FILE_KINDS, DgmConfig, MessageIdRule, id_rule_conflicts
 from dgm.errors import UserFacingError
 from dgm.samples import Key, PartitionOffsets, SampleStore
@@ -45,45 +43,31 @@ from spark_jobs.audit.expected import (
     check_predicates,
     recorded_predicates,
     stale_topics,
-    with_expected,
 )
 from spark_jobs.audit.external import external_fingerprints
-from spark_jobs.audit.fingerprint import aborted_offsets, fingerprints, mark_aborted
 from spark_jobs.audit.fingerprint_store import (
     Batch,
     FingerprintStore,
-    empty_fingerprints,
     recorded_topic_ids,
 )
+from spark_jobs.audit.fingerprinted import CHUNK_OFFSETS, fingerprinted
 from spark_jobs.audit.jdbc_audit import audit_jdbc
+from spark_jobs.audit.kafka_source import read_ranges
 from spark_jobs.audit.ranges import (
     MAX_SAMPLE_FILES,
     OffsetRange,
-    assign_json,
     has_open_or_recent_transaction,
     latest_offsets,
     latest_topic_ids,
-    offsets_json,
     plan_ranges,
-    split_ranges,
     transactional_topics,
 )
 from spark_jobs.audit.recreated import forget_topics, recreated_topics
-from spark_jobs.audit.scratch import Scratch
 from spark_jobs.audit.start import first_starts
 from spark_jobs.audit.tracker import EVERY_S, AuditTracker
 from spark_jobs.audit.truncation import RereadReport, reread
-from spark_jobs.sampling import kept
 
 Progress = Callable[[str], None]
-# Offsets read per Spark job: the audit's progress is exact at each chunk's end. Each chunk
-# costs about 1.5 s more than the records it reads on 2 cores (1M records in chunks of 200k:
-# 13.9 s, in one chunk 8.4 s: bench/HISTORY.md, "Audit: throughput against the engine's
-# floor"), so a chunk is ~8 s of reading there; the progress line still comes every 10 s.
-CHUNK_OFFSETS = 1_000_000
-# Aborted records up to this many are sent whole to every task to be marked (~30 bytes
-# each); more (a producer aborting in a loop) are joined by shuffling the fingerprints.
-BROADCAST_ABORTED = 2_000_000
 
 
 class ConflictingIdRules(UserFacingError):
@@ -134,94 +118,6 @@ def kafka_options(config: DgmConfig, bootstrap_servers: str) -> dict[str, str]:
     return cluster_kafka_options(config.cluster, bootstrap_servers)
 
 
-def read_range(
-    spark: SparkSession,
-    options: Mapping[str, str],
-    ranges: Sequence[OffsetRange],
-    isolation: str,
-    include_headers: bool = True,
-) -> DataFrame:
-    """The records of `ranges` as the Spark Kafka source gives them, headers included.
-
-    failOnDataLoss stays true for both isolation levels. Spark's source itself skips offsets
-    a read_committed consumer cannot see (markers, aborted records): tested on Kafka 4.1.1,
-    including a range that ends in an abort marker. So offsets that retention deletes between
-    sampling and reading fail the audit (the next sample's log start moves past them) rather
-    than vanish, or, in the read_committed view, pass for aborted records.
-    """
-    return (
-        spark.read.format("kafka")
-        .options(**options)
-        .option("assign", assign_json(ranges))
-        .option("startingOffsets", offsets_json(ranges, end=False))
-        .option("endingOffsets", offsets_json(ranges, end=True))
-        .option("includeHeaders", str(include_headers).lower())
-        .option("kafka.isolation.level", isolation)
-        .option("failOnDataLoss", "true")
-        .load()
-    )
-
-
-def read_ranges(
-    spark: SparkSession,
-    sources: KafkaSources,
-    ranges: Sequence[OffsetRange],
-    isolation: str,
-    include_headers: bool = True,
-) -> DataFrame:
-    """read_range of each cluster's share of `ranges` with that cluster's options, the topics
-    named as dgm names them (qualified off the default cluster): one relation per cluster."""
-    frames = []
-    for cluster, plain in sources.by_cluster(ranges).items():
-        frame = read_range(spark, sources.options[cluster], plain, isolation, include_headers)
-        if cluster != DEFAULT_CLUSTER:
-            prefix = F.lit(qualified(cluster, ""))
-            frame = frame.withColumn("topic", F.concat(prefix, F.col("topic")))
-        frames.append(frame)
-    return _union(frames)
-
-
-def _union(frames: Iterable[DataFrame]) -> DataFrame:
-    return reduce(DataFrame.unionByName, frames)
-
-
-def _read_chunks(
-    spark: SparkSession,
-    sources: KafkaSources,
-    ranges: Sequence[OffsetRange],
-    rules: Mapping[str, MessageIdRule],
-    tracker: AuditTracker,
-    chunk_offsets: int,
-    scratch: Scratch,
-    config: DgmConfig | None = None,
-) -> dict[Key, int]:
-    """Write the read_uncommitted fingerprints of `ranges` to `scratch`, a job per chunk,
-    each counted from its files before the next is read: the tracker learns exact figures.
-    Records per partition."""
-    counts: dict[Key, int] = {}
-    for chunk in split_ranges(ranges, chunk_offsets):
-        # One Kafka relation per id rule, not per topic: each relation costs the driver
-        # its own offset reader and planning, every cycle.
-        by_rule: dict[MessageIdRule, list[OffsetRange]] = {}
-        for r in chunk:
-            by_rule.setdefault(rules[r.topic], []).append(r)
-        frame = _union(
-            fingerprints(
-                _expected(read_ranges(spark, sources, mine, "read_uncommitted"), config), rule
-            )
-            for rule, mine in by_rule.items()
-        )
-        counted = scratch.write(frame)
-        for key, rows in counted.items():
-            counts[key] = counts.get(key, 0) + rows
-        tracker.add(sum(counted.values()), sum(r.size for r in chunk))
-    return counts
-
-
-def _expected(records: DataFrame, config: DgmConfig | None) -> DataFrame:
-    return records if config is None else with_expected(records, config)
-
-
 def _fingerprint_kafka(
     spark: SparkSession,
     sources: KafkaSources,
@@ -252,71 +148,6 @@ def _fingerprint_kafka(
     finally:
         found.done()
     return batch, found.transactional
-
-
-@dataclass
-class Fingerprinted:
-    """The fingerprints of an audit's ranges, as `frame` (committed or aborted; with a config,
-    source records marked by the pipelines' `expected` predicates and sampled topics' kept
-    ids only). `files`: the part files `frame` is exactly, when it needed nothing past the
-    first read (the batch adopts them); None when it must be written. Call `done` once it
-    is written."""
-
-    frame: DataFrame
-    transactional: tuple[str, ...]
-    files: list[Path] | None
-    scratch: Scratch
-
-    def done(self) -> None:
-        self.scratch.remove()
-
-
-def fingerprinted(
-    spark: SparkSession,
-    sources: KafkaSources,
-    ranges: Sequence[OffsetRange],
-    rules: Mapping[str, MessageIdRule],
-    flagged: set[str],
-    tracker: AuditTracker,
-    state_dir: Path,
-    chunk_offsets: int = CHUNK_OFFSETS,
-    config: DgmConfig | None = None,
-) -> Fingerprinted:
-    """The fingerprints of `ranges` (Fingerprinted); `flagged` topics are read twice."""
-    reading = [r for r in ranges if r.size > 0]
-    topics = sorted({r.topic for r in reading})
-    scratch = Scratch(FingerprintStore(state_dir).folder)
-    try:
-        counts = _read_chunks(
-            spark, sources, reading, rules, tracker, chunk_offsets, scratch, config
-        )
-        tracker.set_phase("writing")
-        uncommitted = scratch.frame(spark) if scratch.chunks else empty_fingerprints(spark)
-        gapped = {r.topic for r in reading if counts.get(r.key, 0) < r.size}
-        transactional = sorted((flagged | gapped) & set(topics))
-        # A sampled topic keeps its kept ids only (dgm/sampling.py), after the committed pass.
-        one_in = config.topic_one_in() if config is not None else {}
-        sampled = {t for t in topics if one_in.get(t, 1) > 1}
-        if not transactional and not sampled:
-            # Nothing read (a first audit's recorded start): the batch writes its empty frame,
-            # so every batch holds a Parquet file with the schema, as before.
-            adopted = scratch.files() if scratch.chunks else None
-            return Fingerprinted(uncommitted, (), adopted, scratch)
-        parts = [uncommitted.filter(~F.col("topic").isin(transactional))]
-        if transactional:
-            in_txn = [r for r in reading if r.topic in transactional]
-            committed_view = read_ranges(
-                spark, sources, in_txn, "read_committed", include_headers=False
-            )
-            mine = uncommitted.filter(F.col("topic").isin(transactional))
-            # Materialized once: their number decides whether they are broadcast.
-            aborted = scratch.write_aborted(aborted_offsets(mine, committed_view))
-            broadcast = aborted <= BROADCAST_ABORTED
-            parts.append(mark_aborted(mine, scratch.aborted(spark), broadcast))
-    except BaseException:
-        scratch.remove()
-        raise
-    return Fingerprinted(kept(_union(parts), one_in), tuple(transactional), None, scratch)
 
 
 def _quiet(_: str) -> None:

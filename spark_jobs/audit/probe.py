@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 from pyspark.sql import SparkSession
 
-from spark_jobs.audit.kafka_read import read_range
+from spark_jobs.audit.kafka_source import read_range
 from spark_jobs.audit.ranges import OffsetRange
 
 

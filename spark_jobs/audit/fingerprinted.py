@@ -1,0 +1,136 @@
+"""The fingerprints of an audit's offset ranges: each chunk read (read_uncommitted, headers
+included, one relation per id rule), fingerprinted and written to Parquet in one Spark job
+(scratch.py) and counted from its files; the topics that have seen transactions read again
+read_committed, without headers, and their aborted records marked (fingerprint.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from dgm.config_schema import DgmConfig, MessageIdRule
+from dgm.samples import Key
+from spark_jobs.audit.cluster_sources import KafkaSources
+from spark_jobs.audit.expected import with_expected
+from spark_jobs.audit.fingerprint import aborted_offsets, fingerprints, mark_aborted
+from spark_jobs.audit.fingerprint_store import FingerprintStore, empty_fingerprints
+from spark_jobs.audit.kafka_source import read_ranges, union
+from spark_jobs.audit.ranges import OffsetRange, split_ranges
+from spark_jobs.audit.scratch import Scratch
+from spark_jobs.audit.tracker import AuditTracker
+from spark_jobs.sampling import kept
+
+# Offsets read per Spark job: the audit's progress is exact at each chunk's end. Each chunk
+# costs about 1.5 s more than the records it reads on 2 cores (1M records in chunks of 200k:
+# 13.9 s, in one chunk 8.4 s: bench/HISTORY.md, "Audit: throughput against the engine's
+# floor"), so a chunk is ~8 s of reading there; the progress line still comes every 10 s.
+CHUNK_OFFSETS = 1_000_000
+# Aborted records up to this many are sent whole to every task to be marked (~30 bytes
+# each); more (a producer aborting in a loop) are joined by shuffling the fingerprints.
+BROADCAST_ABORTED = 2_000_000
+
+
+def read_chunks(
+    spark: SparkSession,
+    sources: KafkaSources,
+    ranges: Sequence[OffsetRange],
+    rules: Mapping[str, MessageIdRule],
+    tracker: AuditTracker,
+    chunk_offsets: int,
+    scratch: Scratch,
+    config: DgmConfig | None = None,
+) -> dict[Key, int]:
+    """Write the read_uncommitted fingerprints of `ranges` to `scratch`, a job per chunk,
+    each counted from its files before the next is read: the tracker learns exact figures.
+    Records per partition."""
+    counts: dict[Key, int] = {}
+    for chunk in split_ranges(ranges, chunk_offsets):
+        # One Kafka relation per id rule, not per topic: each relation costs the driver
+        # its own offset reader and planning, every cycle.
+        by_rule: dict[MessageIdRule, list[OffsetRange]] = {}
+        for r in chunk:
+            by_rule.setdefault(rules[r.topic], []).append(r)
+        frame = union(
+            fingerprints(
+                _expected(read_ranges(spark, sources, mine, "read_uncommitted"), config), rule
+            )
+            for rule, mine in by_rule.items()
+        )
+        counted = scratch.write(frame)
+        for key, rows in counted.items():
+            counts[key] = counts.get(key, 0) + rows
+        tracker.add(sum(counted.values()), sum(r.size for r in chunk))
+    return counts
+
+
+def _expected(records: DataFrame, config: DgmConfig | None) -> DataFrame:
+    return records if config is None else with_expected(records, config)
+
+
+@dataclass
+class Fingerprinted:
+    """The fingerprints of an audit's ranges, as `frame` (committed or aborted; with a config,
+    source records marked by the pipelines' `expected` predicates and sampled topics' kept
+    ids only). `files`: the part files `frame` is exactly, when it needed nothing past the
+    first read (the batch adopts them); None when it must be written. Call `done` once it
+    is written."""
+
+    frame: DataFrame
+    transactional: tuple[str, ...]
+    files: list[Path] | None
+    scratch: Scratch
+
+    def done(self) -> None:
+        self.scratch.remove()
+
+
+def fingerprinted(
+    spark: SparkSession,
+    sources: KafkaSources,
+    ranges: Sequence[OffsetRange],
+    rules: Mapping[str, MessageIdRule],
+    flagged: set[str],
+    tracker: AuditTracker,
+    state_dir: Path,
+    chunk_offsets: int = CHUNK_OFFSETS,
+    config: DgmConfig | None = None,
+) -> Fingerprinted:
+    """The fingerprints of `ranges` (Fingerprinted); `flagged` topics are read twice."""
+    reading = [r for r in ranges if r.size > 0]
+    topics = sorted({r.topic for r in reading})
+    scratch = Scratch(FingerprintStore(state_dir).folder)
+    try:
+        counts = read_chunks(
+            spark, sources, reading, rules, tracker, chunk_offsets, scratch, config
+        )
+        tracker.set_phase("writing")
+        uncommitted = scratch.frame(spark) if scratch.chunks else empty_fingerprints(spark)
+        gapped = {r.topic for r in reading if counts.get(r.key, 0) < r.size}
+        transactional = sorted((flagged | gapped) & set(topics))
+        # A sampled topic keeps its kept ids only (dgm/sampling.py), after the committed pass.
+        one_in = config.topic_one_in() if config is not None else {}
+        sampled = {t for t in topics if one_in.get(t, 1) > 1}
+        if not transactional and not sampled:
+            # Nothing read (a first audit's recorded start): the batch writes its empty frame,
+            # so every batch holds a Parquet file with the schema, as before.
+            adopted = scratch.files() if scratch.chunks else None
+            return Fingerprinted(uncommitted, (), adopted, scratch)
+        parts = [uncommitted.filter(~F.col("topic").isin(transactional))]
+        if transactional:
+            in_txn = [r for r in reading if r.topic in transactional]
+            committed_view = read_ranges(
+                spark, sources, in_txn, "read_committed", include_headers=False
+            )
+            mine = uncommitted.filter(F.col("topic").isin(transactional))
+            # Materialized once: their number decides whether they are broadcast.
+            aborted = scratch.write_aborted(aborted_offsets(mine, committed_view))
+            broadcast = aborted <= BROADCAST_ABORTED
+            parts.append(mark_aborted(mine, scratch.aborted(spark), broadcast))
+    except BaseException:
+        scratch.remove()
+        raise
+    return Fingerprinted(kept(union(parts), one_in), tuple(transactional), None, scratch)
