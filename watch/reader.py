@@ -95,8 +95,8 @@ class SinkReader:
         return records
 
     def _warn(self, line: str) -> None:
-        # librdkafka repeats an error (a broker away, the group "dgm-watch" not described:
-        # docs/configuration.md, Permissions) at every fetch; the watch reads on meanwhile.
+        # librdkafka can repeat an error (a broker away) at every fetch; the watch reads on
+        # meanwhile, and says so once in a while rather than at every fetch.
         now = time.monotonic()
         if now - self._said.get(line, float("-inf")) >= SAY_AGAIN_AFTER_S:
             self._said[line] = now
