@@ -126,9 +126,10 @@ while True:
 """
 
 
-# Hours of files every 10 s: a first pass over 8 hours takes ~13 s of work (12 hours ~20 s),
-# and a kill comes 0.2-3 s after a start, so the first kills land inside the first pass.
-HOURS, KILLS = by_strength((8, 8), (12, 12))
+# Hours of files every 10 s: a first pass over 4 hours takes ~6.5 s of work (8 hours ~13 s,
+# 12 hours ~20 s), and a kill comes 0.2-3 s after a start, so the first kills land inside
+# the first pass.
+HOURS, KILLS = by_strength((4, 8), (12, 12))
 
 
 def test_sigkill_at_any_point_of_upkeep_loses_no_row_and_doubles_none(tmp_path: Path) -> None:
