@@ -10,37 +10,16 @@ from typing import Any
 
 import pytest
 from pyspark.sql.types import (
-    ArrayType,
-    BinaryType,
-    IntegerType,
-    LongType,
-    StringType,
-    StructField,
     StructType,
-    TimestampType,
 )
 
 from dgm.config_schema import MessageIdRule
+from spark_jobs.audit.expected import KAFKA_SOURCE
 from spark_jobs.audit.fingerprint import header, message_id
 from watch import ids
 
 # The columns of the Spark Kafka source (includeHeaders=true).
-KAFKA_ROW = StructType(
-    [
-        StructField("key", BinaryType()),
-        StructField("value", BinaryType()),
-        StructField("topic", StringType()),
-        StructField("partition", IntegerType()),
-        StructField("offset", LongType()),
-        StructField("timestamp", TimestampType()),
-        StructField(
-            "headers",
-            ArrayType(
-                StructType([StructField("key", StringType()), StructField("value", BinaryType())])
-            ),
-        ),
-    ]
-)
+KAFKA_ROW = StructType([f for f in KAFKA_SOURCE.fields if f.name != "timestampType"])
 Headers = list[tuple[str, bytes | None]] | None
 Record = tuple[bytes | None, bytes | None, Headers]
 

@@ -14,9 +14,10 @@ from typing import Any
 import pytest
 from confluent_kafka import Producer
 
-from dgm.config_schema import DgmConfig, MessageIdRule, PipelineConfig
+from dgm.config_schema import DgmConfig, MessageIdRule
 from dgm.waiting import wait_until
 from tests.conftest import KafkaUnderTest
+from tests.watch.watched import sink_pipeline
 from watch.loop import Watch, watched_topics
 from watch.publish import published_seen
 from watch.reader import SinkReader
@@ -114,21 +115,8 @@ def test_the_watch_tells_every_extra_copy_of_the_sink_and_nothing_else(
     kafka: KafkaUnderTest, tmp_path: Path, watching: Callable[..., Running]
 ) -> None:
     sink = kafka.new_topic("watch-sink", partitions=3)
-    by_header = PipelineConfig(
-        name="by-header",
-        source_topics=("s",),
-        sink_topics=(sink,),
-        consumer_group="g",
-        declared_semantic="exactly-once",
-    )
-    by_key = PipelineConfig(
-        name="by-key",
-        source_topics=("s2",),
-        sink_topics=(sink,),
-        consumer_group="g2",
-        declared_semantic="at-least-once",
-        message_id=MessageIdRule(kind="key"),
-    )
+    by_header = sink_pipeline("by-header", sink)
+    by_key = sink_pipeline("by-key", sink, MessageIdRule(kind="key"))
     config = DgmConfig(pipelines=(by_header, by_key))
     now = int(time.time() * 1000)
     producer = Producer(kafka.client_config())

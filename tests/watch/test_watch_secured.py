@@ -11,10 +11,11 @@ from pathlib import Path
 
 from confluent_kafka import Producer
 
-from dgm.config_schema import DgmConfig, PipelineConfig
+from dgm.config_schema import DgmConfig
 from dgm.permissions import TOPIC_DESCRIBE, TOPIC_READ
 from dgm.waiting import wait_until
 from tests.secured_kafka import DGM_USER, SecuredKafka, acl
+from tests.watch.watched import sink_pipeline
 from watch.loop import Watch, watched_topics
 from watch.publish import published_seen
 from watch.reader import SinkReader
@@ -24,13 +25,7 @@ def test_the_watch_reads_with_topic_rights_only(kafka_sasl: SecuredKafka, tmp_pa
     sink = kafka_sasl.new_topic("watch-secured")
     rights = [acl(DGM_USER, p, sink) for p in (TOPIC_DESCRIBE, TOPIC_READ)]
     kafka_sasl.grant(rights)
-    pipeline = PipelineConfig(
-        name="p",
-        source_topics=("s",),
-        sink_topics=(sink,),
-        consumer_group="g",
-        declared_semantic="exactly-once",
-    )
+    pipeline = sink_pipeline("p", sink)
     routes = watched_topics(DgmConfig(pipelines=(pipeline,)))
     client = {"bootstrap.servers": kafka_sasl.bootstrap_servers, **kafka_sasl.scram_client()}
     reader = SinkReader(client, routes["default"], lookback=100)

@@ -12,18 +12,12 @@ import pytest
 from confluent_kafka import IsolationLevel, Producer, TopicPartition
 from confluent_kafka.admin import OffsetSpec
 from pyspark.sql.types import (
-    ArrayType,
-    BinaryType,
-    IntegerType,
-    LongType,
-    StringType,
-    StructField,
     StructType,
-    TimestampType,
 )
 
 from dgm.config_schema import MessageIdRule
 from dgm.waiting import wait_until
+from spark_jobs.audit.expected import KAFKA_SOURCE
 from spark_jobs.audit.fingerprint import (
     aborted_offsets,
     fingerprints,
@@ -34,22 +28,7 @@ from spark_jobs.schemas import FINGERPRINT
 from tests.spark_jobs.analyze import engine_run
 
 # The columns the Spark Kafka source gives with includeHeaders=true (those fingerprints read).
-KAFKA_ROW = StructType(
-    [
-        StructField("key", BinaryType()),
-        StructField("value", BinaryType()),
-        StructField("topic", StringType()),
-        StructField("partition", IntegerType()),
-        StructField("offset", LongType()),
-        StructField("timestamp", TimestampType()),
-        StructField(
-            "headers",
-            ArrayType(
-                StructType([StructField("key", StringType()), StructField("value", BinaryType())])
-            ),
-        ),
-    ]
-)
+KAFKA_ROW = StructType([f for f in KAFKA_SOURCE.fields if f.name != "timestampType"])
 AT = datetime(2026, 1, 1, tzinfo=UTC)
 
 Header = tuple[str, bytes | None]
