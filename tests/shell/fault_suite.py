@@ -33,7 +33,7 @@ from shell.services import ServiceGroup
 from shell.stack import dashboard_answers
 from tests.strength import by_strength
 
-SERVICES = ("collectors", "analysis", "dashboard")
+SERVICES = ("collectors", "watch", "analysis", "dashboard")
 Say = Callable[[str], None]
 
 
@@ -88,6 +88,7 @@ class Record:
     sample_snapshots: int = 0
     sample_rows_checked: int = 0
     publications_seen: int = 0
+    watch_told: int = 0  # extra copies the watch published, each checked against the truth
     max_lost_seen: dict[str, int] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
 
@@ -267,6 +268,8 @@ def render(plan: Plan, record: Record, truth: dict[str, dict[str, Any]], took_s:
         f"{record.sample_rows_checked} rows all read exactly once at the end",
         f"- publications watched: {record.publications_seen}; most lost ever shown: "
         + ", ".join(f"{p} {n}" for p, n in sorted(record.max_lost_seen.items())),
+        f"- the watch told {record.watch_told} extra copies, each a duplicate of the truth and "
+        "one the analysis published",
         "",
         "| pipeline | checked (truth) | duplicate copies (truth) | lost (truth) | verdict |",
         "|---|---|---|---|---|",

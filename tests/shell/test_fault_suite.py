@@ -37,6 +37,7 @@ from shell.services import ServiceGroup
 from shell.stack import dashboard_answers, dashboard_url, monitoring_services
 from tests.conftest import KafkaUnderTest
 from tests.shell.fault_suite import (
+    SERVICES,
     Plan,
     Record,
     group_lag,
@@ -49,6 +50,7 @@ from tests.shell.fault_suite import (
     watch_verdicts,
 )
 from tests.truth import by_id, extra_copies, read_records, sequence_gaps, topic_ids
+from watch.publish import published_seen
 
 PLAN = Plan.from_env()
 PIPELINES = (
@@ -93,6 +95,15 @@ def published_duplicates(state_dir: Path, pipeline: str) -> dict[str, int]:
             [pipeline],
         ).fetchall()
     return {message_id: n for message_id, n in rows}
+
+
+def published_extra_copies(state_dir: Path, pipeline: str) -> set[tuple[int, int]]:
+    with duckdb.connect(str(state_dir / PUBLISHED_FILE), read_only=True) as db:
+        rows = db.execute(
+            'SELECT partition, "offset" FROM duplicates WHERE pipeline = ? AND is_extra_copy',
+            [pipeline],
+        ).fetchall()
+    return {(partition, offset) for partition, offset in rows}
 
 
 def broker_faults(kafka: KafkaUnderTest, plan: Plan, began: float, record: Record) -> None:
@@ -217,7 +228,15 @@ def test_the_monitor_survives_its_faults_and_publishes_the_truth(
         assert seen_rows <= set(final), "a sample read before a collector kill is gone"
         record.sample_rows_checked = len(final)
 
-        assert set(group.pids()) == {"collectors", "analysis", "dashboard"}
+        assert set(group.pids()) == set(SERVICES)
+        # What the watch told through its SIGKILL and the outages is true: each id it called
+        # a duplicate is one in the sink, each extra copy one the analysis published.
+        for name, t in truth.items():
+            told = [r for r in published_seen(state_dir) if r["pipeline"] == name]
+            assert {r["message_id"] for r in told} <= set(t["truth_duplicated"]), name
+            extra = published_extra_copies(state_dir, name)
+            assert {(r["partition"], r["offset"]) for r in told} <= extra, name
+        record.watch_told = len(published_seen(state_dir))
         # Every restart was one of our SIGKILLs: no service fell over through the outages.
         own = [r for r in group.restarts if r.returncode != -9]
         record.own_exits = [f"{r.name} exited {r.returncode}" for r in own]
