@@ -25,16 +25,16 @@ ORDER BY s.seen_at DESC
 """
 
 
-def seen_not_analysed() -> tuple[WatchStatus | None, pd.DataFrame, int]:
+def seen_not_analysed() -> tuple[WatchStatus | None, pd.DataFrame, dict[str, int]]:
     """(the watch's status, the newest SHOWN seen duplicates no analysis has published, how
-    many there are); (None, empty, 0) without a readable watch file."""
+    many there are per pipeline); (None, empty, {}) without a readable watch file."""
     state_dir = config().state_dir
     found = read_watch(state_dir)
     if found is None:
-        return None, pd.DataFrame(), 0
+        return None, pd.DataFrame(), {}
     seen, status = found
     if seen.num_rows == 0:
-        return status, pd.DataFrame(), 0
+        return status, pd.DataFrame(), {}
     try:
         with open_read_only(database_path()) as db:
             db.execute("SET TimeZone = 'UTC'")
@@ -43,5 +43,6 @@ def seen_not_analysed() -> tuple[WatchStatus | None, pd.DataFrame, int]:
     except FileNotFoundError:  # no analysis published yet: every seen duplicate is new
         rows = seen.to_pandas().sort_values("seen_at", ascending=False)
     except duckdb.Error:
-        return status, pd.DataFrame(), 0
-    return status, rows.head(SHOWN), len(rows)
+        return status, pd.DataFrame(), {}
+    counts = rows["pipeline"].value_counts().to_dict() if len(rows) else {}
+    return status, rows.head(SHOWN), {str(k): int(v) for k, v in counts.items()}

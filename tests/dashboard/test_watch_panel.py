@@ -52,7 +52,7 @@ def test_only_the_seen_duplicates_no_analysis_published_are_shown(
     publish(tmp_path, [seen("ord-0012", 0, 131), seen("ord-0500", 1, 900)], status(2))
     at = overview(tmp_path, use_state_dir)
     (warning,) = [w.value for w in at.warning if "seen by the watch" in w.value]
-    assert warning.startswith("**1 duplicate seen by the watch, not yet analysed**")
+    assert warning.startswith("**1 duplicate seen by the watch, not yet analysed** (orders-alo 1)")
     (table,) = [d.value for d in at.dataframe if "seen_at" in d.value.columns]
     assert table["message_id"].tolist() == ["ord-0500"]
 
