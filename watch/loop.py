@@ -7,6 +7,7 @@ duplicates are the analysis's to find, among its kept ids). External sinks are n
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -19,6 +20,7 @@ from confluent_kafka import Message
 
 from dgm.clusters import split
 from dgm.config_schema import DgmConfig, MessageIdRule
+from dgm.headers import PRODUCER, SEQ, SRC
 from dgm.sampling import KEEP_ALL
 from dgm.watched import WatchStatus
 from watch.ids import Headers, header_text, message_id
@@ -33,7 +35,7 @@ STATUS_EVERY_S = 5.0  # the status row's age says the watch is alive
 REFRESH_EVERY_S = 30.0  # new partitions and topics that appeared
 READ_TIMEOUT_S = 0.25
 KEEP_ROWS = 10_000  # the newest seen duplicates published; the analysis keeps them all
-_SEQ_DIGITS = 18
+_SEQ = re.compile(r"[0-9]{1,18}")
 
 
 @dataclass(frozen=True)
@@ -59,8 +61,8 @@ def watched_topics(config: DgmConfig) -> dict[str, dict[str, list[Watched]]]:
 
 
 def _seq(text: str | None) -> int | None:
-    digits = text is not None and text.isascii() and text.isdigit()
-    return int(text) if digits and text is not None and len(text) <= _SEQ_DIGITS else None
+    # As the audit's column: a run of at most 18 ASCII digits, else none.
+    return int(text) if text is not None and _SEQ.fullmatch(text) else None
 
 
 def _headers(message: Message) -> Headers:
@@ -92,9 +94,9 @@ def seen_row(
         "first_offset": first.offset,
         "first_timestamp": _when(first.timestamp_ms),
         "key": key.decode("utf-8", "replace") if is_message and key is not None else None,
-        "producer": header_text(headers, "dgm-producer") if is_message else None,
-        "seq": _seq(header_text(headers, "dgm-seq")) if is_message else None,
-        "lineage": header_text(headers, "dgm-src") if is_message else None,
+        "producer": header_text(headers, PRODUCER) if is_message else None,
+        "seq": _seq(header_text(headers, SEQ)) if is_message else None,
+        "lineage": header_text(headers, SRC) if is_message else None,
         "seen_at": datetime.now(UTC),
         "cluster": cluster,
     }
