@@ -18,11 +18,9 @@ from typing import Any, TypeVar
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 from kafka.admin import KafkaAdminClient
-from kafka.net.sasl.oauth import AbstractTokenProvider
 
-from dgm.client_settings import BY_KEY, TOKEN_PROVIDER, kafka_python_settings
-from dgm.config import ConfigError, is_secret_key
-from dgm.oidc import OidcClientCredentials, TokenSource
+from dgm.config import ConfigError
+from dgm.kafka_python_client import kafka_python_config, scrub
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -44,46 +42,6 @@ def check_bootstrap(servers: str) -> None:
                 f"bootstrap servers: expected host:port[,host:port...], got {entry.strip()!r} "
                 f"in {servers!r}"
             )
-
-
-def scrub(text: str, settings: Mapping[str, Any]) -> str:
-    """`text` with the value of every secret setting replaced by '***'."""
-    for key, value in settings.items():
-        if is_secret_key(key) and isinstance(value, str) and value:
-            text = text.replace(value, "***")
-    return text
-
-
-def kafka_python_config(settings: Mapping[str, Any], request_timeout_s: float) -> dict[str, Any]:
-    """kafka-python KafkaAdminClient settings equivalent to the librdkafka `settings`, by
-    dgm.client_settings' table (the config load refused what it cannot translate)."""
-    client = {k: str(v) for k, v in settings.items() if k in BY_KEY}
-    config: dict[str, Any] = {
-        "bootstrap_servers": settings["bootstrap.servers"],
-        "request_timeout_ms": int(request_timeout_s * 1000),
-        "bootstrap_timeout_ms": int(request_timeout_s * 1000),
-        "client_id": "dgm-collectors",
-        **kafka_python_settings(client),
-    }
-    credentials = config.get(TOKEN_PROVIDER)
-    if isinstance(credentials, OidcClientCredentials):
-        config[TOKEN_PROVIDER] = OidcTokenProvider(TokenSource(credentials, request_timeout_s))
-    return config
-
-
-class OidcTokenProvider(AbstractTokenProvider):  # type: ignore[misc]
-    """kafka-python's OAUTHBEARER token provider: tokens from the OIDC token endpoint, kept
-    until they near expiry (dgm.oidc), with the configured SASL extensions."""
-
-    def __init__(self, source: TokenSource) -> None:
-        super().__init__()
-        self.source = source
-
-    def token(self) -> str:
-        return self.source.token()
-
-    def extensions(self) -> dict[str, str]:
-        return dict(self.source.credentials.extensions)
 
 
 class Clients:
