@@ -173,3 +173,38 @@ def mark_committed(uncommitted_view: DataFrame, committed_view: DataFrame) -> Da
     return mark_aborted(
         uncommitted_view, aborted_offsets(uncommitted_view, committed_view), broadcast=False
     )
+
+
+# Offsets per bucket of the range join in mark_aborted_spans: a span is listed once per bucket
+# it covers, a record looks up its own bucket only.
+SPAN_BUCKET = 4096
+
+
+def mark_aborted_spans(uncommitted_view: DataFrame, spans: DataFrame) -> DataFrame:
+    """`uncommitted_view` (fingerprints) with `committed` false for the records inside
+    `spans` (topic, partition, first, last: aborted batches' offsets, inclusive, never
+    overlapping; spark_jobs/audit/aborted_batches.py) and unchanged for the others. The spans
+    are few (a batch each) and sent whole to every task: a hash join on (topic, partition,
+    offset bucket), then the offset tested against the span; at most one span holds it."""
+    bucket = F.floor(F.col("offset") / SPAN_BUCKET)
+    listed = spans.select(
+        F.col("topic").alias("_topic"),
+        F.col("partition").alias("_partition"),
+        F.explode(
+            F.sequence(F.floor(F.col("first") / SPAN_BUCKET), F.floor(F.col("last") / SPAN_BUCKET))
+        ).alias("_span_bucket"),
+        F.col("first").alias("_first"),
+        F.col("last").alias("_last"),
+    )
+    marked = uncommitted_view.withColumn("_bucket", bucket).join(
+        F.broadcast(listed),
+        (F.col("topic") == F.col("_topic"))
+        & (F.col("partition") == F.col("_partition"))
+        & (F.col("_bucket") == F.col("_span_bucket"))
+        & F.col("offset").between(F.col("_first"), F.col("_last")),
+        "left",
+    )
+    committed = (F.col("committed") & F.col("_first").isNull()).alias("committed")
+    return marked.select(
+        *(committed if f.name == "committed" else f.name for f in FINGERPRINT.fields)
+    )

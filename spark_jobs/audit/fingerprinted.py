@@ -1,7 +1,9 @@
 """The fingerprints of an audit's offset ranges: each chunk read (read_uncommitted, headers
 included, one relation per id rule), fingerprinted and written to Parquet in one Spark job
-(scratch.py) and counted from its files; the topics that have seen transactions read again
-read_committed, without headers, and their aborted records marked (fingerprint.py)."""
+(scratch.py) and counted from its files. The aborted records of the topics that have seen
+transactions are told by their batches' markers before the read and marked in it
+(aborted_batches.py); a topic the markers could not tell is read again, read_committed,
+without headers, and its aborted records marked after (fingerprint.py)."""
 
 from __future__ import annotations
 
@@ -14,9 +16,15 @@ from pyspark.sql import functions as F
 
 from dgm.config_schema import DgmConfig, MessageIdRule
 from dgm.samples import Key
+from spark_jobs.audit.aborted_batches import Spans, told_aborts
 from spark_jobs.audit.cluster_sources import KafkaSources
 from spark_jobs.audit.expected import with_expected
-from spark_jobs.audit.fingerprint import aborted_offsets, fingerprints, mark_aborted
+from spark_jobs.audit.fingerprint import (
+    aborted_offsets,
+    fingerprints,
+    mark_aborted,
+    mark_aborted_spans,
+)
 from spark_jobs.audit.fingerprint_store import FingerprintStore, empty_fingerprints
 from spark_jobs.audit.kafka_source import read_ranges, union
 from spark_jobs.audit.ranges import OffsetRange, split_ranges
@@ -29,6 +37,7 @@ from spark_jobs.sampling import kept
 # 13.9 s, in one chunk 8.4 s: bench/HISTORY.md, "Audit: throughput against the engine's
 # floor"), so a chunk is ~8 s of reading there; the progress line still comes every 10 s.
 CHUNK_OFFSETS = 1_000_000
+SPANS = "topic string, partition int, first long, last long"
 # Aborted records up to this many are sent whole to every task to be marked (~30 bytes
 # each); more (a producer aborting in a loop) are joined by shuffling the fingerprints.
 BROADCAST_ABORTED = 2_000_000
@@ -43,10 +52,12 @@ def read_chunks(
     chunk_offsets: int,
     scratch: Scratch,
     config: DgmConfig | None = None,
+    aborted: DataFrame | None = None,
 ) -> dict[Key, int]:
     """Write the read_uncommitted fingerprints of `ranges` to `scratch`, a job per chunk,
     each counted from its files before the next is read: the tracker learns exact figures.
-    Records per partition."""
+    `aborted`: spans (aborted_spans_frame) whose records are written not committed. Records
+    per partition."""
     counts: dict[Key, int] = {}
     for chunk in split_ranges(ranges, chunk_offsets):
         # One Kafka relation per id rule, not per topic: each relation costs the driver
@@ -60,11 +71,31 @@ def read_chunks(
             )
             for rule, mine in by_rule.items()
         )
+        if aborted is not None:
+            frame = mark_aborted_spans(frame, aborted)
         counted = scratch.write(frame)
         for key, rows in counted.items():
             counts[key] = counts.get(key, 0) + rows
         tracker.add(sum(counted.values()), sum(r.size for r in chunk))
     return counts
+
+
+def aborted_spans_frame(spark: SparkSession, told: Mapping[str, Spans]) -> DataFrame | None:
+    """The aborted spans the markers told (topic, partition, first, last), adjacent ones
+    merged; None when there are none, so nothing is joined."""
+    rows: list[tuple[str, int, int, int]] = []
+    for topic, partitions in sorted(told.items()):
+        for partition, spans in sorted(partitions.items()):
+            merged: list[list[int]] = []
+            for first, last in sorted(spans):
+                if merged and first <= merged[-1][1] + 1:
+                    merged[-1][1] = max(merged[-1][1], last)
+                else:
+                    merged.append([first, last])
+            rows.extend((topic, partition, first, last) for first, last in merged)
+    if not rows:
+        return None
+    return spark.createDataFrame(rows, SPANS)
 
 
 def _expected(records: DataFrame, config: DgmConfig | None) -> DataFrame:
@@ -102,30 +133,35 @@ def fingerprinted(
     """The fingerprints of `ranges` (Fingerprinted); `flagged` topics are read twice."""
     reading = [r for r in ranges if r.size > 0]
     topics = sorted({r.topic for r in reading})
+    # The topics the collectors saw transactions on: their aborted records told by the
+    # markers and marked in the one read; the others found gapped after it are read twice.
+    told, _ = told_aborts(sources, [r for r in reading if r.topic in flagged])
     scratch = Scratch(FingerprintStore(state_dir).folder)
     try:
         counts = read_chunks(
-            spark, sources, reading, rules, tracker, chunk_offsets, scratch, config
-        )
+            spark, sources, reading, rules, tracker, chunk_offsets, scratch, config,
+            aborted_spans_frame(spark, told),
+        )  # fmt: skip
         tracker.set_phase("writing")
         uncommitted = scratch.frame(spark) if scratch.chunks else empty_fingerprints(spark)
         gapped = {r.topic for r in reading if counts.get(r.key, 0) < r.size}
         transactional = sorted((flagged | gapped) & set(topics))
+        reread = [t for t in transactional if t not in told]
         # A sampled topic keeps its kept ids only (dgm/sampling.py), after the committed pass.
         one_in = config.topic_one_in() if config is not None else {}
         sampled = {t for t in topics if one_in.get(t, 1) > 1}
-        if not transactional and not sampled:
+        if not reread and not sampled:
             # Nothing read (a first audit's recorded start): the batch writes its empty frame,
             # so every batch holds a Parquet file with the schema, as before.
             adopted = scratch.files() if scratch.chunks else None
-            return Fingerprinted(uncommitted, (), adopted, scratch)
-        parts = [uncommitted.filter(~F.col("topic").isin(transactional))]
-        if transactional:
-            in_txn = [r for r in reading if r.topic in transactional]
+            return Fingerprinted(uncommitted, tuple(transactional), adopted, scratch)
+        parts = [uncommitted.filter(~F.col("topic").isin(reread))]
+        if reread:
+            in_txn = [r for r in reading if r.topic in reread]
             committed_view = read_ranges(
                 spark, sources, in_txn, "read_committed", include_headers=False
             )
-            mine = uncommitted.filter(F.col("topic").isin(transactional))
+            mine = uncommitted.filter(F.col("topic").isin(reread))
             # Materialized once: their number decides whether they are broadcast.
             aborted = scratch.write_aborted(aborted_offsets(mine, committed_view))
             broadcast = aborted <= BROADCAST_ABORTED

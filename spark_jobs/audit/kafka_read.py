@@ -243,7 +243,7 @@ def audit(
             for topic in sorted(topics):
                 mine = [r for r in (batch.ranges if batch else []) if r["topic"] == topic]
                 records[topic] = sum(int(r["records"]) for r in mine)
-                twice = ", read_committed too" if topic in transactional else ""
+                twice = ", aborted records marked" if topic in transactional else ""
                 progress(
                     f"audit: topic {topic}: {records[topic]} records in {len(mine)} "
                     f"partitions{twice}"

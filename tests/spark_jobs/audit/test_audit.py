@@ -102,7 +102,7 @@ def test_committed_aborted_plain_then_nothing_new_then_new_records_once(
     assert first.records == {topic: 8}
     assert first.transactional == (topic,)
     assert first.batch is not None and first.batch.parent == FingerprintStore(tmp_path).folder
-    assert f"audit: topic {topic}: 8 records in 1 partitions, read_committed too" in lines
+    assert f"audit: topic {topic}: 8 records in 1 partitions, aborted records marked" in lines
     # Offsets 3 and 7 are control markers.
     assert seen(spark, tmp_path) == [
         (0, "kept-0", True),
