@@ -4,21 +4,27 @@ audit marking from them equal to the audit that reads the topic twice."""
 
 from __future__ import annotations
 
+import re
+import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, IsolationLevel, Producer, TopicPartition
-from confluent_kafka.admin import OffsetSpec  # type: ignore[attr-defined]
+from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from collectors.clients import Clients
+from collectors.cycle import Collector
+from dgm.config_schema import ClusterConfig, CollectorSettings, DgmConfig
+from dgm.samples import SampleStore
 from dgm.waiting import wait_until
 from spark_jobs.audit import aborted_batches, fingerprinted, kafka_source
 from spark_jobs.audit.aborted_batches import ABORT, BatchHeader, MarkerWalker, PartitionWalk
 from spark_jobs.audit.kafka_read import audit
 from spark_jobs.audit.ranges import OffsetRange
-from tests.collectors.transactional import transactional_producer
+from tests.secured_kafka import DGM_USER, SecuredKafka, needed
 from tests.spark_jobs.audit.test_audit import config, pipeline, sample, seen
 
 COMMIT = 1
@@ -104,22 +110,30 @@ def offsets(kafka: Any, topic: str, isolation: str) -> set[int]:
     try:
         while True:
             message = consumer.poll(1.0)
-            if message is None:
+            offset = None if message is None else message.offset()
+            if message is None or offset is None:
                 return found
             if message.error() is None:
-                found.add(message.offset())
-            if message.offset() >= high - 1:
+                found.add(offset)
+            if offset >= high - 1:
                 return found
     finally:
         consumer.close()
 
 
-def interleaved(kafka: Any, topic: str) -> None:
+def interleaved(client: dict[str, Any], topic: str) -> None:
     """Two transactional producers and a plain one on one partition, each send a batch:
     A opens, B opens, plain, A aborts, B writes more, B commits, A writes and commits,
-    B writes and aborts. B's first transaction outlives A's abort marker."""
-    a, b = transactional_producer(kafka), transactional_producer(kafka)
-    plain = Producer(kafka.client_config(acks="all"))
+    B writes and aborts. B's first transaction outlives A's abort marker. `client`: the
+    librdkafka settings of a principal that may write."""
+
+    def transactional() -> Producer:
+        producer = Producer({**client, "transactional.id": f"tx-{uuid.uuid4().hex[:10]}"})
+        producer.init_transactions(30)
+        return producer
+
+    a, b = transactional(), transactional()
+    plain = Producer({**client, "acks": "all"})
 
     def send(producer: Producer, label: str, count: int = 3) -> None:
         for i in range(count):
@@ -145,11 +159,10 @@ def interleaved(kafka: Any, topic: str) -> None:
     send(plain, "p2", 2)
     # The coordinator writes the markers after the producer hears back: wait for the last.
     partition = TopicPartition(topic, 0)
+    admin = AdminClient(client)
 
     def end(isolation: IsolationLevel) -> int:
-        found = kafka.admin().list_offsets(
-            {partition: OffsetSpec.latest()}, isolation_level=isolation
-        )
+        found = admin.list_offsets({partition: OffsetSpec.latest()}, isolation_level=isolation)
         return int(found[partition].result(timeout=10).offset)
 
     wait_until(
@@ -161,7 +174,7 @@ def interleaved(kafka: Any, topic: str) -> None:
 
 def test_the_walk_tells_what_a_read_committed_consumer_skips(kafka: Any) -> None:
     topic = kafka.new_topic("markers")
-    interleaved(kafka, topic)
+    interleaved(kafka.client_config(), topic)
     every = offsets(kafka, topic, "read_uncommitted")
     skipped = every - offsets(kafka, topic, "read_committed")
     assert len(skipped) == 6  # a1 and b3
@@ -195,7 +208,7 @@ def test_the_audit_marks_from_the_markers_in_one_read_as_the_second_read_does(
     spark: Any, kafka: Any, tmp_path: Path, isolations: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     topic = kafka.new_topic("markers")
-    interleaved(kafka, topic)
+    interleaved(kafka.client_config(), topic)
     cfg = config(tmp_path / "told", pipeline(topic))
     sample(kafka, cfg.state_dir, topic)
     told = audit(spark, cfg, kafka.bootstrap_servers)
@@ -210,7 +223,7 @@ def test_the_audit_marks_from_the_markers_in_one_read_as_the_second_read_does(
     twice = audit(spark, again, kafka.bootstrap_servers)
     assert twice.ranges == told.ranges and "read_committed" in isolations
     assert seen(spark, again.state_dir) == marked
-    assert sorted(m for _, m, committed in marked if not committed) == [
+    assert sorted(str(m) for _, m, committed in marked if not committed) == [
         *(f"a1-{i}" for i in range(3)),
         *(f"b3-{i}" for i in range(3)),
     ]
@@ -220,7 +233,7 @@ def test_markers_that_cannot_be_read_leave_the_topic_to_the_second_read(
     spark: Any, kafka: Any, tmp_path: Path, isolations: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     topic = kafka.new_topic("markers")
-    interleaved(kafka, topic)
+    interleaved(kafka.client_config(), topic)
 
     def refused(self: Any, r: OffsetRange) -> Any:
         raise aborted_batches.UntoldAborts("refused in this test")
@@ -230,4 +243,31 @@ def test_markers_that_cannot_be_read_leave_the_topic_to_the_second_read(
     sample(kafka, tmp_path, topic)
     result = audit(spark, cfg, kafka.bootstrap_servers)
     assert result.transactional == (topic,) and "read_committed" in isolations
+    assert sum(not committed for _, _, committed in seen(spark, tmp_path)) == 6
+
+
+def test_the_markers_are_read_with_the_clusters_security_settings_and_read_rights_only(
+    kafka_sasl: SecuredKafka, spark: Any, tmp_path: Path, isolations: list[str]
+) -> None:
+    topic = kafka_sasl.new_topic("markers")
+    superuser = kafka_sasl.admin_config()
+    interleaved(superuser, topic)
+    admin = Clients(superuser, 10)
+    settings = CollectorSettings(include_topics=(f"^{re.escape(topic)}$",))
+    try:
+        assert Collector(admin, settings, SampleStore(tmp_path), 10).cycle()
+    finally:
+        admin.close()
+    granted = needed(DGM_USER, [topic], ["g"])
+    kafka_sasl.grant(granted)
+    cfg = DgmConfig(
+        state_dir=tmp_path,
+        cluster=ClusterConfig(client=kafka_sasl.scram_client()),
+        pipelines=(pipeline(topic),),
+    )
+    try:
+        result = audit(spark, cfg, kafka_sasl.bootstrap_servers)
+    finally:
+        kafka_sasl.revoke(granted)
+    assert result.transactional == (topic,) and isolations == ["read_uncommitted"]
     assert sum(not committed for _, _, committed in seen(spark, tmp_path)) == 6
