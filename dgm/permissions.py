@@ -53,8 +53,8 @@ TOPIC_READ = Permission(
     "Read",
     "topic",
     "the records and producers of topic {name}",
-    "the audit's record reads (Spark's Kafka source), DescribeProducers (producer states per "
-    "partition)",
+    "the audit's record reads (Spark's Kafka source), its Fetch of transactional topics' batch "
+    "headers (kafka-python), DescribeProducers (producer states per partition)",
 )
 GROUP_DESCRIBE = Permission(
     "Describe",
