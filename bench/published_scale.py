@@ -167,8 +167,8 @@ def build_tables(world: generated.World, out: Path) -> dict[str, int]:
     )
     samples = world.state / "samples"
     con.execute(
-        "INSERT INTO partition_offsets BY NAME SELECT * EXCLUDE (cluster_id, leader, topic_id, "
-        f"lso_since) FROM read_parquet('{samples}/offsets/*.parquet')"
+        "INSERT INTO partition_offsets BY NAME SELECT * EXCLUDE (cluster_id, leader, "
+        f"leader_epoch, topic_id, lso_since) FROM read_parquet('{samples}/offsets/*.parquet')"
     )
     con.execute(
         "INSERT INTO group_lag BY NAME SELECT * EXCLUDE (cluster_id, member_id, "
