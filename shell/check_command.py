@@ -23,11 +23,12 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException
 
 from collectors import access
-from collectors.clients import Clients, ClusterUnreachable, check_bootstrap, scrub
+from collectors.clients import Clients, ClusterUnreachable, check_bootstrap
 from dgm.client_settings import oidc_credentials
 from dgm.command_line import seconds
 from dgm.config import DgmConfig, load_config
 from dgm.config_schema import audit_start
+from dgm.kafka_python_client import scrub
 from dgm.permissions import (
     CLUSTER_DESCRIBE_CONFIGS,
     GROUP_DESCRIBE,

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from collectors.clients import Clients, check_bootstrap, kafka_python_config, scrub
+from collectors.clients import Clients, check_bootstrap
 from dgm.config import ConfigError
 
 
@@ -15,38 +15,6 @@ def test_good_bootstrap_addresses(servers: str) -> None:
 def test_bad_bootstrap_addresses_are_named(servers: str) -> None:
     with pytest.raises(ConfigError, match="expected host:port"):
         check_bootstrap(servers)
-
-
-def test_scrub_hides_secret_values_only() -> None:
-    settings = {"sasl.username": "alice", "sasl.password": "hunter2"}
-    assert scrub("user alice failed with hunter2", settings) == "user alice failed with ***"
-
-
-def test_kafka_python_gets_the_same_security_settings() -> None:
-    config = kafka_python_config(
-        {
-            "bootstrap.servers": "k:9093",
-            "security.protocol": "sasl_ssl",
-            "sasl.mechanism": "SCRAM-SHA-512",
-            "sasl.username": "alice",
-            "sasl.password": "hunter2",
-            "ssl.ca.location": "/etc/ca.pem",
-            "ssl.endpoint.identification.algorithm": "none",
-        },
-        request_timeout_s=7,
-    )
-    assert config == {
-        "bootstrap_servers": "k:9093",
-        "security_protocol": "SASL_SSL",
-        "sasl_mechanism": "SCRAM-SHA-512",
-        "sasl_plain_username": "alice",
-        "sasl_plain_password": "hunter2",
-        "ssl_cafile": "/etc/ca.pem",
-        "ssl_check_hostname": False,
-        "request_timeout_ms": 7000,
-        "bootstrap_timeout_ms": 7000,
-        "client_id": "dgm-collectors",
-    }
 
 
 def test_settings_librdkafka_rejects_are_a_config_error_without_the_secret() -> None:
