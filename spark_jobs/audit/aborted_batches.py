@@ -113,7 +113,6 @@ class MarkerWalker:
     """Walks the ranges of one cluster with one kafka-python admin client."""
 
     def __init__(self, settings: Mapping[str, Any]) -> None:
-        self.settings = settings
         config = kafka_python_config(settings, REQUEST_TIMEOUT_S, client_id="dgm-audit")
         self.admin = KafkaAdminClient(**config)
         self.leaders: dict[tuple[str, int], int] = {}

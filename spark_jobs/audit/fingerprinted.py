@@ -37,6 +37,7 @@ from spark_jobs.sampling import kept
 # 13.9 s, in one chunk 8.4 s: bench/HISTORY.md, "Audit: throughput against the engine's
 # floor"), so a chunk is ~8 s of reading there; the progress line still comes every 10 s.
 CHUNK_OFFSETS = 1_000_000
+# aborted_spans_frame's rows: aborted batches' offsets, inclusive.
 SPANS = "topic string, partition int, first long, last long"
 # Aborted records up to this many are sent whole to every task to be marked (~30 bytes
 # each); more (a producer aborting in a loop) are joined by shuffling the fingerprints.
