@@ -14,7 +14,8 @@ from dataclasses import replace
 from datetime import datetime
 
 from alerts.metrics import Values
-from dgm.alert_rules import AlertRule, AlertState, Evaluation, Notification, StateKey, holds
+from dgm.alerting.rules import AlertState, Evaluation, Notification, StateKey, holds
+from dgm.config.alerts import AlertRule
 
 
 def evaluate(

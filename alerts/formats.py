@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from dgm.config_schema import WebhookFormat, split_scope
+from dgm.config.alerts import WebhookFormat, split_scope
 
 _COLOURS = {"info": "#439FE0", "warning": "warning", "critical": "danger"}
 

@@ -1,4 +1,5 @@
-"""A rule's current value per subject, read from the published DuckDB file (dgm/published.py).
+"""A rule's current value per subject, read from the published DuckDB file
+(dgm/contracts/published.py).
 
 One short-lived read-only connection per evaluation; the analysis renames a new file over the
 published one, so an open connection keeps reading the run it opened. Each metric is one SQL
@@ -14,9 +15,10 @@ from pathlib import Path
 
 import duckdb
 
-from dgm.alert_rules import AlertRule, matches, scope_kind
-from dgm.errors import UserFacingError
-from dgm.published import PUBLISHED_FILE, open_read_only
+from dgm.alerting.rules import matches, scope_kind
+from dgm.config.alerts import AlertRule
+from dgm.contracts.published import PUBLISHED_FILE, open_read_only
+from dgm.util.errors import UserFacingError
 
 # subject (pipeline, topic or group name; RUN_SUBJECT for run-wide metrics) -> value
 Values = dict[str, float]
@@ -35,7 +37,7 @@ LATEST_PIPELINE_WINDOW_SQL = """
 SELECT pipeline, {column} FROM pipeline_windows
 QUALIFY row_number() OVER (PARTITION BY pipeline ORDER BY window_start DESC) = 1
 """
-# Per topic (the views of dgm.published_views: one level of detail each, newest samples).
+# Per topic (the views of dgm.contracts.published_views: one level of detail each, newest samples).
 TOPIC_CUMULATIVE_SQL = "SELECT topic, {column} FROM cumulative_topics"
 LATEST_TOPIC_WINDOW_SQL = """
 SELECT topic, {column} FROM topic_window_series
@@ -117,7 +119,7 @@ def consumer_lag_from_lso(db: Connection) -> Values:
 
 
 def group_status(db: Connection) -> Values:
-    """The group's status as a number: its severity (dgm.vocabulary.GroupStatus)."""
+    """The group's status as a number: its severity (dgm.contracts.vocabulary.GroupStatus)."""
     return _rows(db, GROUP_STATUS_SQL)
 
 
@@ -138,7 +140,7 @@ def _windowed(db: Connection, rule: AlertRule, now: datetime) -> Values:
 
 # A rule's values for every subject, read from the publication.
 Reader = Callable[[Connection, AlertRule, datetime], Values]
-# One reader per metric of dgm.alert_metrics (tests/alerts/test_metrics.py holds them equal).
+# One reader per metric of dgm.alerting.metrics (tests/alerts/test_metrics.py holds them equal).
 READERS: dict[str, Reader] = {
     **{metric: _windowed for metric in _PIPELINE_COLUMNS},
     "lso_lag": lambda db, _rule, _now: lso_lag(db),

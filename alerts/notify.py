@@ -23,10 +23,10 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 from alerts.formats import render, text_line
-from dgm.alert_rules import Notification, scope_kind
-from dgm.alert_store import AlertStore, Delivery
-from dgm.config_schema import AlertWebhook
-from dgm.waiting import next_delay
+from dgm.alerting.rules import Notification, scope_kind
+from dgm.alerting.store import AlertStore, Delivery
+from dgm.config.alerts import AlertWebhook
+from dgm.util.waiting import next_delay
 
 log = logging.getLogger("dgm.alerts")
 

@@ -14,7 +14,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from dgm.alert_store import AlertStore
+from dgm.alerting.store import AlertStore
 
 log = logging.getLogger("dgm.alerts")
 

@@ -15,9 +15,9 @@ from datetime import UTC, datetime
 from alerts.evaluate import evaluate
 from alerts.metrics import MetricsUnavailable, Values, read_values
 from alerts.notify import DeliveryReport, deliver_due, log_notification, payload
-from dgm.alert_rules import AlertState, Evaluation, Notification, StateKey
-from dgm.alert_store import AlertStore, rules_in_effect
-from dgm.config_schema import DgmConfig
+from dgm.alerting.rules import AlertState, Evaluation, Notification, StateKey
+from dgm.alerting.store import AlertStore, rules_in_effect
+from dgm.config.document import DgmConfig
 
 log = logging.getLogger("dgm.alerts")
 

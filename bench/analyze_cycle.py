@@ -99,7 +99,7 @@ def child(variant: str, state_dir: Path, reps: int) -> None:
     for key, value in VARIANTS[variant].items():
         SparkSession.builder.config(key, value)  # the builder is shared: build_session sees it
 
-    from dgm.config import load_config
+    from dgm.config.loader import load_config
     from spark_jobs.analyze.analysis import analyze
     from spark_jobs.analyze.publish import publish
     from spark_jobs.analyze.samples import read_samples

@@ -30,8 +30,8 @@ from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-def
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from dgm import headers
-from dgm.config_schema import MessageIdRule
+from dgm.config.pipelines import MessageIdRule
+from dgm.contracts import headers
 from embedded_kafka.cluster import EmbeddedCluster
 
 PARTITIONS = 3

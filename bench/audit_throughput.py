@@ -53,9 +53,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from collectors.clients import Clients
 from collectors.cycle import Collector
-from dgm import headers
-from dgm.config_schema import CollectorSettings, DgmConfig, MessageIdRule, PipelineConfig
-from dgm.samples import SAMPLES_DIR, SampleStore
+from dgm.config.collectors import CollectorSettings
+from dgm.config.document import DgmConfig
+from dgm.config.pipelines import MessageIdRule, PipelineConfig
+from dgm.contracts import headers
+from dgm.contracts.samples import SAMPLES_DIR, SampleStore
 from embedded_kafka.cluster import EmbeddedCluster
 from embedded_kafka.tools import tool_command
 

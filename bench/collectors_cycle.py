@@ -34,9 +34,9 @@ from collectors.groups import fetch_groups
 from collectors.offsets import fetch_offsets
 from collectors.partitions import PartitionInfo, describe_cluster
 from collectors.transactions import fetch_transactions
-from dgm.config import CollectorSettings
-from dgm.samples import SampleStore
-from dgm.waiting import wait_until
+from dgm.config.collectors import CollectorSettings
+from dgm.contracts.samples import SampleStore
+from dgm.util.waiting import wait_until
 from embedded_kafka.cluster import EmbeddedCluster
 
 PARTITIONS_PER_TOPIC = 100

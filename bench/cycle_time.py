@@ -93,7 +93,7 @@ def one_size(
     kept.pieces.append(piece("retained.parquet"))
     kept.pieces[0].count()
     if live is not None:
-        from dgm.config_schema import PipelineConfig
+        from dgm.config.pipelines import PipelineConfig
         from spark_jobs.audit.kafka_read import audit
 
         source = PipelineConfig(

@@ -125,12 +125,12 @@ def main() -> int:
     parser.add_argument("--topic", default="k-p00")
     parser.add_argument("--group", default="g-p00")
     args = parser.parse_args()
-    from dgm.published import published_path
+    from dgm.contracts.published import published_path
 
     state_dir = args.state_dir.resolve()
     published = published_path(state_dir)
     point_at(state_dir)
-    from dgm.published import open_read_only
+    from dgm.contracts.published import open_read_only
 
     with open_read_only(published) as con:
         counts = {

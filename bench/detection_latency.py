@@ -45,9 +45,9 @@ from typing import Any
 
 import duckdb
 
-from dgm.ports import free_ports
-from dgm.published import open_read_only
-from dgm.watched import read_watch
+from dgm.contracts.published import open_read_only
+from dgm.contracts.watched import read_watch
+from dgm.util.ports import free_ports
 
 
 def answers(url: str) -> bool:

@@ -20,9 +20,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from dgm.config_schema import AnalysisSettings, DgmConfig, PipelineConfig
-from dgm.sample_schemas import SCHEMAS
-from dgm.samples import samples_dir
+from dgm.config.analysis import AnalysisSettings
+from dgm.config.document import DgmConfig
+from dgm.config.pipelines import PipelineConfig
+from dgm.contracts.sample_schemas import SCHEMAS
+from dgm.contracts.samples import samples_dir
 from tests.generated_fingerprints import T0, Pipeline, pipeline
 
 __all__ = ["T0", "World", "build", "config", "write_samples"]

@@ -32,7 +32,9 @@ from pathlib import Path
 import psycopg
 from psycopg import sql
 
-from dgm.config_schema import POSTGRESQL_DRIVER_PACKAGE, DgmConfig, ExternalSink, PipelineConfig
+from dgm.config.document import DgmConfig
+from dgm.config.external_sinks import POSTGRESQL_DRIVER_PACKAGE, ExternalSink
+from dgm.config.pipelines import PipelineConfig
 from spark_jobs.audit.external_jdbc import Position, read_incremental
 from spark_jobs.audit.fingerprint_store import FingerprintStore
 from spark_jobs.audit.jdbc_audit import audit_jdbc

@@ -23,7 +23,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from dgm.published import TABLES, open_read_only  # noqa: E402
+from dgm.contracts.published import TABLES, open_read_only  # noqa: E402
 from spark_jobs.analyze.publish import publish  # noqa: E402
 
 

@@ -1,5 +1,5 @@
 """A published dgm.duckdb of the size 10M fingerprints and 1,000 partitions produce, built
-directly from the contract (dgm/published.py) with DuckDB, for the dashboard benchmark.
+directly from the contract (dgm/contracts/published.py) with DuckDB, for the dashboard benchmark.
 
 Spark's analyze + publish of 10M fingerprints takes longer than a benchmark session on the
 shared 2-core machine allows (bench/HISTORY.md, "Analyze: time against the DuckDB
@@ -31,7 +31,7 @@ sys.path.insert(0, str(REPO / "bench"))
 
 import generated  # noqa: E402
 
-from dgm.published import TABLES  # noqa: E402
+from dgm.contracts.published import TABLES  # noqa: E402
 from spark_jobs.analyze.group_status import (  # noqa: E402
     Sample,
     evaluate,

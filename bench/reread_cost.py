@@ -31,9 +31,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from collectors.clients import Clients
 from collectors.cycle import Collector
-from dgm import headers
-from dgm.config import load_config
-from dgm.samples import SampleStore
+from dgm.config.loader import load_config
+from dgm.contracts import headers
+from dgm.contracts.samples import SampleStore
 from embedded_kafka.cluster import EmbeddedCluster
 from lab.topics import create_topic
 

@@ -29,8 +29,8 @@ from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-def
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from dgm.sample_schemas import SCHEMAS
-from dgm.samples import SampleStore
+from dgm.contracts.sample_schemas import SCHEMAS
+from dgm.contracts.samples import SampleStore
 from embedded_kafka.cluster import EmbeddedCluster
 
 

@@ -2,7 +2,7 @@
 
 A call the cluster refuses for want of a permission is not an outage: retrying cannot fix it,
 and what it hides (a topic, a group, its transactions) must be said, not silently left out.
-The samplers hand such refusals to the cycle as `Denial`s (dgm.permissions), which records
+The samplers hand such refusals to the cycle as `Denial`s (dgm.clients.permissions), which records
 them as events; `dgm check` makes one call per permission of the ACL table.
 """
 
@@ -17,14 +17,14 @@ from confluent_kafka import KafkaError, KafkaException, TopicCollection, TopicPa
 from confluent_kafka.admin import AdminClient
 from kafka import TopicPartition as PythonTopicPartition  # confluent-kafka has one too
 
-from dgm.permissions import (
+from dgm.clients.permissions import (
     CLUSTER_DESCRIBE_CONFIGS,
     GROUP_DESCRIBE,
     TOPIC_DESCRIBE,
     TOPIC_READ,
     Denial,
 )
-from dgm.waiting import next_delay
+from dgm.util.waiting import next_delay
 
 # librdkafka's codes and kafka-python's classes for the four authorization failures.
 LIBRDKAFKA_DENIED = frozenset(

@@ -4,7 +4,7 @@ confluent-kafka does almost everything; kafka-python speaks DescribeProducers,
 ListTransactions and DescribeTransactions, which confluent-kafka lacks, and the
 coordinator-bound group requests (collectors/group_requests.py says why). Both get the same
 settings from [cluster] client: librdkafka names, translated for kafka-python by the one table
-of dgm.client_settings. Client errors reach the user as one line, with any secret value
+of dgm.clients.settings. Client errors reach the user as one line, with any secret value
 scrubbed out.
 """
 
@@ -19,8 +19,8 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 from kafka.admin import KafkaAdminClient
 
-from dgm.config import ConfigError
-from dgm.kafka_python_client import kafka_python_config, scrub
+from dgm.clients.kafka_python import kafka_python_config, scrub
+from dgm.config.problems import ConfigError
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -1,7 +1,8 @@
 """The sample store as the collector of a cluster other than the default one sees it.
 
 Several clusters' collectors write into one sample store (docs/design.md, "Several
-clusters"). A named cluster's rows carry qualified names ('<cluster>/<topic>', dgm.clusters)
+clusters"). A named cluster's rows carry qualified names ('<cluster>/<topic>',
+dgm.contracts.clusters)
 in every column that names a topic or a consumer group, and in `cluster_id` (the Kafka
 cluster id, so every row says which configured cluster it came from, even two configured
 names for one Kafka cluster). The collector itself keeps working with plain names: rows are
@@ -18,8 +19,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dgm.clusters import qualified
-from dgm.samples import SampleStore, rows_table
+from dgm.contracts.clusters import qualified
+from dgm.contracts.samples import SampleStore, rows_table
 
 # Per sample kind, its columns holding a topic or group name, and those holding partitions
 # as a list of {topic, partition}.

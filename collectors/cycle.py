@@ -31,9 +31,9 @@ from collectors.lso import LsoState
 from collectors.offsets import fetch_offsets, offsets_rows
 from collectors.partitions import ClusterView, check_matches, describe_cluster
 from collectors.transactions import fetch_transactions, max_transaction_timeout_ms
-from dgm.config import CollectorSettings
-from dgm.permissions import Denial
-from dgm.samples import Key, PartitionOffsets, SampleStore, latest_rows
+from dgm.clients.permissions import Denial
+from dgm.config.collectors import CollectorSettings
+from dgm.contracts.samples import Key, PartitionOffsets, SampleStore, latest_rows
 
 
 @dataclass(frozen=True)
@@ -97,7 +97,8 @@ class Collector:
         # The last offsets each partition answered, kept while it does not answer: a
         # truncation is often seen across the cycles its partition had no leader.
         self.offsets: dict[Key, PartitionOffsets] = {}
-        # Collectors of other clusters writing into the same store (dgm.samples.latest_rows).
+        # Collectors of other clusters writing into the same store
+        # (dgm.contracts.samples.latest_rows).
         self.sample_writers = sample_writers
 
     def connect(self, timeout_s: float | None = None) -> ClusterView:

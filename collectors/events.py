@@ -12,8 +12,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
-from dgm.permissions import AUTHORIZATION_FAILED, AUTHORIZATION_RESTORED, Denial
-from dgm.samples import Key, PartitionOffsets
+from dgm.clients.permissions import AUTHORIZATION_FAILED, AUTHORIZATION_RESTORED, Denial
+from dgm.contracts.samples import Key, PartitionOffsets
 
 # Group states in which the group is moving partitions between members (classic and KIP-848).
 REBALANCING = frozenset({"PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling"})
@@ -21,7 +21,7 @@ REBALANCING = frozenset({"PreparingRebalance", "CompletingRebalance", "Assigning
 
 @dataclass(frozen=True)
 class Event:
-    """One row of the `events` sample kind (see dgm.sample_schemas.EVENTS)."""
+    """One row of the `events` sample kind (see dgm.contracts.sample_schemas.EVENTS)."""
 
     sampled_at: datetime
     cluster_id: str
@@ -284,7 +284,7 @@ def authorization_events(
     """A refusal seen for the first time since the collector started (`authorization_failed`),
     and one no longer seen (`authorization_restored`), both with the Denial's line as detail:
     the dashboard and `dgm verdicts` show the failed lines not restored since the newest
-    collector start (dgm.published_views.MISSING_PERMISSIONS)."""
+    collector start (dgm.contracts.published_views.MISSING_PERMISSIONS)."""
     before, after = set(previous), set(current)
     return [
         *(denial_event(d, AUTHORIZATION_FAILED, at, cluster_id) for d in _sorted(after - before)),

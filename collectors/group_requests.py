@@ -14,7 +14,7 @@ from typing import Any
 from kafka.admin import KafkaAdminClient
 from kafka.errors import GroupAuthorizationFailedError
 
-from dgm.samples import Key
+from dgm.contracts.samples import Key
 
 # kafka-python's answer for one group: a dict of DescribeGroups fields (see its docs).
 Description = dict[str, Any]

@@ -19,8 +19,8 @@ from collectors import group_requests
 from collectors.clients import Clients, ClusterUnreachable
 from collectors.events import GroupView, MemberView
 from collectors.lag import lag_from_hw, lag_from_lso
-from dgm.permissions import GROUP_DESCRIBE, Denial
-from dgm.samples import Key, PartitionOffsets
+from dgm.clients.permissions import GROUP_DESCRIBE, Denial
+from dgm.contracts.samples import Key, PartitionOffsets
 
 # Kafka's own names for group states, as kafka-consumer-groups.sh prints them.
 _STATE_NAMES = {
@@ -35,7 +35,8 @@ _TYPE_NAMES = {ConsumerGroupType.CONSUMER: "consumer", ConsumerGroupType.CLASSIC
 
 @dataclass(frozen=True)
 class GroupMembersRow:
-    """One row of the `group_members` sample kind (see dgm.sample_schemas.GROUP_MEMBERS)."""
+    """One row of the `group_members` sample kind (see
+    dgm.contracts.sample_schemas.GROUP_MEMBERS)."""
 
     sampled_at: datetime
     cluster_id: str
@@ -54,7 +55,8 @@ class GroupMembersRow:
 
 @dataclass(frozen=True)
 class GroupOffsetsRow:
-    """One row of the `group_offsets` sample kind (see dgm.sample_schemas.GROUP_OFFSETS)."""
+    """One row of the `group_offsets` sample kind (see
+    dgm.contracts.sample_schemas.GROUP_OFFSETS)."""
 
     sampled_at: datetime
     cluster_id: str

@@ -18,7 +18,7 @@ from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-d
 from collectors.clients import ClusterUnreachable
 from collectors.lso import LsoState, advance, lso_lag, lso_stuck_ms
 from collectors.partitions import PartitionInfo
-from dgm.samples import Key, PartitionOffsets
+from dgm.contracts.samples import Key, PartitionOffsets
 
 # Partitions per ListOffsets call: measured 6,000 in one call at 0.7-1.2 s, in calls of 500
 # to 1,000 at 0.3-0.5 s (bench/HISTORY.md,
@@ -28,7 +28,7 @@ CHUNK = 1000
 
 @dataclass(frozen=True)
 class OffsetsRow:
-    """One row of the `offsets` sample kind (see dgm.sample_schemas.OFFSETS)."""
+    """One row of the `offsets` sample kind (see dgm.contracts.sample_schemas.OFFSETS)."""
 
     sampled_at: datetime
     cluster_id: str

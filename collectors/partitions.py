@@ -11,9 +11,9 @@ from confluent_kafka.admin import AdminClient
 
 from collectors.access import undescribable_topics
 from collectors.clients import ClusterUnreachable
-from dgm.config import CollectorSettings
-from dgm.errors import UserFacingError
-from dgm.permissions import TOPIC_DESCRIBE, Denial
+from dgm.clients.permissions import TOPIC_DESCRIBE, Denial
+from dgm.config.collectors import CollectorSettings
+from dgm.util.errors import UserFacingError
 
 
 class NoTopicsMatch(UserFacingError):

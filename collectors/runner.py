@@ -12,8 +12,8 @@ from collectors.clients import ClusterUnreachable
 from collectors.cycle import Collector, CycleSummary, utc_now
 from collectors.events import Event
 from collectors.partitions import ClusterView
-from dgm.errors import UserFacingError
-from dgm.waiting import next_delay
+from dgm.util.errors import UserFacingError
+from dgm.util.waiting import next_delay
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +45,7 @@ class Runner:
         self.stop = stop
         self.connect_timeout_s = connect_timeout_s
         self.report = report
-        # Keeps the sample store bounded (dgm.sample_upkeep), between two cycles.
+        # Keeps the sample store bounded (dgm.contracts.sample_upkeep), between two cycles.
         self.upkeep = upkeep
         self.upkeep_every_s = upkeep_every_s
         self._upkept_at: float | None = None

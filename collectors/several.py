@@ -20,9 +20,9 @@ from collectors.clients import Clients
 from collectors.cluster_store import ClusterSampleStore
 from collectors.cycle import Collector
 from collectors.runner import CannotCollect, Runner
-from dgm.clusters import DEFAULT_CLUSTER
-from dgm.config_schema import CollectorSettings
-from dgm.samples import SampleStore
+from dgm.config.collectors import CollectorSettings
+from dgm.contracts.clusters import DEFAULT_CLUSTER
+from dgm.contracts.samples import SampleStore
 
 log = logging.getLogger(__name__)
 

@@ -24,15 +24,20 @@ from collectors.access import is_denied
 from collectors.clients import Clients
 from collectors.hanging import CoordinatorView, OpenTransaction, hanging_reason
 from collectors.partitions import ClusterView
-from dgm.permissions import CLUSTER_DESCRIBE_CONFIGS, TOPIC_READ, TRANSACTIONAL_ID_DESCRIBE, Denial
-from dgm.samples import Key
+from dgm.clients.permissions import (
+    CLUSTER_DESCRIBE_CONFIGS,
+    TOPIC_READ,
+    TRANSACTIONAL_ID_DESCRIBE,
+    Denial,
+)
+from dgm.contracts.samples import Key
 
 OPEN_STATES = frozenset({"Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence"})
 
 
 @dataclass(frozen=True)
 class ProducersRow:
-    """One row of the `producers` sample kind (see dgm.sample_schemas.PRODUCERS)."""
+    """One row of the `producers` sample kind (see dgm.contracts.sample_schemas.PRODUCERS)."""
 
     sampled_at: datetime
     cluster_id: str
@@ -52,7 +57,7 @@ class ProducersRow:
 
 @dataclass(frozen=True)
 class TransactionsRow:
-    """One row of the `transactions` sample kind (see dgm.sample_schemas.TRANSACTIONS)."""
+    """One row of the `transactions` sample kind (see dgm.contracts.sample_schemas.TRANSACTIONS)."""
 
     sampled_at: datetime
     cluster_id: str

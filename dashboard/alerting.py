@@ -1,6 +1,6 @@
 """What the Alerts page shows, apart from Streamlit: value formats, links, tables, form values.
 
-The page reads `<state_dir>/alerts.sqlite` (dgm/alert_store.py) and adds or deletes page rules
+The page reads `<state_dir>/alerts.sqlite` (dgm/alerting/store.py) and adds or deletes page rules
 there; evaluation happens after every analysis run (alerts/run.py), never in the browser.
 """
 
@@ -15,9 +15,11 @@ from datetime import UTC, datetime
 import pandas as pd
 
 from dashboard import ui
-from dgm.alert_metrics import METRICS
-from dgm.alert_rules import ALERT_METRICS, AlertRule, AlertState, Problem, scope_kind
-from dgm.alert_store import Delivery, HistoryEntry, Received
+from dgm.alerting.metrics import ALERT_METRICS, METRICS
+from dgm.alerting.rules import AlertState, scope_kind
+from dgm.alerting.store import Delivery, HistoryEntry, Received
+from dgm.config.alerts import AlertRule
+from dgm.config.problems import Problem
 
 RATES = ("duplicate_rate", "loss_rate")
 SECONDS = ("lso_stuck_s", "staleness_s")

@@ -11,7 +11,7 @@ from pathlib import Path
 import streamlit as st
 
 from dashboard import queries, timerange, ui
-from dgm.config import ConfigError
+from dgm.config.problems import ConfigError
 
 HERE = Path(__file__).parent
 # Not "pages/": Streamlit runs a pages/ folder as v1 pages, and a direct link like

@@ -6,7 +6,7 @@ import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
 
-from dgm.vocabulary import Achieved, DuplicateCause
+from dgm.contracts.vocabulary import Achieved, DuplicateCause
 
 RED, GREEN, GREY, BLUE, ORANGE = "#d62728", "#2ca02c", "#7f7f7f", "#1f77b4", "#ff7f0e"
 _MARGIN = {"l": 10, "r": 10, "t": 40, "b": 10}

@@ -7,8 +7,8 @@ import pandas as pd
 
 from dashboard.queries import at_newest_sample, between, read
 from dashboard.timerange import TimeRange
-from dgm.published import TABLES
-from dgm.vocabulary import Achieved, Claim
+from dgm.contracts.published import TABLES
+from dgm.contracts.vocabulary import Achieved, Claim
 
 NOT_JUDGED = Achieved.INSUFFICIENT_EVIDENCE.value
 

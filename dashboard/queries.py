@@ -1,4 +1,5 @@
-"""Read-only, cached queries over the published `<state_dir>/dgm.duckdb` (dgm/published.py).
+"""Read-only, cached queries over the published `<state_dir>/dgm.duckdb`
+(dgm/contracts/published.py).
 
 `dgm analyze` replaces the file by rename after each run, so every query batch opens it
 read-only, reads, and closes it; nothing here holds it open or writes to it. Results are
@@ -18,9 +19,10 @@ import pyarrow as pa
 import streamlit as st
 
 from dashboard.timerange import TimeRange
-from dgm.config import ENV_CONFIG, DgmConfig, load_config
-from dgm.published import PUBLISHED_FILE, TABLES, open_read_only
-from dgm.published_views import MISSING_PERMISSIONS, VIEWS
+from dgm.config.document import DgmConfig
+from dgm.config.loader import ENV_CONFIG, load_config
+from dgm.contracts.published import PUBLISHED_FILE, TABLES, open_read_only
+from dgm.contracts.published_views import MISSING_PERMISSIONS, VIEWS
 
 CACHE_TTL_S = 300  # the mtime key already catches new publications; this bounds memory
 _INTS = {
@@ -232,7 +234,7 @@ def log_anomalies(topic: str) -> pd.DataFrame:
 
 def at_newest_sample(table: str) -> str:
     """A SQL condition keeping the rows of `table`'s newest sample: of the whole table, what
-    the dashboard shows as "the newest sample" (the latest_… views of dgm.published_views
+    the dashboard shows as "the newest sample" (the latest_… views of dgm.contracts.published_views
     keep each topic's or group's own newest)."""
     return f"sampled_at = (SELECT max(sampled_at) FROM {table})"
 
@@ -287,7 +289,7 @@ def faults(within: TimeRange | None = None) -> pd.DataFrame:
 
 
 def missing_permissions() -> pd.DataFrame:
-    """What dgm cannot see now for want of a permission (dgm.published_views)."""
+    """What dgm cannot see now for want of a permission (dgm.contracts.published_views)."""
     return read(f'SELECT * FROM "{MISSING_PERMISSIONS.name}" ORDER BY detail')
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pandas as pd
 
 from dashboard.queries import at_newest_sample, read
-from dgm.vocabulary import DuplicateCause
+from dgm.contracts.vocabulary import DuplicateCause
 
 # dgm-src lineage: source topic/partition/offset (spark_jobs/audit/fingerprint.py's pattern).
 _SRC = "^(.+)/([0-9]{1,9})/([0-9]{1,18})$"

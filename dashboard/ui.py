@@ -13,10 +13,10 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import queries
-from dgm.config import ConfigError
-from dgm.progress import read_progress
-from dgm.published import stale_after_s
-from dgm.vocabulary import Achieved
+from dgm.config.problems import ConfigError
+from dgm.contracts.published import stale_after_s
+from dgm.contracts.vocabulary import Achieved
+from dgm.util.progress import read_progress
 
 ENV_REFRESH = "DGM_DASHBOARD_REFRESH_S"
 
@@ -104,7 +104,7 @@ def _running(state_dir: Path, finished: datetime | None, now: datetime) -> str |
 
 
 def audit_progress_line(now: datetime | None = None) -> str | None:
-    """The latest audit's progress as `dgm analyze` wrote it (dgm.progress), or None.
+    """The latest audit's progress as `dgm analyze` wrote it (dgm.util.progress), or None.
 
     Shown under the freshness: a first audit of a large backlog can run for minutes before
     anything is published, and this says how far it is and when it should end."""

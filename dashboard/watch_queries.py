@@ -1,5 +1,5 @@
-"""Read-only queries over the watch's file (dgm/watched.py): the duplicates it has seen that
-no analysis has published yet. Small and replaced every few seconds, so read uncached."""
+"""Read-only queries over the watch's file (dgm/contracts/watched.py): the duplicates it has
+seen that no analysis has published yet. Small and replaced every few seconds, so read uncached."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import duckdb
 import pandas as pd
 
 from dashboard.queries import config, database_path
-from dgm.published import open_read_only
-from dgm.watched import WatchStatus, read_watch
+from dgm.contracts.published import open_read_only
+from dgm.contracts.watched import WatchStatus, read_watch
 
 SHOWN = 200
 

@@ -1,9 +1,8 @@
-"""Delivery Guarantee Monitor: the core.
+"""Delivery Guarantee Monitor: the core, in rooms (docs/design.md, "Layout").
 
-Configuration, errors, the formats the stages exchange (samples, fingerprints, published
-tables, record headers, alert rules and store), what the subcommands share (`command_line`)
-and small shared helpers. The CLI is `shell/`, the embedded broker `embedded_kafka/`, the
-reference pipelines `lab/`; docs/design.md has the layers.
+config/ (dgm.toml), contracts/ (the formats the stages exchange), alerting/ (rules, metrics,
+store), clients/ (Kafka client settings and rights), util/ (small helpers). The CLI is
+`shell/`, the embedded broker `embedded_kafka/`, the reference pipelines `lab/`.
 """
 
 __version__ = "0.1.0"

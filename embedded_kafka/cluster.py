@@ -15,8 +15,8 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from dgm.errors import UserFacingError
-from dgm.ports import lasting_ports
+from dgm.util.errors import UserFacingError
+from dgm.util.ports import lasting_ports
 from embedded_kafka import processes
 from embedded_kafka.distribution import (
     BROKER_MAIN,

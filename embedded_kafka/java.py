@@ -8,7 +8,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from dgm.errors import UserFacingError
+from dgm.util.errors import UserFacingError
 
 MIN_JAVA = 17
 

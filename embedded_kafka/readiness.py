@@ -9,7 +9,7 @@ from typing import Any
 
 from confluent_kafka.admin import AdminClient
 
-from dgm.errors import UserFacingError
+from dgm.util.errors import UserFacingError
 
 _quiet = logging.getLogger("embedded_kafka.readiness.librdkafka")
 _quiet.setLevel(logging.CRITICAL)  # "connection refused" is the expected answer while it boots

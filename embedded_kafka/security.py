@@ -31,7 +31,7 @@ from confluent_kafka.admin import (
     UserScramCredentialUpsertion,
 )
 
-from dgm.errors import UserFacingError
+from dgm.util.errors import UserFacingError
 
 SASL_LISTENER = "SASL"
 SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")

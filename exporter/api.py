@@ -21,7 +21,7 @@ from urllib.parse import parse_qs, unquote
 
 import duckdb
 
-from dgm.published import (
+from dgm.contracts.published import (
     DUPLICATES,
     FAULTS,
     PIPELINE_WINDOWS,
@@ -32,7 +32,7 @@ from dgm.published import (
     stale_after_s,
     verdicts_document,
 )
-from dgm.published_views import read_missing_permissions
+from dgm.contracts.published_views import read_missing_permissions
 
 PREFIX = "/api/v1/"
 WINDOWS_LIMIT, MAX_WINDOWS = 60, 10_000
@@ -57,7 +57,7 @@ def answer(
 ) -> tuple[int, Document]:
     """(HTTP status, JSON document) for a GET of `path` with `query` (without the '?');
     `interval_s`: analysis.interval_s, which says when the publication is stale
-    (dgm.published.stale_after_s)."""
+    (dgm.contracts.published.stale_after_s)."""
     try:
         route, arguments = _route(path)
         params = _params(query)

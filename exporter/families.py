@@ -4,7 +4,7 @@ Label names follow KMinion's where they mean the same (`topic_name`, `partition_
 `group_id`), so dashboards and alerts written for KMinion join on them. Every family is a
 gauge. The totals span the fingerprint retention and keep a past problem for as long as it is
 retained, so each count is also served for the last closed window
-(dgm.published_views.LAST_CLOSED_WINDOW): a series that falls back to 0 once the problem
+(dgm.contracts.published_views.LAST_CLOSED_WINDOW): a series that falls back to 0 once the problem
 stops, which an alert can clear on. The analysis' counts are named by what they count
 (`_records`, `_faults`), numbers of seconds end in `_seconds`, fractions in `_ratio`; lags
 (in records) keep KMinion's names.
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dgm.vocabulary import Achieved, severity_legend
+from dgm.contracts.vocabulary import Achieved, severity_legend
 
 
 @dataclass(frozen=True)

@@ -1,11 +1,12 @@
 """What one scrape shows: every family's series, read from one read-only connection.
 
-`read_snapshot` opens the published DuckDB file once per scrape (dgm.published.open_read_only)
-and closes it before returning, so a scrape shows one whole run and nothing older than the
-newest publication. Per-pipeline totals come from `dgm.published.read_verdicts`, the function
-`dgm verdicts --json` prints, so both give the same numbers; the last closed window's counts
-and the newest samples from the views of dgm.published_views. A null value leaves its series
-out (as alerts.metrics leaves out a null subject).
+`read_snapshot` opens the published DuckDB file once per scrape
+(dgm.contracts.published.open_read_only) and closes it before returning, so a scrape shows one
+whole run and nothing older than the newest publication. Per-pipeline totals come from
+`dgm.contracts.published.read_verdicts`, the function `dgm verdicts --json` prints, so both
+give the same numbers; the last closed window's counts and the newest samples from the views of
+dgm.contracts.published_views. A null value leaves its series out (as alerts.metrics leaves out
+a null subject).
 """
 
 from __future__ import annotations
@@ -21,16 +22,16 @@ from typing import Any
 import duckdb
 
 from dgm import __version__
-from dgm.clusters import DEFAULT_CLUSTER
-from dgm.config_schema import Granularity
-from dgm.published import (
+from dgm.config.services import Granularity
+from dgm.contracts.clusters import DEFAULT_CLUSTER
+from dgm.contracts.published import (
     open_read_only,
     published_path,
     read_verdicts,
     run_duration_s,
     stale_after_s,
 )
-from dgm.samples import SampleStore
+from dgm.contracts.samples import SampleStore
 from exporter import families as f
 
 log = logging.getLogger(__name__)
@@ -48,7 +49,7 @@ LAST_WINDOW_SQL = "SELECT epoch_ms(window_start) / 1000.0 FROM last_closed_windo
 LAST_WINDOW_PIPELINES_SQL = "SELECT * FROM last_window_pipelines ORDER BY pipeline"
 TOPICS_SQL = "SELECT * FROM cumulative_topics ORDER BY topic"
 LAST_WINDOW_TOPICS_SQL = "SELECT * FROM last_window_topics ORDER BY topic"
-# Every partition at its topic's newest sample (a view of dgm.published_views).
+# Every partition at its topic's newest sample (a view of dgm.contracts.published_views).
 OFFSETS_SQL = """
 SELECT topic, "partition", lso_lag, lso_stuck_ms / 1000.0, cluster FROM latest_partition_offsets
 """
@@ -152,7 +153,7 @@ def _records(db: Connection, sql: str) -> list[dict[str, Any]]:
 
 def on_cluster(name: str, cluster: str | None) -> tuple[str, str]:
     """(the name as its cluster knows it, the cluster): a published name is qualified off the
-    default cluster ('<cluster>/<name>', dgm.clusters)."""
+    default cluster ('<cluster>/<name>', dgm.contracts.clusters)."""
     cluster = cluster or DEFAULT_CLUSTER
     return name if cluster == DEFAULT_CLUSTER else name.removeprefix(f"{cluster}/"), cluster
 

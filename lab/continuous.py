@@ -23,9 +23,9 @@ from pathlib import Path
 
 from confluent_kafka.admin import AdminClient  # type: ignore[attr-defined]
 
-from dgm.config import PipelineConfig
-from dgm.errors import UserFacingError
-from dgm.waiting import next_delay, wait_until
+from dgm.config.pipelines import PipelineConfig
+from dgm.util.errors import UserFacingError
+from dgm.util.waiting import next_delay, wait_until
 from embedded_kafka.cluster import EmbeddedCluster
 from lab.faults import FaultDone, do_fault, drop_acks
 from lab.pipeline import (

@@ -13,7 +13,7 @@ from typing import Any, Literal, get_args
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient  # type: ignore[attr-defined]
 
-from dgm.waiting import wait_until
+from dgm.util.waiting import wait_until
 from embedded_kafka.cluster import EmbeddedCluster
 from lab.proxy import FaultProxy, proxies_for
 from lab.supervisor import Supervisor

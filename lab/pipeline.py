@@ -13,7 +13,10 @@ from pathlib import Path
 from confluent_kafka.admin import AdminClient  # type: ignore[attr-defined]
 from psycopg.conninfo import conninfo_to_dict
 
-from dgm.config import ConfigError, ExternalSink, PipelineConfig, Semantic, append_pipeline
+from dgm.config.external_sinks import ExternalSink
+from dgm.config.loader import append_pipeline
+from dgm.config.pipelines import PipelineConfig, Semantic
+from dgm.config.problems import ConfigError
 from lab.processors.postgres_sink import INCREMENTAL_COLUMN
 from lab.processors.settings import POSTGRES_MODES, Mode, ProcessorSettings
 from lab.processors.sqlite_sink import ID_COLUMN, SOURCE_COLUMNS

@@ -23,9 +23,9 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
-from dgm import headers
-from dgm.errors import UserFacingError
-from dgm.waiting import TimedOut, wait_until
+from dgm.contracts import headers
+from dgm.util.errors import UserFacingError
+from dgm.util.waiting import TimedOut, wait_until
 from lab.ledger import Event, LedgerEntry, LedgerWriter
 
 CHUNK = 500  # messages whose "sent" entries are made durable together, before they are produced

@@ -23,9 +23,10 @@ from typing import Any
 
 from confluent_kafka.admin import AdminClient  # type: ignore[attr-defined]
 
-from dgm.config import ExternalSink, PipelineConfig
-from dgm.errors import UserFacingError
-from dgm.waiting import wait_until
+from dgm.config.external_sinks import ExternalSink
+from dgm.config.pipelines import PipelineConfig
+from dgm.util.errors import UserFacingError
+from dgm.util.waiting import wait_until
 from embedded_kafka.cluster import EmbeddedCluster
 from lab import runner
 from lab.faults import CRASH_WAIT, FAULT_KINDS, FaultDone, FaultKind, do_fault, drop_acks

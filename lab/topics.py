@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from confluent_kafka import KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec  # type: ignore[attr-defined]
 
-from dgm.waiting import wait_until
+from dgm.util.waiting import wait_until
 
 
 def create_topic(

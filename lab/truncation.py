@@ -53,8 +53,8 @@ from pathlib import Path
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, PartitionMetadata
 
-from dgm import headers
-from dgm.waiting import wait_until
+from dgm.contracts import headers
+from dgm.util.waiting import wait_until
 from embedded_kafka.cluster import EmbeddedCluster
 from lab.ledger import read_ledger
 from lab.producer import ProducerSettings, run_producer

@@ -9,11 +9,12 @@ from typing import Any
 
 from alerts.evaluate import evaluate
 from alerts.metrics import read_values
-from dgm.alert_metrics import BY_NAME
-from dgm.alert_rules import AlertRule, AlertState, holds, scope_kind
-from dgm.alert_store import AlertStore, config_file, rules_in_effect
-from dgm.config import load_config
-from dgm.errors import UserFacingError
+from dgm.alerting.metrics import BY_NAME
+from dgm.alerting.rules import AlertState, holds, scope_kind
+from dgm.alerting.store import AlertStore, config_file, rules_in_effect
+from dgm.config.alerts import AlertRule
+from dgm.config.loader import load_config
+from dgm.util.errors import UserFacingError
 
 
 def register(commands: Any) -> None:

@@ -9,9 +9,10 @@ import sys
 import threading
 from typing import Any
 
-from dgm.command_line import add_loop_arguments
-from dgm.config import DgmConfig, load_config
-from dgm.signals import interrupt, stop_on_signals
+from dgm.config.document import DgmConfig
+from dgm.config.loader import load_config
+from dgm.util.command_line import add_loop_arguments
+from dgm.util.signals import interrupt, stop_on_signals
 from shell.connection import default_cluster_servers
 from spark_jobs.job import AfterPublish, AnalysisJob
 

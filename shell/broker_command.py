@@ -57,7 +57,7 @@ def register(commands: Any) -> None:
 def state_dir_of(args: argparse.Namespace) -> Path:
     if getattr(args, "state_dir", None):
         return Path(args.state_dir).resolve()
-    from dgm.config import load_config
+    from dgm.config.loader import load_config
 
     return load_config(args.config).state_dir
 

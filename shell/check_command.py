@@ -2,7 +2,7 @@
 
 It connects with each of dgm's three Kafka clients (confluent-kafka, kafka-python, Spark's
 Java client) using the one [cluster.client], finds the pipelines' topics and groups, tries
-each permission of the ACL table (dgm.permissions, docs/configuration.md) with the call that
+each permission of the ACL table (dgm.clients.permissions, docs/configuration.md) with the call that
 needs it, and checks the Spark master, the executors' Python and the state directory.
 """
 
@@ -24,12 +24,8 @@ from confluent_kafka import KafkaError, KafkaException
 
 from collectors import access
 from collectors.clients import Clients, ClusterUnreachable, check_bootstrap
-from dgm.client_settings import oidc_credentials
-from dgm.command_line import seconds
-from dgm.config import DgmConfig, load_config
-from dgm.config_schema import audit_start
-from dgm.kafka_python_client import scrub
-from dgm.permissions import (
+from dgm.clients.kafka_python import scrub
+from dgm.clients.permissions import (
     CLUSTER_DESCRIBE_CONFIGS,
     GROUP_DESCRIBE,
     TOPIC_DESCRIBE,
@@ -37,6 +33,11 @@ from dgm.permissions import (
     TRANSACTIONAL_ID_DESCRIBE,
     Denial,
 )
+from dgm.clients.settings import oidc_credentials
+from dgm.config.analysis import audit_start
+from dgm.config.document import DgmConfig
+from dgm.config.loader import load_config
+from dgm.util.command_line import seconds
 from shell.connection import bootstrap_servers, client_config, pipeline_groups, pipeline_topics
 
 PASS, FAIL, WARN = "✓", "✗", "!"

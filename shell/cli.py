@@ -8,8 +8,8 @@ import sys
 from collections.abc import Sequence
 
 from dgm import __version__
-from dgm.command_line import CONFIG_HELP, CommandParser, Handler, config_path
-from dgm.errors import UserFacingError
+from dgm.util.command_line import CONFIG_HELP, CommandParser, Handler, config_path
+from dgm.util.errors import UserFacingError
 
 
 def build_parser() -> argparse.ArgumentParser:

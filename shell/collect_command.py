@@ -11,13 +11,13 @@ from typing import Any
 
 from collectors.clients import check_bootstrap
 from collectors.several import cluster_collectors, run_each_forever, run_each_once
-from dgm.clusters import DEFAULT_CLUSTER
-from dgm.command_line import add_loop_arguments, seconds
-from dgm.config import load_config
-from dgm.errors import UserFacingError
-from dgm.sample_upkeep import keep_bounded
-from dgm.samples import SampleStore, samples_dir
-from dgm.signals import stop_on_signals
+from dgm.config.loader import load_config
+from dgm.contracts.clusters import DEFAULT_CLUSTER
+from dgm.contracts.sample_upkeep import keep_bounded
+from dgm.contracts.samples import SampleStore, samples_dir
+from dgm.util.command_line import add_loop_arguments, seconds
+from dgm.util.errors import UserFacingError
+from dgm.util.signals import stop_on_signals
 from shell.connection import (
     cluster_client_config,
     cluster_servers,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from dgm.clusters import DEFAULT_CLUSTER, split
-from dgm.config import DgmConfig
-from dgm.errors import UserFacingError
+from dgm.config.document import DgmConfig
+from dgm.contracts.clusters import DEFAULT_CLUSTER, split
+from dgm.util.errors import UserFacingError
 from embedded_kafka.cluster import EmbeddedCluster
 
 
@@ -51,7 +51,7 @@ def cluster_servers(config: DgmConfig, cluster: str, override: str | None = None
     if cluster == DEFAULT_CLUSTER:
         return bootstrap_servers(config, override)
     servers = config.clusters[cluster].bootstrap_servers
-    assert servers is not None  # required by dgm.config_schema for a named cluster
+    assert servers is not None  # required by dgm.config.document for a named cluster
     return servers
 
 

@@ -15,15 +15,16 @@ from pathlib import Path
 from typing import Any
 
 import dashboard
-from dgm.command_line import (
+from dgm.config.document import DgmConfig
+from dgm.config.loader import ENV_CONFIG, ENV_STATE_DIR, load_config
+from dgm.util.command_line import (
     CONFIG_HELP,
     DASHBOARD_PORT,
     CommandParser,
     add_listen_arguments,
     config_path,
 )
-from dgm.config import ENV_CONFIG, ENV_STATE_DIR, DgmConfig, load_config
-from dgm.errors import UserFacingError
+from dgm.util.errors import UserFacingError
 
 
 def app_path() -> Path:

@@ -28,12 +28,12 @@ from pathlib import Path
 from typing import Any
 
 from alerts.receiver import WebhookReceiver
-from dgm.alert_store import AlertStore
-from dgm.command_line import add_stack_arguments, say
-from dgm.config import CONFIG_FILE_NAME, ENV_BOOTSTRAP, ENV_STATE_DIR
-from dgm.errors import UserFacingError
-from dgm.ports import check_port_free
-from dgm.signals import interrupt_on_signals, please_wait, stop_on_signals
+from dgm.alerting.store import AlertStore
+from dgm.config.loader import CONFIG_FILE_NAME, ENV_BOOTSTRAP, ENV_STATE_DIR
+from dgm.util.command_line import add_stack_arguments, say
+from dgm.util.errors import UserFacingError
+from dgm.util.ports import check_port_free
+from dgm.util.signals import interrupt_on_signals, please_wait, stop_on_signals
 from embedded_kafka.cluster import EmbeddedCluster
 from embedded_kafka.distribution import resolve_distribution
 from embedded_kafka.java import find_java

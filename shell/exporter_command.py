@@ -6,10 +6,10 @@ import argparse
 import threading
 from typing import Any
 
-from dgm.command_line import EXPORTER_PORT, add_listen_arguments
-from dgm.config import load_config
-from dgm.errors import UserFacingError
-from dgm.signals import stop_on_signals
+from dgm.config.loader import load_config
+from dgm.util.command_line import EXPORTER_PORT, add_listen_arguments
+from dgm.util.errors import UserFacingError
+from dgm.util.signals import stop_on_signals
 from exporter.server import ExporterServer
 from exporter.snapshot import ScrapeSettings
 

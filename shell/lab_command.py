@@ -7,9 +7,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from dgm.config import CONFIG_FILE_NAME, load_config
+from dgm.config.loader import CONFIG_FILE_NAME, load_config
+from lab.faults import FAULT_KINDS
 from lab.processors.settings import MODES
-from lab.run import FAULT_KINDS, LabSettings, run_lab
+from lab.run import LabSettings, run_lab
 from lab.supervisor import KILL_AIMS
 from shell.connection import bootstrap_servers, embedded_cluster
 from shell.lab_demo_command import register_lab_demo

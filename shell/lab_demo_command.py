@@ -8,10 +8,10 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from dgm.command_line import say
-from dgm.config import CONFIG_FILE_NAME, load_config
-from dgm.errors import UserFacingError
-from dgm.signals import please_wait, stop_on_signals
+from dgm.config.loader import CONFIG_FILE_NAME, load_config
+from dgm.util.command_line import say
+from dgm.util.errors import UserFacingError
+from dgm.util.signals import please_wait, stop_on_signals
 from lab.continuous import DEMO_PIPELINES, ContinuousLab, ContinuousSettings
 from shell.connection import bootstrap_servers, embedded_cluster
 

@@ -11,10 +11,10 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from dgm.command_line import add_stack_arguments, say
-from dgm.config import ENV_STATE_DIR, load_config
-from dgm.ports import check_port_free
-from dgm.signals import please_wait, stop_on_signals
+from dgm.config.loader import ENV_STATE_DIR, load_config
+from dgm.util.command_line import add_stack_arguments, say
+from dgm.util.ports import check_port_free
+from dgm.util.signals import please_wait, stop_on_signals
 from shell.connection import monitored_servers
 from shell.services import ServiceGroup
 from shell.stack import (

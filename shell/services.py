@@ -4,7 +4,7 @@ own (with backoff), stopped together.
 Used by `dgm run` and `dgm demo` for the collectors, the analysis loop and the dashboard.
 Each child's output (stdout and stderr, its Spark JVM's included) goes through a pipe to
 `<log_dir>/<name>.log`, rotated at 10 MB with 3 older files kept (`<name>.log.1` the newest;
-dgm.log_files). Each child runs in its own session (a Ctrl-C in the terminal reaches only the
+dgm.util.log_files). Each child runs in its own session (a Ctrl-C in the terminal reaches only the
 parent, which then stops the children in order) and dies with the parent
 (PR_SET_PDEATHSIG), so even a SIGKILLed parent leaves nothing behind.
 """
@@ -23,9 +23,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dgm import log_files
-from dgm.log_files import RotatingFile
-from dgm.waiting import next_delay
+from dgm.util import log_files
+from dgm.util.log_files import RotatingFile
+from dgm.util.waiting import next_delay
 
 Say = Callable[[str], None]
 # A child that ran this long before dying starts its backoff afresh.

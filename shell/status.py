@@ -10,9 +10,9 @@ from pathlib import Path
 
 import duckdb
 
-from dgm.published import PUBLISHED_FILE, open_read_only
-from dgm.samples import SampleStore
-from dgm.watched import read_watch
+from dgm.contracts.published import PUBLISHED_FILE, open_read_only
+from dgm.contracts.samples import SampleStore
+from dgm.contracts.watched import read_watch
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,8 @@
 
 Exit codes: 0 every pipeline meets what it declares (or has no verdict yet), 1 a pipeline
 violates its declaration, 3 the publication is stale: its analysis finished more than
-max(3 x (analysis.interval_s + the run's duration), 60 s) ago (dgm.published.stale_after_s,
+max(3 x (analysis.interval_s + the run's duration), 60 s) ago
+(dgm.contracts.published.stale_after_s,
 the exporter's and the dashboard's threshold too), so `dgm analyze` has probably stopped (3
 wins over 1: the verdicts shown may no longer hold), 2 an error (no publication, bad config).
 """
@@ -18,17 +19,17 @@ from typing import Any
 
 import duckdb
 
-from dgm import published
-from dgm.config import load_config
-from dgm.errors import UserFacingError
-from dgm.published import (
+from dgm.config.loader import load_config
+from dgm.contracts import published
+from dgm.contracts.published import (
     PUBLISHED_FILE,
     open_read_only,
     run_duration_s,
     stale_after_s,
     verdicts_document,
 )
-from dgm.published_views import read_missing_permissions
+from dgm.contracts.published_views import read_missing_permissions
+from dgm.util.errors import UserFacingError
 
 # What the table prints, in order: (column, heading).
 _SHOWN = (

@@ -8,10 +8,10 @@ import threading
 from datetime import timedelta
 from typing import Any
 
-from dgm.config import load_config
-from dgm.errors import UserFacingError
-from dgm.signals import stop_on_signals
-from dgm.watched import watch_path
+from dgm.config.loader import load_config
+from dgm.contracts.watched import watch_path
+from dgm.util.errors import UserFacingError
+from dgm.util.signals import stop_on_signals
 from shell.connection import cluster_client_config
 from watch.loop import Watch, watched_topics
 from watch.reader import SinkReader

@@ -26,7 +26,7 @@ class Fingerprints:
     added: DataFrame | None = None  # kept - before
     external_before: DataFrame | None = None  # the external snapshots of the last load
     count: int | None = None  # rows of `whole`, when the loader counted them
-    # The fingerprints re-reads found Kafka no longer holds as audited (dgm.fingerprints.
+    # The fingerprints re-reads found Kafka no longer holds as audited (dgm.contracts.fingerprints.
     # DISPLACED; docs/design.md, "Log integrity"); None when not loaded (none then)
     displaced: pa.Table | None = None
     # (topic, partition) -> the lowest offset its audits started at (the batches' ranges),

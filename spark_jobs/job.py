@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, TypeVar
 
-from dgm.config import DgmConfig
-from dgm.errors import UserFacingError
-from dgm.samples import SampleStore
-from dgm.waiting import next_delay
+from dgm.config.document import DgmConfig
+from dgm.contracts.samples import SampleStore
+from dgm.util.errors import UserFacingError
+from dgm.util.waiting import next_delay
 
 if TYPE_CHECKING:  # imported where used: Spark's modules load only once a run starts
     from pyspark.sql import SparkSession

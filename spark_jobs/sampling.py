@@ -1,5 +1,5 @@
-"""Id-hash sampling in Spark (dgm/sampling.py says which ids a sample keeps): the audit keeps
-only a sampled topic's kept ids, and the analysis restricts every fingerprint it is handed
+"""Id-hash sampling in Spark (dgm/contracts/sampling.py says which ids a sample keeps): the audit
+keeps only a sampled topic's kept ids, and the analysis restricts every fingerprint it is handed
 (external sinks' snapshots among them) to its pipeline's kept ids."""
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ from itertools import chain
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from dgm.sampling import kept_below
+from dgm.contracts.sampling import kept_below
 from spark_jobs.fingerprints import Fingerprints
 
 
 def id_hash(message_id: Column) -> Column:
-    """The id's sampling hash: xxhash64 of its text, in [0, 2^63) (dgm.sampling)."""
+    """The id's sampling hash: xxhash64 of its text, in [0, 2^63) (dgm.contracts.sampling)."""
     return F.shiftrightunsigned(F.xxhash64(message_id), 1)
 
 

@@ -6,7 +6,7 @@ import pyarrow as pa
 from pyspark.sql.pandas.types import from_arrow_type
 from pyspark.sql.types import StructField, StructType
 
-from dgm import fingerprints
+from dgm.contracts import fingerprints
 
 # Arrow's timestamp("us", tz="UTC") and ms timestamps both become Spark's TimestampType.
 

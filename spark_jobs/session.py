@@ -12,7 +12,7 @@ from pathlib import Path
 import pyspark
 from pyspark.sql import SparkSession
 
-from dgm.paths import user_cache_dir
+from dgm.util.paths import user_cache_dir
 
 SCALA_BINARY = "2.13"
 
@@ -113,8 +113,8 @@ def use_this_python() -> None:
     user chose one: PYSPARK_PYTHON set (pyspark reads it when the SparkContext starts).
 
     On a cluster the executors run their own `python3` (or the PYSPARK_PYTHON the driver
-    was started with): the same Python minor version with the same packages (README.md,
-    "Spark executors' Python")."""
+    was started with): the same Python minor version with the same packages
+    (docs/operations.md, "Spark executors' Python")."""
     if not os.environ.get("PYSPARK_PYTHON"):
         os.environ["PYSPARK_PYTHON"] = sys.executable
 

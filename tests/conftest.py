@@ -109,7 +109,7 @@ def kafka_sasl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
-    from dgm.config_schema import POSTGRESQL_DRIVER_PACKAGE
+    from dgm.config.external_sinks import POSTGRESQL_DRIVER_PACKAGE
     from spark_jobs.session import build_session
 
     session = build_session(

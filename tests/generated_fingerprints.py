@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dgm.fingerprints import FINGERPRINT as ARROW_FINGERPRINT
+from dgm.contracts.fingerprints import FINGERPRINT as ARROW_FINGERPRINT
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 RECORDS_PER_SECOND = 50  # per pipeline: many timestamp ties

@@ -22,9 +22,10 @@ import duckdb
 from collectors.clients import Clients
 from collectors.cycle import Collector
 from collectors.runner import Runner
-from dgm.config import DgmConfig, load_config
-from dgm.published import PUBLISHED_FILE
-from dgm.samples import SampleStore
+from dgm.config.document import DgmConfig
+from dgm.config.loader import load_config
+from dgm.contracts.published import PUBLISHED_FILE
+from dgm.contracts.samples import SampleStore
 from lab.run import LabReport, LabSettings, run_lab
 from spark_jobs.job import AnalysisJob
 
@@ -146,7 +147,7 @@ def _cycles(state_dir: Path) -> int:
 
 
 def _wait_for_cycles(state_dir: Path, count: int) -> None:
-    from dgm.waiting import wait_until
+    from dgm.util.waiting import wait_until
 
     wait_until(lambda: _cycles(state_dir) >= count, 60, f"{count} collector cycles")
 

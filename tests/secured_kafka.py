@@ -3,7 +3,7 @@
 One broker (session-scoped, started only by the tests that ask for it) authenticates SCRAM
 users and OAUTHBEARER tokens from a real token endpoint on loopback (tests/oidc_issuer.py).
 The admin is a super user; `dgm` (SCRAM) and `dgm-oidc` (an OIDC client) start with no rights:
-a test grants what dgm.permissions says dgm needs, or all of it but one.
+a test grants what dgm.clients.permissions says dgm needs, or all of it but one.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 
 from confluent_kafka.admin import AclOperation, AdminClient, NewTopic, ResourceType
 
-from dgm.permissions import (
+from dgm.clients.permissions import (
     CLUSTER_DESCRIBE_CONFIGS,
     GROUP_DESCRIBE,
     TOPIC_DESCRIBE,
@@ -56,7 +56,7 @@ def _snake(operation: str) -> str:
 
 
 def needed(principal: str, topics: Iterable[str], groups: Iterable[str]) -> list[Acl]:
-    """Every permission of dgm.permissions for these topics and groups."""
+    """Every permission of dgm.clients.permissions for these topics and groups."""
     return [
         *(acl(principal, p, t) for t in topics for p in (TOPIC_DESCRIBE, TOPIC_READ)),
         *(acl(principal, GROUP_DESCRIBE, g) for g in groups),

@@ -1,4 +1,4 @@
-"""docs/configuration.md lists every key dgm.toml may hold, as dgm/config_schema.py declares
+"""docs/configuration.md lists every key dgm.toml may hold, as dgm/config/ declares
 them, with the declared default: a key added, removed or re-defaulted in the schema fails
 here until the page says so."""
 
@@ -11,7 +11,7 @@ import types
 from pathlib import Path
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
-from dgm.config_schema import DgmConfig
+from dgm.config.document import DgmConfig
 
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "configuration.md"
 HEADER = "| key | type | default | meaning |"

@@ -46,6 +46,6 @@ def test_every_variable_in_the_table_is_read_by_the_code() -> None:
 
 
 def test_the_scan_finds_the_config_variables() -> None:
-    # The scan itself: the variables dgm.config reads must be among what it finds.
+    # The scan itself: the variables dgm.config.loader reads must be among what it finds.
     expected = {"DGM_CONFIG", "DGM_STATE_DIR", "DGM_BOOTSTRAP", "DGM_SPARK_MASTER"}
     assert expected <= set(read_by_code())

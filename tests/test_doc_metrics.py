@@ -1,5 +1,5 @@
 """docs/metrics.md lists every metric family the exporter declares (exporter/families.py),
-with its labels, and every alert metric (`dgm/alert_metrics.py`'s ALERT_METRICS), with the
+with its labels, and every alert metric (`dgm/alerting/metrics.py`'s ALERT_METRICS), with the
 kinds of subject it is measured per; and nothing that is no longer declared, but for the
 renamed families' old names, which must no longer be served."""
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from dgm.alert_metrics import ALERT_METRICS
+from dgm.alerting.metrics import ALERT_METRICS
 from exporter.families import FAMILIES
 
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "metrics.md"

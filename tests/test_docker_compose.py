@@ -78,7 +78,7 @@ REPLICATION = {
     "KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS": "0",
 }
 
-# The keys dgm.config reads (a subset is enough for this file).
+# The keys dgm.config.loader reads (a subset is enough for this file).
 CONFIG_KEYS: dict[str, set[str]] = {
     "": {"state_dir", "cluster", "collectors", "pipelines", "dashboard"},
     "dashboard": {"allow_edits"},
@@ -346,7 +346,7 @@ def ignored(path: str, patterns: list[str]) -> bool:
         "dashboard/__init__.py",
         "lab/__init__.py",
         "embedded_kafka/__init__.py",
-        "embedded_kafka/kafka-jars.lock",
+        "embedded_kafka/locks/kafka-4.1.1.lock",
     ],
 )
 def test_dockerignore_keeps_what_pip_install_needs(path: str) -> None:
@@ -571,7 +571,7 @@ def test_exporter_health_check_passes_while_it_serves(
 def test_collectors_health_check_wants_a_recent_sample(
     services: dict[str, dict[str, Any]], tmp_path: Path
 ) -> None:
-    from dgm.samples import SampleStore
+    from dgm.contracts.samples import SampleStore
 
     state = tmp_path / "state"
     config = {CONFIG_IN_CONTAINER: str(config_for(state, "[collectors]\ninterval_s = 10\n"))}
@@ -741,7 +741,7 @@ def test_grafana_takes_its_admin_password_from_the_environment_and_has_no_defaul
 
 
 def test_compose_keeps_the_dashboards_edits_off() -> None:
-    from dgm.config import load_config
+    from dgm.config.loader import load_config
 
     text = DGM_CONFIG.read_text(encoding="utf-8")
     assert tomllib.loads(text)["dashboard"]["allow_edits"] is False
@@ -1037,9 +1037,9 @@ def test_config_uses_only_known_keys_and_names_the_brokers(
 
 
 def test_config_loads_with_dgm_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    if importlib.util.find_spec("dgm.config") is None:
-        pytest.skip("dgm.config is not written yet")
-    from dgm.config import load_config
+    if importlib.util.find_spec("dgm.config.loader") is None:
+        pytest.skip("dgm.config.loader is not written yet")
+    from dgm.config.loader import load_config
 
     monkeypatch.delenv("DGM_STATE_DIR", raising=False)
     monkeypatch.delenv("DGM_BOOTSTRAP", raising=False)

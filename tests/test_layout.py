@@ -185,7 +185,7 @@ def test_command_wiring_is_seen() -> None:
 @pytest.mark.parametrize(
     ("importer", "imported", "allowed"),
     [
-        ("collectors.cycle", "dgm.samples", True),
+        ("collectors.cycle", "dgm.contracts.samples", True),
         ("collectors.cycle", "spark_jobs.job", False),
         ("spark_jobs.job", "alerts.run", False),
         ("dashboard.app", "alerts.evaluate", False),
@@ -202,14 +202,14 @@ def test_command_wiring_is_seen() -> None:
         ("lab.run", "collectors.cycle", False),
         ("shell.broker_command", "embedded_kafka.cluster", True),
         ("shell.connection", "embedded_kafka.cluster", True),
-        ("embedded_kafka.cluster", "dgm.ports", True),
+        ("embedded_kafka.cluster", "dgm.util.ports", True),
         ("embedded_kafka.cluster", "collectors.cycle", False),
         ("embedded_kafka.cluster", "shell.cli", False),
         ("embedded_kafka.cluster", "lab.run", False),
         ("dgm.config", "embedded_kafka.cluster", False),
         ("collectors.cycle", "embedded_kafka.cluster", False),
         ("exporter.server", "embedded_kafka.cluster", False),
-        ("dashboard.app", "dgm.command_line", True),
+        ("dashboard.app", "dgm.util.command_line", True),
     ],
 )
 def test_rules(importer: str, imported: str, allowed: bool) -> None:
@@ -218,15 +218,15 @@ def test_rules(importer: str, imported: str, allowed: bool) -> None:
 
 def test_relative_and_from_imports_are_seen(tmp_path: Path) -> None:
     # The checker must see `from pkg import module` and imports inside functions.
-    path = ROOT / "dgm" / "published.py"
+    path = ROOT / "dgm" / "contracts" / "published.py"
     assert "duckdb" in imported_modules(path)
     names = imported_modules(ROOT / "shell" / "collect_command.py")
     assert any(top(n) == "collectors" for n in names)
 
 
-# --- The vocabulary: verdict, evidence, cause and status words live in dgm/vocabulary.py ----
+# --- The vocabulary: verdict, evidence, cause and status words, in dgm/contracts/vocabulary.py
 
-VOCABULARY_MODULE = "dgm/vocabulary.py"
+VOCABULARY_MODULE = "dgm/contracts/vocabulary.py"
 # Product code that must spell the words through the enums. Not the lab: a reference-pipeline
 # package beside the product whose mode names ("at-most-once" as a way to run a pipeline) are
 # settings of a pipeline, not verdicts about one.
@@ -235,26 +235,26 @@ VOCABULARY_PACKAGES = (CORE, *STAGES, SHELL)
 # value, "WARN" as a log level) are scanned like the others; their unrelated uses, by module:
 ALLOWED = frozenset(
     {
-        ("dgm/client_settings.py", "none"),  # ssl.endpoint.identification.algorithm
+        ("dgm/clients/settings.py", "none"),  # ssl.endpoint.identification.algorithm
         ("collectors/cycle.py", "unknown"),  # a timeout the broker does not report
         ("collectors/groups.py", "unknown"),  # a group type without a name
         ("dashboard/views/groups.py", "unknown"),  # a group state not sampled yet
         ("exporter/api.py", "none"),  # "accepted: none" in an error message
         ("shell/dashboard_command.py", "none"),  # Streamlit's server.fileWatcherType
         ("spark_jobs/session.py", "WARN"),  # Spark's log level
-        # The config's Literal type (mypy checks dgm.toml with it); tests/dgm/test_config.py
-        # holds its words equal to dgm.vocabulary.DECLARABLE.
-        ("dgm/config_schema.py", "at-most-once"),
-        ("dgm/config_schema.py", "at-least-once"),
-        ("dgm/config_schema.py", "exactly-once"),
-        # The claim kinds' Literal; tests/dgm/test_config.py holds it equal to ClaimKind.
-        ("dgm/config_schema.py", "deadline"),
+        # The config's Literal type (mypy checks dgm.toml with it); tests/dgm/config/test_loader.py
+        # holds its words equal to dgm.contracts.vocabulary.DECLARABLE.
+        ("dgm/config/pipelines.py", "at-most-once"),
+        ("dgm/config/pipelines.py", "at-least-once"),
+        ("dgm/config/pipelines.py", "exactly-once"),
+        # The claim kinds' Literal; tests/dgm/config/test_loader.py holds it equal to ClaimKind.
+        ("dgm/config/pipelines.py", "deadline"),
     }
 )
 
 
 def vocabulary_words() -> frozenset[str]:
-    from dgm import vocabulary as v
+    from dgm.contracts import vocabulary as v
 
     kinds = (
         v.Achieved,
@@ -311,19 +311,20 @@ def test_no_vocabulary_word_is_typed_outside_its_module() -> None:
     """Readers compare with `Achieved.EXACTLY_ONCE`, never with the text "exactly-once".
 
     A string constant in product code (the core, the stages, the shell) that is exactly one
-    of dgm.vocabulary's words, or holds one quoted for SQL ('insufficient evidence'), fails
-    unless allowed by name. Every word is scanned, the generic ones too ("OK", "none",
+    of dgm.contracts.vocabulary's words, or holds one quoted for SQL ('insufficient evidence'),
+    fails unless allowed by name. Every word is scanned, the generic ones too ("OK", "none",
     "tested", "upstream", "unknown"): as a whole constant they are rare outside the
     vocabulary, and their few unrelated uses are listed in ALLOWED by module. Prose that
     mentions a word inside a longer text (a help line, an error message) is not scanned: it
     is no literal the code compares with, and lists of the words in docs are built from the
-    enums (dgm.vocabulary.listing). Docstrings and comments are not scanned. The lab is not
+    enums (dgm.contracts.vocabulary.listing). Docstrings and comments are not scanned. The lab is
+    not
     scanned (see VOCABULARY_PACKAGES).
     """
     allowed = ALLOWED
     offenders = vocabulary_offenders()
     problems = [f"{m}:{n}: {w!r}" for m, n, w in offenders if (m, w) not in allowed]
-    assert problems == [], "use the enums of dgm/vocabulary.py"
+    assert problems == [], "use the enums of dgm/contracts/vocabulary.py"
     used = {(m, w) for m, _, w in offenders}
     assert sorted(allowed - used) == [], "allowed but not found: remove from the list"
 

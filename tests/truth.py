@@ -11,8 +11,8 @@ from typing import Any
 
 from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, TopicPartition
 
-from dgm.headers import ID, PRODUCER, SEQ, SRC, header_map
-from dgm.waiting import wait_until
+from dgm.contracts.headers import ID, PRODUCER, SEQ, SRC, header_map
+from dgm.util.waiting import wait_until
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from dgm.config_schema import MessageIdRule
+from dgm.config.pipelines import MessageIdRule
 
 # As confluent_kafka's Message.headers() gives them.
 Headers = Sequence[tuple[str, bytes | None]] | None

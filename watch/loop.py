@@ -18,11 +18,12 @@ from typing import Any, cast
 
 from confluent_kafka import Message
 
-from dgm.clusters import split
-from dgm.config_schema import DgmConfig, MessageIdRule
-from dgm.headers import PRODUCER, SEQ, SRC
-from dgm.sampling import KEEP_ALL
-from dgm.watched import WatchStatus
+from dgm.config.document import DgmConfig
+from dgm.config.pipelines import MessageIdRule
+from dgm.contracts.clusters import split
+from dgm.contracts.headers import PRODUCER, SEQ, SRC
+from dgm.contracts.sampling import KEEP_ALL
+from dgm.contracts.watched import WatchStatus
 from watch.ids import Headers, header_text, message_id
 from watch.publish import publish, published_seen
 from watch.reader import SinkReader

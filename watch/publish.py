@@ -1,5 +1,5 @@
-"""The watch's file (dgm.watched): written whole at every publication, and read back at start
-so the duplicates seen before a restart stay published."""
+"""The watch's file (dgm.contracts.watched): written whole at every publication, and read back at
+start so the duplicates seen before a restart stay published."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dgm.durable import replace_whole
-from dgm.watched import SEEN_DUPLICATES, WatchStatus, read_watch, watch_path, with_status
+from dgm.contracts.watched import SEEN_DUPLICATES, WatchStatus, read_watch, watch_path, with_status
+from dgm.util.durable import replace_whole
 
 
 def publish(state_dir: Path, seen: Sequence[Mapping[str, Any]], status: WatchStatus) -> Path:

@@ -1,6 +1,6 @@
 """Alerts: what fires now, what fired, webhook deliveries that failed, the rules, a rule form.
 
-Everything here comes from `<state_dir>/alerts.sqlite` (dgm/alert_store.py): the analysis
+Everything here comes from `<state_dir>/alerts.sqlite` (dgm/alerting/store.py): the analysis
 evaluates the rules after every run and writes states, history and the webhook outbox there.
 The page never evaluates; with `[dashboard] allow_edits = true` it adds and deletes page rules
 (SQLite in WAL mode, apart from dgm.duckdb, so a rule can be added while an analysis runs);
@@ -16,17 +16,12 @@ import sqlite3
 import streamlit as st
 
 from dashboard import alerting, queries, ui
-from dgm.alert_rules import (
-    ALERT_COMPARISONS,
-    ALERT_METRICS,
-    ALERT_SEVERITIES,
-    ALERT_WINDOWS,
-    AlertRule,
-    merge_rules,
-)
-from dgm.alert_store import AlertStore, config_file
-from dgm.config import ConfigError
-from dgm.config_schema import DgmConfig
+from dgm.alerting.metrics import ALERT_METRICS
+from dgm.alerting.rules import merge_rules
+from dgm.alerting.store import AlertStore, config_file
+from dgm.config.alerts import ALERT_COMPARISONS, ALERT_SEVERITIES, ALERT_WINDOWS, AlertRule
+from dgm.config.document import DgmConfig
+from dgm.config.problems import ConfigError
 
 KEYS = {field: f"alert-{field}" for field in (*alerting.FIELDS, "replace")}
 # The form's initial values (and after a rule is stored).
@@ -55,8 +50,8 @@ HOW_TO_DECLARE = "Declare `[[alerts]]` in dgm.toml, for example:"
 EDITS_OFF = (
     "The form is off: set `allow_edits = true` under `[dashboard]` in `{file}` and reload this "
     "page. Do it only while the dashboard binds loopback or sits behind authentication "
-    '(README.md, "The dashboard beyond loopback"): anyone who reaches it could add or delete '
-    "rules."
+    '(docs/operations.md, "The dashboard beyond loopback"): anyone who reaches it could add or '
+    "delete rules."
 )
 
 

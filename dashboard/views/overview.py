@@ -9,8 +9,8 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import charts, pipeline_queries, queries, timerange, ui, watch_view
-from dgm.clusters import DEFAULT_CLUSTER
-from dgm.vocabulary import Evidence
+from dgm.contracts.clusters import DEFAULT_CLUSTER
+from dgm.contracts.vocabulary import Evidence
 
 TOPIC_PAGE = "views/topic.py"
 _PICKED = "overview-picked-row"  # the table's last selection, to tell a new one from an old

@@ -11,7 +11,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import charts, queries, story_view, timerange, ui
-from dgm.vocabulary import Anomaly, OrderAnomaly
+from dgm.contracts.vocabulary import Anomaly, OrderAnomaly
 
 DUPLICATE_COLUMNS = [
     "message_id",

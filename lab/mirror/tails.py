@@ -14,7 +14,7 @@ from types import TracebackType
 
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
-from dgm.headers import ID, header_map
+from dgm.contracts.headers import ID, header_map
 
 
 class TopicTail:

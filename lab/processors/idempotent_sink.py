@@ -15,7 +15,7 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, Message, TopicPartition
 
-from dgm.headers import ID, format_src, header_map
+from dgm.contracts.headers import ID, format_src, header_map
 from lab.processors.loop import (
     Offsets,
     advanced,

@@ -10,7 +10,7 @@ from typing import Any, Protocol
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
-from dgm.headers import ID, SRC, format_src, header_map
+from dgm.contracts.headers import ID, SRC, format_src, header_map
 from lab.processors.announce import Phase, format_partitions, say
 from lab.processors.settings import ProcessorSettings
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 import psycopg
 from psycopg import sql
 
-from lab.processors.sqlite_sink import ID_COLUMN, SOURCE_COLUMNS, SinkRow, checked_table
+from lab.processors.sqlite_sink import ID_COLUMN, SinkRow, checked_table
 
 INCREMENTAL_COLUMN = "row_id"
-__all__ = ["ID_COLUMN", "INCREMENTAL_COLUMN", "SOURCE_COLUMNS", "PostgresSink", "SinkRow"]
+
 
 
 def _offsets_table(table: str) -> sql.Identifier:

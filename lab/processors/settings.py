@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
-from dgm.errors import UserFacingError
+from dgm.util.errors import UserFacingError
 
 Mode = Literal[
     "at-most-once",

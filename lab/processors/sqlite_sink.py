@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from dgm.errors import UserFacingError
+from dgm.util.errors import UserFacingError
 
 ID_COLUMN = "message_id"
 SOURCE_COLUMNS = ("source_topic", "source_partition", "source_offset")

@@ -1,7 +1,7 @@
-"""Every published table of dgm.published from fingerprints and collector samples.
+"""Every published table of dgm.contracts.published from fingerprints and collector samples.
 
 `analyze` takes the fingerprints (one Fingerprints value) and the samples as Arrow, and gives
-each contract table's rows (columns and types exactly as dgm.published declares them). The
+each contract table's rows (columns and types exactly as dgm.contracts.published declares them). The
 fingerprint-wide work runs in Spark (passes.py, over every fingerprint on a rebuild and over
 a cycle's touched ids otherwise: the Engine of engine.py); the sample-side tables are
 worked out on the driver from the sample files (samples.py). The words are docs/design.md's;
@@ -17,8 +17,8 @@ from datetime import datetime
 import pyarrow as pa
 from pyspark.sql import SparkSession
 
-from dgm import published as tables
-from dgm.config_schema import DgmConfig
+from dgm.config.document import DgmConfig
+from dgm.contracts import published as tables
 from spark_jobs.analyze import integrity
 from spark_jobs.analyze.cluster_columns import with_cluster_columns
 from spark_jobs.analyze.engine import Engine
@@ -42,7 +42,7 @@ def analyze(
     now: datetime,
     engine: Engine | None = None,
 ) -> dict[str, Published]:
-    """Every table of dgm.published (name -> its rows: a DataFrame of its columns for the
+    """Every table of dgm.contracts.published (name -> its rows: a DataFrame of its columns for the
     fingerprint-wide tables, Arrow or row dicts for the rest) from FINGERPRINT rows of all
     topics (an external sink's under its sink_names() name) and the sample kinds (a missing
     kind counts as empty). `now` is aware UTC, the time the fingerprints are complete up to
@@ -51,7 +51,7 @@ def analyze(
     since its last call (audit.kept_fingerprints); without them every table is rebuilt."""
     samples = with_every_kind(samples)
     # A sampled pipeline's kept ids only: the external sinks' snapshots are whole, and
-    # batches audited at another share may hold more (dgm/sampling.py).
+    # batches audited at another share may hold more (dgm/contracts/sampling.py).
     fingerprints = kept_fingerprints(fingerprints, config.topic_one_in())
     committed = latest_committed(samples["group_offsets"], config, now)
     if fingerprints.count is None:  # counted once: the runs table and the shuffles' sizes

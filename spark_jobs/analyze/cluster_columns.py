@@ -1,12 +1,12 @@
-"""The published `cluster` columns, each from its row's topic or group (dgm.clusters)."""
+"""The published `cluster` columns, each from its row's topic or group (dgm.contracts.clusters)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from dgm import published as tables
-from dgm.clusters import cluster_column
-from dgm.config_schema import DgmConfig
+from dgm.config.document import DgmConfig
+from dgm.contracts import published as tables
+from dgm.contracts.clusters import cluster_column
 from spark_jobs.analyze.publish import Published, arrow_of
 
 # Table -> the column naming what its `cluster` column says the cluster of.

@@ -17,8 +17,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dgm import published as tables
-from dgm.vocabulary import OrderAnomaly
+from dgm.contracts import published as tables
+from dgm.contracts.vocabulary import OrderAnomaly
 from spark_jobs.analyze.output import COUNTS, NO_TIME, PIPELINE_COUNTS, TOPIC_COUNTS
 from spark_jobs.analyze.publish import conform_arrow
 

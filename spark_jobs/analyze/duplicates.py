@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from dgm.vocabulary import DuplicateCause
+from dgm.contracts.vocabulary import DuplicateCause
 
 # Causes, in precedence order: when several apply to one id, the first one listed names it.
 # - aborted read: the id should not be in the sink at all (the source holds it only in

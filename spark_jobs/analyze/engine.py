@@ -35,8 +35,8 @@ import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from dgm import published as tables
-from dgm.config_schema import DgmConfig
+from dgm.config.document import DgmConfig
+from dgm.contracts import published as tables
 from spark_jobs.analyze import counts as tally
 from spark_jobs.analyze import loss, order
 from spark_jobs.analyze.passes import (

@@ -8,10 +8,10 @@ from collections import defaultdict
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dgm import published as tables
-from dgm.clusters import cluster_column
-from dgm.config_schema import DgmConfig
-from dgm.permissions import AUTHORIZATION_FAILED, AUTHORIZATION_RESTORED
+from dgm.clients.permissions import AUTHORIZATION_FAILED, AUTHORIZATION_RESTORED
+from dgm.config.document import DgmConfig
+from dgm.contracts import published as tables
+from dgm.contracts.clusters import cluster_column
 from spark_jobs.analyze.publish import arrow_of
 
 # Events that give a verdict weight: for the pipeline's group, for producers on its topics,

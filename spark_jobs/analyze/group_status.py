@@ -21,11 +21,11 @@ from typing import Any, NamedTuple
 
 import pyarrow as pa
 
-from dgm import published as tables
-from dgm.vocabulary import GroupStatus
+from dgm.contracts import published as tables
+from dgm.contracts.vocabulary import GroupStatus
 from spark_jobs.analyze.publish import arrow_of
 
-# The statuses and their severities (the group_status alert metric) are dgm.vocabulary's
+# The statuses and their severities (the group_status alert metric) are dgm.contracts.vocabulary's
 # GroupStatus; a group takes its worst partition's.
 
 

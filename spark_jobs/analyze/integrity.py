@@ -22,13 +22,13 @@ import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from dgm import published as tables
-from dgm.config_schema import DgmConfig
-from dgm.fingerprints import DISPLACED as ARROW_DISPLACED
-from dgm.vocabulary import Anomaly, LossCause
+from dgm.config.document import DgmConfig
+from dgm.contracts import published as tables
+from dgm.contracts.fingerprints import DISPLACED as ARROW_DISPLACED
+from dgm.contracts.vocabulary import Anomaly, LossCause
 from spark_jobs.analyze.publish import conform_arrow
 
-# What the re-read adds to a displaced fingerprint's columns (dgm.fingerprints.DISPLACED).
+# What the re-read adds to a displaced fingerprint's columns (dgm.contracts.fingerprints.DISPLACED).
 STAMP = pa.timestamp("us", tz="UTC")
 COUNTS = ("truncated_records", "inconsistent_offsets")
 
@@ -44,7 +44,7 @@ def inconsistent(displaced: pa.Table) -> pa.Table:
 
 
 def log_anomalies(displaced: pa.Table) -> pa.Table:
-    """dgm.published.LOG_ANOMALIES rows: one per truncated record and per inconsistent
+    """dgm.contracts.published.LOG_ANOMALIES rows: one per truncated record and per inconsistent
     offset (a committed record whose offset another id took is both)."""
     parts = []
     for anomaly, rows in (
@@ -145,7 +145,7 @@ class Losses:
     """The losses truncation causes: lost rows to add, and the (pipeline, message id) of the
     lost rows whose cause is truncation."""
 
-    added: pa.Table  # dgm.published.LOST rows
+    added: pa.Table  # dgm.contracts.published.LOST rows
     relabelled: frozenset[tuple[str, str]]
 
 

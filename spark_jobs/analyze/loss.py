@@ -40,7 +40,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dgm.config_schema import DgmConfig
+from dgm.config.document import DgmConfig
 from spark_jobs.analyze.output import NO_TIME
 
 _MICROS = 1_000_000

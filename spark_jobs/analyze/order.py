@@ -23,8 +23,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from dgm.clusters import EXTERNAL_PREFIX, SEPARATOR
-from dgm.vocabulary import OrderAnomaly
+from dgm.contracts.clusters import EXTERNAL_PREFIX, SEPARATOR
+from dgm.contracts.vocabulary import OrderAnomaly
 from spark_jobs.analyze.output import NO_TIME
 
 # What a stream's records carry in (passes.stream_records selects them, with `committed`).

@@ -22,8 +22,8 @@ import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from dgm.config_schema import DgmConfig
-from dgm.vocabulary import OrderAnomaly
+from dgm.config.document import DgmConfig
+from dgm.contracts.vocabulary import OrderAnomaly
 from spark_jobs.analyze import loss, order
 from spark_jobs.analyze.output import SCHEMA
 from spark_jobs.analyze.per_id import COLUMNS as ID_COLUMNS

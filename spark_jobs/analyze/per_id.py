@@ -20,8 +20,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from dgm.clusters import EXTERNAL_PREFIX
-from dgm.vocabulary import DuplicateCause, LossCause
+from dgm.contracts.clusters import EXTERNAL_PREFIX
+from dgm.contracts.vocabulary import DuplicateCause, LossCause
 from spark_jobs.analyze import duplicates as duplicate_rules
 from spark_jobs.analyze import loss as loss_rules
 from spark_jobs.analyze.id_frame import ABSENT, Names, frame_of, marked
@@ -50,7 +50,7 @@ class Context:
     # pipeline -> its `expected` predicate ("" for none): the fingerprints' filtered_by and
     # filter_undecided_by were marked under these (the engine rebuilds when they change)
     expected: Mapping[str, str] = field(default_factory=dict)
-    # Topics kept 1 in N ids (dgm/sampling.py): their producer sessions and streams have
+    # Topics kept 1 in N ids (dgm/contracts/sampling.py): their producer sessions and streams have
     # holes where the ids not kept were, so no sequence gap or order is looked for in them.
     sampled: Mapping[str, int] = field(default_factory=dict)  # topic -> N
 

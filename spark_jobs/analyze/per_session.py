@@ -22,7 +22,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dgm.vocabulary import LossCause
+from dgm.contracts.vocabulary import LossCause
 from spark_jobs.analyze.output import NO_TIME
 from spark_jobs.analyze.per_id import Context, counted, per_pipeline
 

@@ -14,9 +14,10 @@ from typing import Any
 
 import pyarrow as pa
 
-from dgm.config_schema import DgmConfig, PipelineConfig
-from dgm.sampling import rate_interval
-from dgm.vocabulary import Claim
+from dgm.config.document import DgmConfig
+from dgm.config.pipelines import PipelineConfig
+from dgm.contracts.sampling import rate_interval
+from dgm.contracts.vocabulary import Claim
 from spark_jobs.analyze import verdict
 from spark_jobs.analyze.faults import CLUSTER_FAULTS, GROUP_FAULTS, PRODUCER_FAULTS, TOPIC_FAULTS
 from spark_jobs.analyze.output import PIPELINE_COUNTS
@@ -87,7 +88,7 @@ def _judged(row: Row, declared: str, min_records: int, one_in: int) -> Row:
 
 
 def _intervals(row: Row, one_in: int) -> Row:
-    """The sample's share and the rates' 95% intervals (dgm/sampling.py)."""
+    """The sample's share and the rates' 95% intervals (dgm/contracts/sampling.py)."""
     duplicates = rate_interval(row["duplicate_copies"], row["distinct_ids"], one_in)
     loss = rate_interval(row["lost"], row["records_checked"], one_in)
     return {

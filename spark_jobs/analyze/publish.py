@@ -1,8 +1,8 @@
 """Publish a run's tables atomically: a new DuckDB file renamed over `<state_dir>/dgm.duckdb`.
 
-Every table of dgm.published is created (empty when the run gave no rows), filled through
-Arrow and given the views of dgm.published_views, then checkpointed and fsynced in a hidden
-temp file beside the published one; `os.replace` then swaps it in. A reader that opened the
+Every table of dgm.contracts.published is created (empty when the run gave no rows), filled through
+Arrow and given the views of dgm.contracts.published_views, then checkpointed and fsynced in a
+hidden temp file beside the published one; `os.replace` then swaps it in. A reader that opened the
 old file keeps reading it (POSIX rename keeps the open inode) and never blocks the writer; a
 publish that dies before the rename leaves the published file untouched and at most a temp
 file, which the next publish removes.
@@ -18,9 +18,9 @@ import duckdb
 import pyarrow as pa
 from pyspark.sql import DataFrame
 
-from dgm.durable import replace_whole
-from dgm.published import TABLES, Table, published_path
-from dgm.published_views import create_views
+from dgm.contracts.published import TABLES, Table, published_path
+from dgm.contracts.published_views import create_views
+from dgm.util.durable import replace_whole
 
 # A table's rows: Arrow, a Spark DataFrame, or a few rows as dicts (e.g. the runs row).
 Published: TypeAlias = pa.Table | DataFrame | Sequence[Mapping[str, Any]]
@@ -61,7 +61,7 @@ def conform_arrow(data: pa.Table, table: Table) -> pa.Table:
 
 def write_tables(path: Path, tables: Mapping[str, Published]) -> None:
     """A complete DuckDB file at `path`: every contract table, filled from `tables`, and the
-    views of dgm.published_views over them."""
+    views of dgm.contracts.published_views over them."""
     with duckdb.connect(str(path)) as connection:
         # A naive Arrow timestamp going into TIMESTAMPTZ is read as UTC, whatever the host says.
         connection.execute("SET TimeZone = 'UTC'")
@@ -88,7 +88,7 @@ def write_tables(path: Path, tables: Mapping[str, Published]) -> None:
 
 def publish(tables: Mapping[str, Published], state_dir: Path) -> Path:
     """Write `tables` (name -> Arrow table, Spark DataFrame or list of row dicts) as the
-    published DuckDB file of `state_dir`, atomically (dgm.durable.replace_whole); the
+    published DuckDB file of `state_dir`, atomically (dgm.util.durable.replace_whole); the
     published path. Missing tables are created empty; row dicts may leave out columns (null)."""
     unknown = sorted(set(tables) - {t.name for t in TABLES})
     if unknown:

@@ -8,8 +8,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from dgm import published as tables
-from dgm.config_schema import DgmConfig
+from dgm.config.document import DgmConfig
+from dgm.contracts import published as tables
 from spark_jobs.analyze.publish import Published, arrow_of
 from spark_jobs.analyze.samples import last_sample_at
 

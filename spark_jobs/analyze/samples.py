@@ -4,7 +4,7 @@ published tables that are samples as they are.
 Samples are a few rows per partition and collector cycle, far fewer than records: the driver
 reads them with pyarrow and no Spark query touches them (each cost ~0.5-2 s per cycle,
 bench/HISTORY.md, "The samples on the driver"). Files live in `<state_dir>/samples/<kind>/`
-(dgm.samples), listed by the store: temp files and files a compacted file covers are never
+(dgm.contracts.samples), listed by the store: temp files and files a compacted file covers are never
 read. `SampleReader` keeps the files it read, so a long-running analysis reads only files
 new since its last cycle; what it keeps is a copy of the files, which stay the state.
 """
@@ -17,9 +17,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dgm import published as tables
-from dgm.sample_schemas import SCHEMAS
-from dgm.samples import SampleStore, set_aside
+from dgm.contracts import published as tables
+from dgm.contracts.sample_schemas import SCHEMAS
+from dgm.contracts.samples import SampleStore, set_aside
 from spark_jobs.analyze.publish import conform_arrow
 
 KINDS: tuple[str, ...] = tuple(SCHEMAS)
@@ -56,7 +56,7 @@ class SampleReader:
 
 
 def read_samples(state_dir: Path) -> dict[str, pa.Table]:
-    """Sample kind -> table, for every kind dgm.sample_schemas declares (what `analyze`
+    """Sample kind -> table, for every kind dgm.contracts.sample_schemas declares (what `analyze`
     takes as its `samples`)."""
     return SampleReader(state_dir).read_all()
 

@@ -17,8 +17,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dgm.config_schema import DgmConfig, PipelineConfig
-from dgm.vocabulary import Achieved, LossCause
+from dgm.config.document import DgmConfig
+from dgm.config.pipelines import PipelineConfig
+from dgm.contracts.vocabulary import Achieved, LossCause
 from spark_jobs.analyze import verdict
 
 Row = dict[str, Any]
@@ -66,7 +67,7 @@ def _sequence_gaps(lost: pa.Table) -> dict[str, int]:
 def pipeline_stages(
     config: DgmConfig, verdicts: Sequence[Row], topic_windows: pa.Table, lost: pa.Table
 ) -> list[Row]:
-    """The pipeline_stages rows (dgm.published.PIPELINE_STAGES), one per pipeline."""
+    """The pipeline_stages rows (dgm.contracts.published.PIPELINE_STAGES), one per pipeline."""
     by_name: Mapping[str, PipelineConfig] = {p.name: p for p in config.pipelines}
     achieved = {row["pipeline"]: Achieved(row["achieved"]) for row in verdicts}
     totals = _topic_totals(topic_windows)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from dgm.vocabulary import MEETS, Achieved, Evidence
+from dgm.contracts.vocabulary import MEETS, Achieved, Evidence
 
 # (records_checked, duplicate_copies, lost, aborted_reads) -> condition.
 Rule = Callable[[Any, Any, Any, Any], Any]
@@ -44,7 +44,7 @@ def achieved(
 
 
 def meets_declared(achieved: Achieved, declared: str) -> bool | None:
-    """Whether `achieved` is at least as strong as `declared` (dgm.vocabulary.MEETS); None
+    """Whether `achieved` is at least as strong as `declared` (dgm.contracts.vocabulary.MEETS); None
     without enough evidence."""
     if not achieved.judged:
         return None

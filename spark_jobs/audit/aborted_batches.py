@@ -30,8 +30,8 @@ from kafka.admin import KafkaAdminClient
 from kafka.protocol.consumer import FetchRequest
 from kafka.record import MemoryRecords
 
-from dgm.clusters import split
-from dgm.kafka_python_client import kafka_python_config, scrub
+from dgm.clients.kafka_python import kafka_python_config, scrub
+from dgm.contracts.clusters import split
 from spark_jobs.audit.cluster_sources import KafkaSources
 from spark_jobs.audit.ranges import OffsetRange
 

@@ -1,7 +1,7 @@
 """Each topic read from its own cluster (docs/design.md, "Several clusters").
 
 The audit's ranges name topics as dgm identifies them: plain on the default cluster,
-'<cluster>/<topic>' on another (dgm.clusters). `KafkaSources` holds each sampled cluster's
+'<cluster>/<topic>' on another (dgm.contracts.clusters). `KafkaSources` holds each sampled cluster's
 Spark Kafka source options and librdkafka settings, and splits ranges by cluster into the
 plain names Kafka knows.
 """
@@ -12,9 +12,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from dgm.clusters import DEFAULT_CLUSTER, qualified, split
-from dgm.config_schema import ClusterConfig, DgmConfig
-from dgm.samples import Key
+from dgm.config.cluster import ClusterConfig
+from dgm.config.document import DgmConfig
+from dgm.contracts.clusters import DEFAULT_CLUSTER, qualified, split
+from dgm.contracts.samples import Key
 from spark_jobs.audit.ranges import OffsetRange
 from spark_jobs.audit.start import OffsetsForTimes, kafka_offsets_for_times
 
@@ -72,7 +73,7 @@ def kafka_sources(config: DgmConfig, default_servers: str) -> KafkaSources:
     for name in config.sampled_clusters():
         cluster = config.cluster_config(name)
         servers = default_servers if name == DEFAULT_CLUSTER else cluster.bootstrap_servers
-        assert servers is not None  # required by dgm.config_schema for a named cluster
+        assert servers is not None  # required by dgm.config.document for a named cluster
         options[name] = cluster_kafka_options(cluster, servers)
         clients[name] = cluster.librdkafka_config(servers)
     return KafkaSources(options, clients)

@@ -2,8 +2,8 @@
 
 Spark's Kafka source fails the whole read when one topic is refused (Kafka's
 TopicAuthorizationException names the topics). The audit then records each as the collectors
-record a refusal (an `authorization_failed` event, dgm.permissions) and reads the others; the
-refused topics' ranges stay unaudited, read again once the permission is granted.
+record a refusal (an `authorization_failed` event, dgm.clients.permissions) and reads the others;
+the refused topics' ranges stay unaudited, read again once the permission is granted.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dgm.permissions import AUTHORIZATION_FAILED, AUTHORIZATION_RESTORED, TOPIC_READ, Denial
-from dgm.samples import SampleStore
+from dgm.clients.permissions import AUTHORIZATION_FAILED, AUTHORIZATION_RESTORED, TOPIC_READ, Denial
+from dgm.contracts.samples import SampleStore
 
 _REFUSED_TOPICS = re.compile(r"Not authorized to access topics: \[([^\]]*)\]")
 

@@ -33,7 +33,9 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from dgm.config_schema import ConfigError, DgmConfig, PipelineConfig
+from dgm.config.document import DgmConfig
+from dgm.config.pipelines import PipelineConfig
+from dgm.config.problems import ConfigError
 from spark_jobs.audit.fingerprint_store import Batch
 
 FILTERED = "filtered_by"

@@ -17,9 +17,10 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dgm.config_schema import ExternalSink, PipelineConfig
-from dgm.errors import UserFacingError
-from dgm.fingerprints import FINGERPRINT as ARROW_FINGERPRINT
+from dgm.config.external_sinks import ExternalSink
+from dgm.config.pipelines import PipelineConfig
+from dgm.contracts.fingerprints import FINGERPRINT as ARROW_FINGERPRINT
+from dgm.util.errors import UserFacingError
 
 TIME_COLUMN = "stored_at"
 # Like spark_jobs.audit.fingerprint's dgm-src pattern: a non-empty topic (may hold '/'), 2 numbers.

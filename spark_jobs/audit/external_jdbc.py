@@ -31,7 +31,8 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from dgm.config_schema import FILE_KINDS, ExternalSink, PipelineConfig
+from dgm.config.external_sinks import FILE_KINDS, ExternalSink
+from dgm.config.pipelines import PipelineConfig
 from spark_jobs.audit.external import TIME_COLUMN, ExternalSinkError
 from spark_jobs.schemas import FINGERPRINT
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from dgm import headers
-from dgm.config_schema import MessageIdRule
-from dgm.fingerprints import COORDINATES
+from dgm.config.pipelines import MessageIdRule
+from dgm.contracts import headers
+from dgm.contracts.fingerprints import COORDINATES
 from spark_jobs.schemas import FINGERPRINT
 
 # What fingerprints() reads from a Spark Kafka source row.
@@ -22,7 +22,7 @@ KAFKA_COLUMNS = ("key", "value", *COORDINATES, "timestamp", "headers")
 
 # Digit runs short enough for their type, so the casts below can never overflow.
 _SEQ = r"^[0-9]{1,18}$"
-# Like dgm.headers.parse_src: a non-empty topic (which may hold '/'), then two numbers.
+# Like dgm.contracts.headers.parse_src: a non-empty topic (which may hold '/'), then two numbers.
 _SRC = r"^(.+)/([0-9]{1,9})/([0-9]{1,18})$"
 
 

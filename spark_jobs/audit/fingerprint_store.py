@@ -30,7 +30,7 @@ rewrite carries the newest entry of each pipeline over.
 Run audit, compact and FingerprintStore.load's reads from one process one after another: a
 compaction removes files a lazy DataFrame from an earlier load may still want to read.
 
-`FingerprintStore(state_dir)` is the store (as dgm.samples.SampleStore is the samples');
+`FingerprintStore(state_dir)` is the store (as dgm.contracts.samples.SampleStore is the samples');
 what needs no state dir (a Batch, the ranges a rewrite keeps, the compaction slack) stays
 a module function.
 """
@@ -57,12 +57,12 @@ import pyarrow.parquet as pq
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from dgm.config_schema import MessageIdRule
-from dgm.durable import fsync
-from dgm.fingerprints import DISPLACED as ARROW_DISPLACED
-from dgm.fingerprints import DISPLACED_DIR, FINGERPRINTS_DIR
-from dgm.fingerprints import FINGERPRINT as ARROW_FINGERPRINT
-from dgm.samples import Key
+from dgm.config.pipelines import MessageIdRule
+from dgm.contracts.fingerprints import DISPLACED as ARROW_DISPLACED
+from dgm.contracts.fingerprints import DISPLACED_DIR, FINGERPRINTS_DIR
+from dgm.contracts.fingerprints import FINGERPRINT as ARROW_FINGERPRINT
+from dgm.contracts.samples import Key
+from dgm.util.durable import fsync
 from spark_jobs.audit.ranges import OffsetRange
 from spark_jobs.audit.written import part_files, written
 from spark_jobs.schemas import DISPLACED, FINGERPRINT

@@ -14,8 +14,9 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from dgm.config_schema import DgmConfig, MessageIdRule
-from dgm.samples import Key
+from dgm.config.document import DgmConfig
+from dgm.config.pipelines import MessageIdRule
+from dgm.contracts.samples import Key
 from spark_jobs.audit.aborted_batches import Spans, told_aborts
 from spark_jobs.audit.cluster_sources import KafkaSources
 from spark_jobs.audit.expected import with_expected
@@ -148,7 +149,8 @@ def fingerprinted(
         gapped = {r.topic for r in reading if counts.get(r.key, 0) < r.size}
         transactional = sorted((flagged | gapped) & set(topics))
         reread = [t for t in transactional if t not in told]
-        # A sampled topic keeps its kept ids only (dgm/sampling.py), after the committed pass.
+        # A sampled topic keeps its kept ids only (dgm/contracts/sampling.py), after the committed
+        # pass.
         one_in = config.topic_one_in() if config is not None else {}
         sampled = {t for t in topics if one_in.get(t, 1) > 1}
         if not reread and not sampled:

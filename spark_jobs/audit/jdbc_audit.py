@@ -29,7 +29,9 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from dgm.config_schema import FILE_KINDS, DgmConfig, PipelineConfig
+from dgm.config.document import DgmConfig
+from dgm.config.external_sinks import FILE_KINDS
+from dgm.config.pipelines import PipelineConfig
 from spark_jobs.audit.external_jdbc import IncrementalRead, Position, read_incremental
 from spark_jobs.audit.fingerprint_store import Batch, FingerprintStore, newest_external
 from spark_jobs.sampling import kept

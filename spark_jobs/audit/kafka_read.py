@@ -29,10 +29,12 @@ from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 
-from dgm.clusters import SEPARATOR
-from dgm.config_schema import FILE_KINDS, DgmConfig, MessageIdRule, id_rule_conflicts
-from dgm.errors import UserFacingError
-from dgm.samples import Key, PartitionOffsets, SampleStore
+from dgm.config.document import DgmConfig
+from dgm.config.external_sinks import FILE_KINDS
+from dgm.config.pipelines import MessageIdRule, id_rule_conflicts
+from dgm.contracts.clusters import SEPARATOR
+from dgm.contracts.samples import Key, PartitionOffsets, SampleStore
+from dgm.util.errors import UserFacingError
 from spark_jobs.audit.cluster_sources import (
     KafkaSources,
     cluster_kafka_options,

@@ -9,7 +9,7 @@ from functools import reduce
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from dgm.clusters import DEFAULT_CLUSTER, qualified
+from dgm.contracts.clusters import DEFAULT_CLUSTER, qualified
 from spark_jobs.audit.cluster_sources import KafkaSources
 from spark_jobs.audit.ranges import OffsetRange, assign_json, offsets_json
 

@@ -35,7 +35,7 @@ import pyarrow.parquet as pq
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 
-from dgm.fingerprints import FINGERPRINT as ARROW_FINGERPRINT
+from dgm.contracts.fingerprints import FINGERPRINT as ARROW_FINGERPRINT
 from spark_jobs.audit.fingerprint_store import (
     Batch,
     FingerprintStore,

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from dgm.samples import Key
+from dgm.contracts.samples import Key
 from spark_jobs.audit.fingerprint_store import Batch, FingerprintStore
 
 FANOUT = 8

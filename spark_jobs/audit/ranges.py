@@ -32,8 +32,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from dgm.sample_schemas import SCHEMAS
-from dgm.samples import Key, PartitionOffsets, SampleStore
+from dgm.contracts.sample_schemas import SCHEMAS
+from dgm.contracts.samples import Key, PartitionOffsets, SampleStore
 
 # Newest sample files read to find every monitored topic: one cycle writes one file, so the
 # newest file normally has everything; older ones only fill in a topic missing from it.

@@ -45,11 +45,11 @@ import pyarrow.parquet as pq
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from dgm.config_schema import MessageIdRule
-from dgm.durable import fsync
-from dgm.fingerprints import FINGERPRINT as FINGERPRINT_FIELDS
-from dgm.sample_schemas import SCHEMAS
-from dgm.samples import Key, PartitionOffsets, SampleStore
+from dgm.config.pipelines import MessageIdRule
+from dgm.contracts.fingerprints import FINGERPRINT as FINGERPRINT_FIELDS
+from dgm.contracts.sample_schemas import SCHEMAS
+from dgm.contracts.samples import Key, PartitionOffsets, SampleStore
+from dgm.util.durable import fsync
 from spark_jobs.audit.fingerprint import fingerprints
 from spark_jobs.audit.ranges import OffsetRange
 

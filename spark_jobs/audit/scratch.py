@@ -19,8 +19,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 
-from dgm.fingerprints import COORDINATES
-from dgm.samples import Key
+from dgm.contracts.fingerprints import COORDINATES
+from dgm.contracts.samples import Key
 from spark_jobs.audit.written import part_files, written
 from spark_jobs.schemas import FINGERPRINT
 

@@ -14,9 +14,9 @@ from typing import Any
 
 from confluent_kafka import Consumer, TopicPartition
 
-from dgm.config_schema import audit_start
-from dgm.errors import UserFacingError
-from dgm.samples import Key, PartitionOffsets
+from dgm.config.analysis import audit_start
+from dgm.contracts.samples import Key, PartitionOffsets
+from dgm.util.errors import UserFacingError
 
 # Timestamps (epoch ms) per partition -> the first offset at or after each; -1 when none is.
 OffsetsForTimes = Callable[[Mapping[Key, int]], dict[Key, int]]

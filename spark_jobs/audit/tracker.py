@@ -1,5 +1,5 @@
 """Audit progress while it reads: a line at least every `every_s` seconds, and the core's
-progress file (dgm.progress) for the dashboard.
+progress file (dgm.util.progress) for the dashboard.
 
 The audit reads its ranges in chunks (ranges.split_ranges) and reports each chunk's records
 and offsets once it is written and counted (audit/scratch.py), so the figures are exact at
@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 
-from dgm.progress import AuditProgress, write_progress
+from dgm.util.progress import AuditProgress, write_progress
 
 Progress = Callable[[str], None]
 EVERY_S = 10.0

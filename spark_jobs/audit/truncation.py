@@ -18,8 +18,8 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from dgm.config_schema import MessageIdRule
-from dgm.samples import Key, PartitionOffsets, SampleStore
+from dgm.config.pipelines import MessageIdRule
+from dgm.contracts.samples import Key, PartitionOffsets, SampleStore
 from spark_jobs.audit.fingerprint_store import Batch, FingerprintStore
 from spark_jobs.audit.ranges import OffsetRange
 from spark_jobs.audit.reread import (

@@ -19,7 +19,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dgm.samples import Key
+from dgm.contracts.samples import Key
 
 _COLUMNS = ["topic", "partition", "timestamp"]
 _ROWS_AT_ONCE = 1 << 18

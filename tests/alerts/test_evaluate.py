@@ -5,7 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from alerts.evaluate import evaluate
-from dgm.alert_rules import AlertRule, AlertState, Evaluation, StateKey
+from dgm.alerting.rules import AlertState, Evaluation, StateKey
+from dgm.config.alerts import AlertRule
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 RULE = AlertRule(name="lag", metric="lso_lag", threshold=100, for_s=60)

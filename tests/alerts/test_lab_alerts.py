@@ -12,10 +12,10 @@ from typing import Any
 import duckdb
 
 from alerts.run import evaluate_after_analysis
-from dgm.alert_store import AlertStore
-from dgm.config import load_config
-from dgm.published import PUBLISHED_FILE
-from dgm.waiting import wait_until
+from dgm.alerting.store import AlertStore
+from dgm.config.loader import load_config
+from dgm.contracts.published import PUBLISHED_FILE
+from dgm.util.waiting import wait_until
 from shell.analyze_command import alerts_hook
 from spark_jobs.job import AnalysisJob
 from tests.alerts.test_webhook import Receiver

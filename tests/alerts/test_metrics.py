@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from alerts.metrics import READERS, RUN_SUBJECT, MetricsUnavailable, read_values
-from dgm.alert_metrics import ALERT_METRICS, METRICS
-from dgm.alert_rules import AlertRule
+from dgm.alerting.metrics import ALERT_METRICS, METRICS
+from dgm.config.alerts import AlertRule
 from tests.alerts.published_db import at, publish, verdict
 
 

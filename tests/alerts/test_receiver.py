@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from alerts.receiver import WebhookReceiver
-from dgm.alert_store import AlertStore
+from dgm.alerting.store import AlertStore
 
 
 def post(url: str, data: bytes, headers: dict[str, str] | None = None) -> int:

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 from alerts.run import evaluate_after_analysis
-from dgm.alert_store import AlertStore
-from dgm.config import load_config
-from dgm.config_schema import DgmConfig
-from dgm.waiting import wait_until
+from dgm.alerting.store import AlertStore
+from dgm.config.document import DgmConfig
+from dgm.config.loader import load_config
+from dgm.util.waiting import wait_until
 from tests.alerts.published_db import at, publish, verdict
 
 

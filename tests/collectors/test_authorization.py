@@ -8,8 +8,7 @@ from pathlib import Path
 
 from collectors.clients import Clients
 from collectors.cycle import Collector
-from dgm.config import CollectorSettings, DgmConfig, PipelineConfig
-from dgm.permissions import (
+from dgm.clients.permissions import (
     AUTHORIZATION_FAILED,
     AUTHORIZATION_RESTORED,
     CLUSTER_DESCRIBE_CONFIGS,
@@ -19,9 +18,12 @@ from dgm.permissions import (
     TRANSACTIONAL_ID_DESCRIBE,
     Denial,
 )
-from dgm.published import open_read_only
-from dgm.published_views import read_missing_permissions
-from dgm.samples import SampleStore
+from dgm.config.collectors import CollectorSettings
+from dgm.config.document import DgmConfig
+from dgm.config.pipelines import PipelineConfig
+from dgm.contracts.published import open_read_only
+from dgm.contracts.published_views import read_missing_permissions
+from dgm.contracts.samples import SampleStore
 from spark_jobs.analyze.faults import faults
 from tests.alerts.published_db import publish
 from tests.secured_kafka import DGM_USER, SecuredKafka, acl

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, Producer
 
-from dgm.samples import SampleStore
-from dgm.waiting import wait_until
+from dgm.contracts.samples import SampleStore
+from dgm.util.waiting import wait_until
 from tests.shell.test_collect_command import collect_process, events, write_config
 from tests.strength import by_strength
 

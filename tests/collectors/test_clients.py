@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from collectors.clients import Clients, check_bootstrap
-from dgm.config import ConfigError
+from dgm.config.problems import ConfigError
 
 
 @pytest.mark.parametrize("servers", ["localhost:9092", "a:1,b:2", "[::1]:9092", "10.0.0.1:19092"])

@@ -8,10 +8,10 @@ import pyarrow.parquet as pq
 
 from collectors.clients import Clients
 from collectors.cycle import Collector
-from dgm.config import CollectorSettings
-from dgm.sample_schemas import SCHEMAS
-from dgm.samples import SampleStore
-from dgm.waiting import wait_until
+from dgm.config.collectors import CollectorSettings
+from dgm.contracts.sample_schemas import SCHEMAS
+from dgm.contracts.samples import SampleStore
+from dgm.util.waiting import wait_until
 from tests.collectors.transactional import in_transaction, send, transactional_producer
 
 

@@ -13,7 +13,7 @@ from collectors.events import (
     topic_events,
     transactional_epoch_events,
 )
-from dgm.samples import PartitionOffsets
+from dgm.contracts.samples import PartitionOffsets
 
 AT = datetime(2025, 1, 1, tzinfo=UTC)
 

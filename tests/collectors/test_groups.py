@@ -11,7 +11,7 @@ from collectors.events import Event, group_events
 from collectors.groups import GroupSample, fetch_groups, group_offsets_rows
 from collectors.offsets import fetch_offsets
 from collectors.partitions import PartitionInfo
-from dgm.waiting import wait_until
+from dgm.util.waiting import wait_until
 from tests.collectors.transactional import in_transaction, send, transactional_producer
 
 _CLIENTS: dict[str, Clients] = {}

@@ -8,7 +8,7 @@ from confluent_kafka import TopicPartition
 from collectors.cycle import utc_now
 from collectors.offsets import fetch_offsets, offsets_rows
 from collectors.partitions import PartitionInfo
-from dgm.waiting import wait_until
+from dgm.util.waiting import wait_until
 from tests.collectors.transactional import in_transaction, send, transactional_producer
 
 

@@ -10,7 +10,7 @@ from collectors.partitions import (
     describe_cluster,
     is_monitored,
 )
-from dgm.config import CollectorSettings
+from dgm.config.collectors import CollectorSettings
 
 
 def test_default_patterns_take_every_topic_but_internal_ones() -> None:

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from collectors.runner import MAX_DELAY_S
-from dgm.waiting import next_delay
+from dgm.util.waiting import next_delay
 
 
 def test_backoff_doubles_up_to_the_cap() -> None:

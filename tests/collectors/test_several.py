@@ -14,10 +14,10 @@ import pytest
 from collectors.cluster_store import ClusterSampleStore
 from collectors.runner import CannotCollect
 from collectors.several import cluster_collectors, run_each_forever
-from dgm.config_schema import CollectorSettings
-from dgm.ports import free_ports
-from dgm.samples import SampleStore, latest_rows
-from dgm.waiting import wait_until
+from dgm.config.collectors import CollectorSettings
+from dgm.contracts.samples import SampleStore, latest_rows
+from dgm.util.ports import free_ports
+from dgm.util.waiting import wait_until
 from tests.conftest import KafkaUnderTest
 
 AT = datetime(2026, 1, 1, tzinfo=UTC)

@@ -13,7 +13,7 @@ from collectors.transactions import (
     fetch_transactions,
     max_transaction_timeout_ms,
 )
-from dgm.waiting import wait_until
+from dgm.util.waiting import wait_until
 from tests.collectors.transactional import in_transaction, send, transactional_producer
 
 

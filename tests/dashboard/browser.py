@@ -11,8 +11,8 @@ from pathlib import Path
 
 from playwright.sync_api import Page
 
-from dgm.ports import free_ports
-from dgm.waiting import wait_until
+from dgm.util.ports import free_ports
+from dgm.util.waiting import wait_until
 from shell.stack import dashboard_answers
 from tests.dashboard.conftest import write_config
 

@@ -1,4 +1,4 @@
-"""A published `dgm.duckdb` with realistic rows, built from `dgm/published.py`'s DDL.
+"""A published `dgm.duckdb` with realistic rows, built from `dgm/contracts/published.py`'s DDL.
 
 It stands in for a real `dgm analyze` run until the lab can publish one: swap `build` for a
 lab run and the dashboard tests keep their meaning. Three pipelines:
@@ -27,9 +27,9 @@ from typing import Any
 
 import duckdb
 
-from dgm.published import PUBLISHED_FILE, TABLES
-from dgm.published_views import create_views
-from dgm.sampling import rate_interval
+from dgm.contracts.published import PUBLISHED_FILE, TABLES
+from dgm.contracts.published_views import create_views
+from dgm.contracts.sampling import rate_interval
 from spark_jobs.analyze.group_status import Sample, evaluate, summarize, worst
 
 WINDOW_S = 60

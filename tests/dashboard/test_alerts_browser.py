@@ -15,8 +15,8 @@ pytest.importorskip("playwright.sync_api", reason="needs the playwright package"
 from playwright.sync_api import expect
 
 from alerts.run import evaluate_after_analysis
-from dgm.alert_store import AlertStore
-from dgm.config import load_config
+from dgm.alerting.store import AlertStore
+from dgm.config.loader import load_config
 from tests.dashboard.browser import CHROMIUM, WAIT_MS, chromium, serving, wait_cell
 from tests.dashboard.published import build
 

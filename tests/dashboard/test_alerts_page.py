@@ -16,9 +16,9 @@ from streamlit.testing.v1 import AppTest
 
 from alerts.run import evaluate_after_analysis
 from dashboard import ui
-from dgm.alert_store import STORE_FILE, AlertStore
-from dgm.config import load_config
-from dgm.config_schema import DgmConfig
+from dgm.alerting.store import STORE_FILE, AlertStore
+from dgm.config.document import DgmConfig
+from dgm.config.loader import load_config
 from tests.dashboard.conftest import APP, healthy, markdown, no_exception, page, write_config
 from tests.dashboard.published import Expected, build
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
-from dgm.progress import AuditProgress, read_progress, write_progress
+from dgm.util.progress import AuditProgress, read_progress, write_progress
 from tests.dashboard.conftest import APP, no_exception
 
 NOW = datetime.now(UTC)

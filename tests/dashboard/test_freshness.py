@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from dashboard import ui
-from dgm.progress import AuditProgress, write_progress
+from dgm.util.progress import AuditProgress, write_progress
 from tests.dashboard.published import build
 
 # The test config: analysis every 60 s; build()'s runs take 12 s. Behind past 3 x 72 s.

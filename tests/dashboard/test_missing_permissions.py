@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dgm.permissions import (
+from dgm.clients.permissions import (
     AUTHORIZATION_FAILED,
     AUTHORIZATION_RESTORED,
     GROUP_DESCRIBE,

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 pytest.importorskip("playwright.sync_api", reason="needs the playwright package")
-from dgm.config import load_config
+from dgm.config.loader import load_config
 from spark_jobs.job import AnalysisJob
 from tests.dashboard.browser import CHROMIUM, WAIT_MS, chromium, grid_cells, serving
 from tests.published_lab import PublishedLab

@@ -9,7 +9,7 @@ from typing import Any
 
 from streamlit.testing.v1 import AppTest
 
-from dgm.watched import WatchStatus
+from dgm.contracts.watched import WatchStatus
 from tests.dashboard.conftest import APP, healthy, page
 from tests.dashboard.published import build
 from watch.publish import publish

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from dgm.waiting import wait_until
+from dgm.util.waiting import wait_until
 from embedded_kafka.processes import spawn
 from lab.supervisor import child_env
 

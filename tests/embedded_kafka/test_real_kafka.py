@@ -10,8 +10,8 @@ import pytest
 from confluent_kafka import Consumer, IsolationLevel, Producer, TopicPartition
 from confluent_kafka.admin import ConfigResource, OffsetSpec
 
-from dgm.ports import ephemeral_floor
-from dgm.waiting import wait_until
+from dgm.util.ports import ephemeral_floor
+from dgm.util.waiting import wait_until
 
 BATCH = 5
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from dgm.published import stale_after_s
+from dgm.contracts.published import stale_after_s
 from exporter.families import PER_PARTITION
 from exporter.snapshot import ScrapeSettings
 from tests.alerts.published_db import publish, verdict

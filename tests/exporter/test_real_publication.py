@@ -18,10 +18,10 @@ import duckdb
 import pytest
 
 from alerts import metrics as alert_metrics
-from dgm.ports import free_ports
-from dgm.published import PUBLISHED_FILE, open_read_only
-from dgm.samples import SampleStore
-from dgm.waiting import wait_until
+from dgm.contracts.published import PUBLISHED_FILE, open_read_only
+from dgm.contracts.samples import SampleStore
+from dgm.util.ports import free_ports
+from dgm.util.waiting import wait_until
 from exporter.families import PIPELINE_VALUES
 from tests.exporter.serving import Scrape, by, get, get_json, scrape, single
 from tests.published_lab import PublishedLab

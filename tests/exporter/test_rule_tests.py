@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from dgm.published import stale_after_s
+from dgm.contracts.published import stale_after_s
 from exporter.snapshot import read_snapshot
 from tests.alerts.published_db import publish, verdict
 from tests.exporter.test_deploy import RULES

@@ -11,8 +11,9 @@ from typing import Any
 import duckdb
 import pytest
 
-from dgm import __version__, published
-from dgm.published import PUBLISHED_FILE, open_read_only
+from dgm import __version__
+from dgm.contracts import published
+from dgm.contracts.published import PUBLISHED_FILE, open_read_only
 from exporter.families import FAMILIES, HEALTH, served_names
 from tests.dashboard import published as builder
 from tests.exporter.serving import by, get, get_json, scrape, serving, single

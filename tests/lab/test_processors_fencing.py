@@ -9,7 +9,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from dgm.waiting import wait_until
+from dgm.util.waiting import wait_until
 from lab.processors.exactly_once import EXIT_FENCED
 from lab.processors.settings import ProcessorSettings
 from lab.producer import ProducerSettings, run_producer

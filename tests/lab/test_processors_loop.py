@@ -7,7 +7,7 @@ import sys
 
 from confluent_kafka import KafkaError, Message, TopicPartition
 
-from dgm.headers import ID, SRC, parse_src
+from dgm.contracts.headers import ID, SRC, parse_src
 from lab.processors.announce import format_partitions, parse_partitions, parse_phase
 from lab.processors.loop import advanced, as_offsets, is_fatal, sink_headers, transform
 from lab.supervisor import child_env

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dgm.headers import SRC
+from dgm.contracts.headers import SRC
 from lab.ledger import read_ledger
 from lab.run import LabReport, LabSettings, run_lab
 from tests.truth import read_records

@@ -13,7 +13,8 @@ import pytest
 from psycopg import sql
 
 from lab.ledger import read_ledger
-from lab.processors.postgres_sink import PostgresSink, SinkRow, stored_offsets
+from lab.processors.postgres_sink import PostgresSink, stored_offsets
+from lab.processors.sqlite_sink import SinkRow
 from lab.run import LabReport, LabSettings, run_lab
 from tests.postgres import PostgresUnderTest
 from tests.truth import read_records

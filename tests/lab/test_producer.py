@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from dgm import headers
-from dgm.headers import header_map
-from dgm.waiting import wait_until
+from dgm.contracts import headers
+from dgm.contracts.headers import header_map
+from dgm.util.waiting import wait_until
 from lab.ledger import read_ledger
 from lab.producer import (
     ProducerSettings,

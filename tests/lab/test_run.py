@@ -10,11 +10,12 @@ from typing import Any
 
 import pytest
 
-from dgm.config import load_config
-from dgm.headers import ID, PRODUCER, SEQ
+from dgm.config.loader import load_config
+from dgm.contracts.headers import ID, PRODUCER, SEQ
 from lab.ledger import read_ledger
+from lab.pipeline import DECLARED
 from lab.processors.settings import MODES
-from lab.run import DECLARED, LabError, LabReport, LabSettings, fault_plan, run_lab
+from lab.run import LabError, LabReport, LabSettings, fault_plan, run_lab
 from tests.truth import read_headers
 
 

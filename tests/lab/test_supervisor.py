@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from dgm.waiting import wait_until
+from dgm.util.waiting import wait_until
 from lab.processors.settings import ProcessorSettings
 from lab.producer import ProducerSettings, run_producer
 from lab.supervisor import Supervisor

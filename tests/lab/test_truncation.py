@@ -16,11 +16,11 @@ import pytest
 
 from collectors.clients import Clients, ClusterUnreachable
 from collectors.cycle import Collector
-from dgm.config import load_config
-from dgm.published import open_read_only, published_path
-from dgm.samples import SampleStore
-from dgm.vocabulary import Anomaly, LossCause
-from dgm.waiting import wait_until
+from dgm.config.loader import load_config
+from dgm.contracts.published import open_read_only, published_path
+from dgm.contracts.samples import SampleStore
+from dgm.contracts.vocabulary import Anomaly, LossCause
+from dgm.util.waiting import wait_until
 from lab.truncation import truncate
 from spark_jobs.job import AnalysisJob
 

@@ -23,10 +23,10 @@ import duckdb
 from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]
 
-from dgm.published import PUBLISHED_FILE
-from dgm.sample_schemas import SCHEMAS
-from dgm.samples import SampleStore
-from dgm.waiting import wait_until
+from dgm.contracts.published import PUBLISHED_FILE
+from dgm.contracts.sample_schemas import SCHEMAS
+from dgm.contracts.samples import SampleStore
+from dgm.util.waiting import wait_until
 from embedded_kafka.cluster import EmbeddedCluster
 from lab.faults import leader
 from shell.services import ServiceGroup

@@ -8,7 +8,7 @@ from typing import Any
 
 import duckdb
 
-from dgm.published import PUBLISHED_FILE
+from dgm.contracts.published import PUBLISHED_FILE
 
 
 def clean_env(**extra: str) -> dict[str, str]:

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from alerts.run import evaluate_after_analysis
-from dgm.alert_store import AlertStore
-from dgm.config import load_config
-from dgm.errors import UserFacingError
+from dgm.alerting.store import AlertStore
+from dgm.config.loader import load_config
+from dgm.util.errors import UserFacingError
 from shell.alerts_command import register
 from tests.alerts.published_db import at, publish, verdict
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Producer
 
-from dgm.permissions import TOPIC_READ
+from dgm.clients.permissions import TOPIC_READ
 from shell.cli import main
 from tests.secured_kafka import DGM_USER, OIDC_CLIENT, OIDC_SECRET, SecuredKafka, acl, needed
 

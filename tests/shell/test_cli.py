@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from dgm.command_line import config_path
+from dgm.util.command_line import config_path
 from shell.cli import build_parser, main
 from shell.demo_command import other_shell_commands
 from tests.alerts.published_db import publish, verdict

@@ -15,10 +15,10 @@ import pyarrow.parquet as pq
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from dgm.ports import free_ports
-from dgm.sample_schemas import SCHEMAS
-from dgm.samples import SampleStore
-from dgm.waiting import wait_until
+from dgm.contracts.sample_schemas import SCHEMAS
+from dgm.contracts.samples import SampleStore
+from dgm.util.ports import free_ports
+from dgm.util.waiting import wait_until
 from embedded_kafka.cluster import EmbeddedCluster
 from lab.topics import create_topic
 
@@ -181,7 +181,7 @@ def test_collector_survives_a_broker_outage_and_stops_cleanly_on_sigterm(
     # Every file is whole and has its kind's schema; no temp file was left behind.
     for kind, schema in SCHEMAS.items():
         folder = store.kind_dir(kind)
-        # (Files a compacted one covers wait to be deleted: dgm.sample_upkeep.)
+        # (Files a compacted one covers wait to be deleted: dgm.contracts.sample_upkeep.)
         listed = sorted(p.name for p in [*store.files(kind), *store.covered(kind)])
         assert sorted(p.name for p in folder.iterdir()) == listed
         for path in store.files(kind):

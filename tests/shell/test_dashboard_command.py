@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from dgm.command_line import CommandParser
-from dgm.config import load_config
+from dgm.config.loader import load_config
+from dgm.util.command_line import CommandParser
 from shell.dashboard_command import app_path, register, streamlit_command, streamlit_env
 
 

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from dgm.alert_store import AlertStore
-from dgm.errors import UserFacingError
-from dgm.ports import free_ports
-from dgm.waiting import wait_until
+from dgm.alerting.store import AlertStore
+from dgm.util.errors import UserFacingError
+from dgm.util.ports import free_ports
+from dgm.util.waiting import wait_until
 from shell.demo_command import prepare_state_dir
 from shell.stack import dashboard_answers
 from tests.shell.helpers import clean_env, processes_of, published_verdicts

@@ -17,8 +17,8 @@ from streamlit.testing.v1 import AppTest
 
 from alerts.receiver import WebhookReceiver
 from alerts.run import evaluate_after_analysis
-from dgm.alert_store import AlertStore
-from dgm.config import CONFIG_FILE_NAME, load_config
+from dgm.alerting.store import AlertStore
+from dgm.config.loader import CONFIG_FILE_NAME, load_config
 from lab.pipeline import PipelineNames, add_to_config, pipeline_config
 from lab.processors.settings import Mode
 from shell.demo_command import demo_config, prepare_state_dir

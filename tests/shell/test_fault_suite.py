@@ -26,10 +26,11 @@ import duckdb
 import pytest
 from confluent_kafka.admin import AdminClient  # type: ignore[attr-defined]
 
-from dgm.config import ENV_STATE_DIR, PipelineConfig
-from dgm.ports import free_ports
-from dgm.published import PUBLISHED_FILE
-from dgm.waiting import wait_until
+from dgm.config.loader import ENV_STATE_DIR
+from dgm.config.pipelines import PipelineConfig
+from dgm.contracts.published import PUBLISHED_FILE
+from dgm.util.ports import free_ports
+from dgm.util.waiting import wait_until
 from lab.continuous import ContinuousLab, ContinuousSettings, DemoPipeline
 from lab.ledger import read_ledger
 from shell.demo_command import demo_config

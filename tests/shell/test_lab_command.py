@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from dgm.config import load_config
+from dgm.config.loader import load_config
 from lab.supervisor import child_env
 
 

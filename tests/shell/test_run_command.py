@@ -16,8 +16,8 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
-from dgm.ports import free_ports
-from dgm.waiting import wait_until
+from dgm.util.ports import free_ports
+from dgm.util.waiting import wait_until
 from lab.topics import create_topic
 from shell.stack import dashboard_answers
 from tests.shell.helpers import clean_env, processes_of, published_verdicts

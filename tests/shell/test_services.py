@@ -6,7 +6,7 @@ import os
 import sys
 from pathlib import Path
 
-from dgm.waiting import wait_until
+from dgm.util.waiting import wait_until
 from embedded_kafka.processes import is_alive
 from shell.services import ServiceGroup, ServiceSpec, dgm_command
 

@@ -8,7 +8,7 @@ import re
 from datetime import UTC, datetime
 from pathlib import Path
 
-from dgm.published import verdicts_document
+from dgm.contracts.published import verdicts_document
 from shell.verdicts_command import format_table, read_verdicts, sampled_rates
 from tests.dashboard.published import build
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from confluent_kafka import Producer
 
-from dgm.waiting import wait_until
+from dgm.util.waiting import wait_until
 from tests.conftest import KafkaUnderTest
 from watch.publish import published_seen
 

@@ -21,8 +21,10 @@ from pyspark.sql import SparkSession
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from dgm.config_schema import AnalysisSettings, DgmConfig, PipelineConfig  # noqa: E402
-from dgm.sample_schemas import SCHEMAS  # noqa: E402
+from dgm.config.analysis import AnalysisSettings  # noqa: E402
+from dgm.config.document import DgmConfig  # noqa: E402
+from dgm.config.pipelines import PipelineConfig  # noqa: E402
+from dgm.contracts.sample_schemas import SCHEMAS  # noqa: E402
 from spark_jobs.analyze.analysis import analyze  # noqa: E402
 from spark_jobs.analyze.engine import Engine  # noqa: E402
 from spark_jobs.analyze.publish import publish  # noqa: E402

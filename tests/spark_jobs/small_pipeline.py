@@ -10,8 +10,8 @@ from typing import Any
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from dgm.headers import ID, PRODUCER, SEQ, SRC
-from dgm.waiting import wait_until
+from dgm.contracts.headers import ID, PRODUCER, SEQ, SRC
+from dgm.util.waiting import wait_until
 from tests.published_lab import collecting
 
 PARTITIONS = 2
@@ -72,7 +72,7 @@ class SmallPipeline:
 def collected(kafka: Any, directory: Path) -> tuple[SmallPipeline, Path]:
     """New topics filled as `fill` says and two collector samples of them in directory/state:
     the pipeline and its config file."""
-    from dgm.config import load_config
+    from dgm.config.loader import load_config
 
     pipeline = SmallPipeline(
         kafka.new_topic("crash-src", PARTITIONS),

@@ -14,9 +14,9 @@ from typing import Any
 
 import duckdb
 
-from dgm.config import load_config
-from dgm.published import PUBLISHED_FILE, TABLES
-from dgm.waiting import wait_until
+from dgm.config.loader import load_config
+from dgm.contracts.published import PUBLISHED_FILE, TABLES
+from dgm.util.waiting import wait_until
 from spark_jobs.job import AnalysisJob
 from tests.spark_jobs.small_pipeline import DUPLICATED, collected
 

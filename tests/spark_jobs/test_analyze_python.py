@@ -13,13 +13,13 @@ from typing import Any
 
 import duckdb
 
-from dgm.published import PUBLISHED_FILE
+from dgm.contracts.published import PUBLISHED_FILE
 from tests.spark_jobs.small_pipeline import DUPLICATED, collected
 
 REPO = Path(__file__).resolve().parents[2]
 DGM = Path(sys.executable).parent / "dgm"  # the console script pip installed beside python
 BARE_PATH = "/usr/bin:/bin"
-# Where the Spark Kafka source's jars are cached (dgm.paths.user_cache_dir), and Java.
+# Where the Spark Kafka source's jars are cached (dgm.util.paths.user_cache_dir), and Java.
 PASSED = ("HOME", "DGM_CACHE_DIR", "XDG_CACHE_HOME", "JAVA_HOME", "DGM_BOOTSTRAP")
 
 

@@ -16,8 +16,8 @@ from typing import Any
 import duckdb
 import pytest
 
-from dgm.headers import PRODUCER, SEQ
-from dgm.vocabulary import OrderAnomaly
+from dgm.contracts.headers import PRODUCER, SEQ
+from dgm.contracts.vocabulary import OrderAnomaly
 from lab.ledger import read_ledger
 from tests.published_lab import PublishedLab
 from tests.truth import producer_out_of_order, read_records, sink_out_of_order

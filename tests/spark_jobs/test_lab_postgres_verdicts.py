@@ -16,7 +16,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from dgm.config import load_config
+from dgm.config.loader import load_config
 from lab.ledger import read_ledger
 from lab.run import LabReport
 from spark_jobs.job import AnalysisJob
@@ -42,7 +42,7 @@ class Published:
 
     @property
     def database(self) -> Path:
-        from dgm.published import PUBLISHED_FILE
+        from dgm.contracts.published import PUBLISHED_FILE
 
         return self.state_dir / PUBLISHED_FILE
 

@@ -12,9 +12,9 @@ from typing import Any
 import duckdb
 import pytest
 
-from dgm.config import load_config
-from dgm.published import PUBLISHED_FILE
-from dgm.sampling import kept_below, wilson_interval
+from dgm.config.loader import load_config
+from dgm.contracts.published import PUBLISHED_FILE
+from dgm.contracts.sampling import kept_below, wilson_interval
 from lab.ledger import read_ledger
 from spark_jobs.job import AnalysisJob
 from spark_jobs.sampling import id_hash

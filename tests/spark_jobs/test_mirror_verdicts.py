@@ -26,9 +26,11 @@ from typing import Any
 import pytest
 
 from collectors.several import cluster_collectors, run_each_forever
-from dgm.config import DgmConfig, PipelineConfig, append_pipeline, load_config
-from dgm.vocabulary import Achieved, LossCause
-from dgm.waiting import wait_until
+from dgm.config.document import DgmConfig
+from dgm.config.loader import append_pipeline, load_config
+from dgm.config.pipelines import PipelineConfig
+from dgm.contracts.vocabulary import Achieved, LossCause
+from dgm.util.waiting import wait_until
 from lab.mirror.run import Fault, MirrorLabReport, MirrorLabSettings, run_mirror_lab
 from spark_jobs.job import AnalysisJob
 from tests.conftest import KafkaUnderTest

@@ -15,9 +15,10 @@ from typing import Any
 
 import pytest
 
-from dgm.config import PipelineConfig, append_pipeline, load_config
-from dgm.vocabulary import Achieved, Claim, LossCause
-from dgm.waiting import wait_until
+from dgm.config.loader import append_pipeline, load_config
+from dgm.config.pipelines import PipelineConfig
+from dgm.contracts.vocabulary import Achieved, Claim, LossCause
+from dgm.util.waiting import wait_until
 from lab.no_offsets import NoOffsetsSettings, run_no_offsets
 from spark_jobs.job import AnalysisJob
 from tests.published_lab import collecting, offsets_samples, pipeline_verdict

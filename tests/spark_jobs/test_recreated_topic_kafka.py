@@ -12,10 +12,10 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import NewTopic
 
-from dgm.config import load_config
-from dgm.headers import ID
-from dgm.published import PUBLISHED_FILE, open_read_only
-from dgm.waiting import wait_until
+from dgm.config.loader import load_config
+from dgm.contracts.headers import ID
+from dgm.contracts.published import PUBLISHED_FILE, open_read_only
+from dgm.util.waiting import wait_until
 from spark_jobs.audit.fingerprint_store import (
     FingerprintStore,
 )

@@ -15,10 +15,10 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from pyspark.sql import functions as F
 
-from dgm.config import load_config
-from dgm.headers import ID, PRODUCER, SEQ
-from dgm.published import PUBLISHED_FILE, open_read_only, read_verdicts
-from dgm.waiting import wait_until
+from dgm.config.loader import load_config
+from dgm.contracts.headers import ID, PRODUCER, SEQ
+from dgm.contracts.published import PUBLISHED_FILE, open_read_only, read_verdicts
+from dgm.util.waiting import wait_until
 from lab.run import LabReport, LabSettings, run_lab
 from spark_jobs.audit.fingerprint_store import (
     FingerprintStore,

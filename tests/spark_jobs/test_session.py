@@ -83,7 +83,7 @@ def test_whoever_finds_the_running_session_does_not_stop_it(spark: Any) -> None:
     session once, and every Spark test after it failed."""
     import threading
 
-    from dgm.config_schema import DgmConfig
+    from dgm.config.document import DgmConfig
     from shell.check_command import _spark_session
     from spark_jobs.job import AnalysisJob
 

@@ -24,9 +24,9 @@ from typing import Any
 import pytest
 from pyspark.find_spark_home import _find_spark_home
 
-from dgm.ports import free_ports
-from dgm.published import TABLES, open_read_only, published_path
-from dgm.waiting import wait_until
+from dgm.contracts.published import TABLES, open_read_only, published_path
+from dgm.util.ports import free_ports
+from dgm.util.waiting import wait_until
 from tests.compose_file import command, compose_services, healthcheck, in_test
 from tests.spark_jobs.cluster_run import publish_rebuilt
 from tests.spark_jobs.small_pipeline import DUPLICATED, collected

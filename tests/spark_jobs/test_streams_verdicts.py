@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from dgm.config import append_pipeline, load_config
-from dgm.config_schema import MessageIdRule, PipelineConfig
+from dgm.config.loader import append_pipeline, load_config
+from dgm.config.pipelines import MessageIdRule, PipelineConfig
 from lab.streams.app import Guarantee
 from lab.streams.run import StreamsLabReport, StreamsLabSettings, run_streams_lab
 from spark_jobs.job import AnalysisJob

@@ -13,7 +13,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from dgm.config_schema import MessageIdRule
+from dgm.config.pipelines import MessageIdRule
 from spark_jobs.audit.expected import KAFKA_SOURCE
 from spark_jobs.audit.fingerprint import header, message_id
 from watch import ids

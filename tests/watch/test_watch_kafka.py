@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 from confluent_kafka import Producer
 
-from dgm.config_schema import DgmConfig, MessageIdRule
-from dgm.waiting import wait_until
+from dgm.config.document import DgmConfig
+from dgm.config.pipelines import MessageIdRule
+from dgm.util.waiting import wait_until
 from tests.conftest import KafkaUnderTest
 from tests.watch.watched import sink_pipeline
 from watch.loop import Watch, watched_topics

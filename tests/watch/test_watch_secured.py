@@ -11,9 +11,9 @@ from pathlib import Path
 
 from confluent_kafka import Producer
 
-from dgm.config_schema import DgmConfig
-from dgm.permissions import TOPIC_DESCRIBE, TOPIC_READ
-from dgm.waiting import wait_until
+from dgm.clients.permissions import TOPIC_DESCRIBE, TOPIC_READ
+from dgm.config.document import DgmConfig
+from dgm.util.waiting import wait_until
 from tests.secured_kafka import DGM_USER, SecuredKafka, acl
 from tests.watch.watched import sink_pipeline
 from watch.loop import Watch, watched_topics

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dgm.config_schema import MessageIdRule, PipelineConfig
+from dgm.config.pipelines import MessageIdRule, PipelineConfig
 
 
 def sink_pipeline(name: str, sink: str, rule: MessageIdRule | None = None) -> PipelineConfig:

@@ -15,7 +15,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from hypothesis import HealthCheck, settings
 
-from dgm.config_schema import AnalysisSettings, DgmConfig, ExternalSink, PipelineConfig
+from dgm.config.analysis import AnalysisSettings
+from dgm.config.document import DgmConfig
+from dgm.config.external_sinks import ExternalSink
+from dgm.config.pipelines import PipelineConfig
 from spark_jobs.analyze.engine import Engine
 from spark_jobs.fingerprints import Fingerprints
 from spark_jobs.schemas import FINGERPRINT

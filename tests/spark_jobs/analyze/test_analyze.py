@@ -11,14 +11,12 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from dgm.config_schema import (
-    AnalysisSettings,
-    DgmConfig,
-    ExternalSink,
-    PipelineConfig,
-)
-from dgm.published import TABLES, open_read_only, published_path
-from dgm.sample_schemas import SCHEMAS
+from dgm.config.analysis import AnalysisSettings
+from dgm.config.document import DgmConfig
+from dgm.config.external_sinks import ExternalSink
+from dgm.config.pipelines import PipelineConfig
+from dgm.contracts.published import TABLES, open_read_only, published_path
+from dgm.contracts.sample_schemas import SCHEMAS
 from spark_jobs.analyze.analysis import analyze
 from spark_jobs.analyze.publish import ARROW_TYPES, arrow_of, publish
 from spark_jobs.analyze.runs import fill_run

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from dgm.config_schema import DgmConfig, ExternalSink
-from dgm.vocabulary import Claim
+from dgm.config.document import DgmConfig
+from dgm.config.external_sinks import ExternalSink
+from dgm.contracts.vocabulary import Claim
 from spark_jobs.analyze import loss
 from spark_jobs.analyze.engine import deadline_reason
 from spark_jobs.analyze.per_id import Context

@@ -16,8 +16,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dgm.config_schema import AnalysisSettings, DgmConfig, PipelineConfig
-from dgm.vocabulary import LossCause
+from dgm.config.analysis import AnalysisSettings
+from dgm.config.document import DgmConfig
+from dgm.config.pipelines import PipelineConfig
+from dgm.contracts.vocabulary import LossCause
 from spark_jobs.analyze.engine import Engine
 from spark_jobs.fingerprints import Fingerprints
 from tests import reference

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from dgm.vocabulary import DuplicateCause, LossCause
+from dgm.contracts.vocabulary import DuplicateCause, LossCause
 from tests.spark_jobs.analyze import engine_run
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

@@ -8,9 +8,9 @@ from pathlib import Path
 import pyarrow as pa
 
 from collectors.events import backwards_events
-from dgm.config import load_config
-from dgm.sample_schemas import SCHEMAS
-from dgm.samples import PartitionOffsets, rows_table
+from dgm.config.loader import load_config
+from dgm.contracts.sample_schemas import SCHEMAS
+from dgm.contracts.samples import PartitionOffsets, rows_table
 from spark_jobs.analyze.faults import faults
 
 AT = datetime(2026, 1, 1, tzinfo=UTC)

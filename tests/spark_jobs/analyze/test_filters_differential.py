@@ -25,8 +25,10 @@ import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from dgm.config_schema import AnalysisSettings, DgmConfig, MessageIdRule, PipelineConfig
-from dgm.vocabulary import LossCause
+from dgm.config.analysis import AnalysisSettings
+from dgm.config.document import DgmConfig
+from dgm.config.pipelines import MessageIdRule, PipelineConfig
+from dgm.contracts.vocabulary import LossCause
 from spark_jobs.analyze.engine import Engine
 from spark_jobs.audit.expected import KAFKA_SOURCE, check_predicates, with_expected
 from spark_jobs.audit.fingerprint import fingerprints

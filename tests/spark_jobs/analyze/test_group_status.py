@@ -10,9 +10,10 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from dgm.config import ConfigError, load_config
-from dgm.sample_schemas import SCHEMAS
-from dgm.vocabulary import GroupStatus
+from dgm.config.loader import load_config
+from dgm.config.problems import ConfigError
+from dgm.contracts.sample_schemas import SCHEMAS
+from dgm.contracts.vocabulary import GroupStatus
 from spark_jobs.analyze.group_status import (
     Sample,
     group_status,

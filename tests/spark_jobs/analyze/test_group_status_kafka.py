@@ -29,12 +29,14 @@ from streamlit.testing.v1 import AppTest
 from alerts.metrics import read_values
 from collectors.clients import Clients
 from collectors.cycle import Collector
-from dgm.alert_rules import AlertRule
-from dgm.config_schema import AnalysisSettings, CollectorSettings, DgmConfig
-from dgm.published import open_read_only, published_path
-from dgm.samples import SampleStore
-from dgm.vocabulary import GroupStatus
-from dgm.waiting import wait_until
+from dgm.config.alerts import AlertRule
+from dgm.config.analysis import AnalysisSettings
+from dgm.config.collectors import CollectorSettings
+from dgm.config.document import DgmConfig
+from dgm.contracts.published import open_read_only, published_path
+from dgm.contracts.samples import SampleStore
+from dgm.contracts.vocabulary import GroupStatus
+from dgm.util.waiting import wait_until
 from spark_jobs.analyze.analysis import analyze
 from spark_jobs.analyze.publish import publish
 from spark_jobs.analyze.samples import read_samples

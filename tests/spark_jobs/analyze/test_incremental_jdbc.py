@@ -16,7 +16,7 @@ import pyarrow as pa
 import pytest
 from psycopg import sql
 
-from dgm.config_schema import DgmConfig
+from dgm.config.document import DgmConfig
 from spark_jobs.analyze.engine import Engine
 from spark_jobs.audit.fingerprint_store import FingerprintStore
 from spark_jobs.audit.jdbc_audit import audit_jdbc

@@ -7,9 +7,9 @@ from datetime import UTC, datetime, timedelta
 
 import pyarrow as pa
 
-from dgm import published as tables
-from dgm.fingerprints import DISPLACED
-from dgm.vocabulary import Anomaly, LossCause
+from dgm.contracts import published as tables
+from dgm.contracts.fingerprints import DISPLACED
+from dgm.contracts.vocabulary import Anomaly, LossCause
 from spark_jobs.analyze import integrity
 from spark_jobs.analyze.publish import conform_arrow
 from tests.spark_jobs.analyze import engine_run

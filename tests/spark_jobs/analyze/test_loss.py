@@ -8,8 +8,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from dgm.config_schema import DgmConfig, PipelineConfig
-from dgm.samples import rows_table
+from dgm.config.document import DgmConfig
+from dgm.config.pipelines import PipelineConfig
+from dgm.contracts.samples import rows_table
 from spark_jobs.analyze import loss
 from spark_jobs.analyze.passes import History, context
 from tests.spark_jobs.analyze import engine_run

@@ -21,7 +21,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from dgm.published import LOST
+from dgm.contracts.published import LOST
 from spark_jobs.schemas import FINGERPRINT
 from tests import reference
 from tests.generated_fingerprints import pipeline

@@ -10,7 +10,7 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dgm.vocabulary import OrderAnomaly
+from dgm.contracts.vocabulary import OrderAnomaly
 from spark_jobs.analyze.order import (
     above,
     judge,

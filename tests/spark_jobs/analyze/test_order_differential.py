@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dgm.published import OUT_OF_ORDER
-from dgm.vocabulary import OrderAnomaly
+from dgm.contracts.published import OUT_OF_ORDER
+from dgm.contracts.vocabulary import OrderAnomaly
 from spark_jobs.analyze.engine import Engine
 from spark_jobs.fingerprints import Fingerprints
 from tests import reference

@@ -15,10 +15,10 @@ import pyarrow as pa
 import pytest
 from pyspark.sql import functions as F
 
-from dgm import durable as durable_module
-from dgm.published import FAULTS, TABLES, VERDICTS, open_read_only, published_path
-from dgm.published_views import VIEWS
-from dgm.vocabulary import GroupStatus
+from dgm.contracts.published import FAULTS, TABLES, VERDICTS, open_read_only, published_path
+from dgm.contracts.published_views import VIEWS
+from dgm.contracts.vocabulary import GroupStatus
+from dgm.util import durable as durable_module
 from spark_jobs.analyze.publish import publish
 
 AT = datetime(2026, 1, 1, 12, tzinfo=UTC)
@@ -212,7 +212,7 @@ def test_spark_dataframes_are_published_through_arrow(spark: Any, tmp_path: Path
 
 READER = """
 import sys
-from dgm.published import open_read_only, published_path
+from dgm.contracts.published import open_read_only, published_path
 connection = open_read_only(published_path(sys.argv[1]))
 def show():
     rows = connection.execute("SELECT detail FROM faults ORDER BY detail").fetchall()

@@ -20,7 +20,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from dgm.vocabulary import LossCause
+from dgm.contracts.vocabulary import LossCause
 from spark_jobs.analyze import duplicates
 from spark_jobs.schemas import FINGERPRINT
 from tests import reference

@@ -16,8 +16,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pyspark.sql import DataFrame
 
-from dgm.config_schema import DgmConfig
-from dgm.vocabulary import LossCause
+from dgm.config.document import DgmConfig
+from dgm.contracts.vocabulary import LossCause
 from spark_jobs.analyze.analysis import analyze
 from spark_jobs.fingerprints import Fingerprints
 from spark_jobs.sampling import kept

@@ -9,8 +9,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dgm.sample_schemas import SCHEMAS
-from dgm.samples import compacted_name, file_name
+from dgm.contracts.sample_schemas import SCHEMAS
+from dgm.contracts.samples import compacted_name, file_name
 from spark_jobs.analyze.samples import SampleReader, read_samples
 from tests.spark_jobs.analyze.test_analyze import samples
 

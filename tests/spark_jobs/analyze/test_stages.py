@@ -8,9 +8,11 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from dgm.config_schema import AnalysisSettings, DgmConfig, PipelineConfig
-from dgm.published import LOST, PIPELINE_STAGES, TOPIC_WINDOWS
-from dgm.vocabulary import Achieved, LossCause
+from dgm.config.analysis import AnalysisSettings
+from dgm.config.document import DgmConfig
+from dgm.config.pipelines import PipelineConfig
+from dgm.contracts.published import LOST, PIPELINE_STAGES, TOPIC_WINDOWS
+from dgm.contracts.vocabulary import Achieved, LossCause
 from spark_jobs.analyze.stages import chains, pipeline_stages
 from spark_jobs.analyze.verdict import compose
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from dgm.vocabulary import LossCause
+from dgm.contracts.vocabulary import LossCause
 from tests import reference
 from tests.spark_jobs.analyze import engine_run
 from tests.spark_jobs.analyze.test_loss_differential import (

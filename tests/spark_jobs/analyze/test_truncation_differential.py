@@ -24,10 +24,10 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from dgm import headers
-from dgm.config_schema import MessageIdRule
-from dgm.sample_schemas import SCHEMAS
-from dgm.samples import PartitionOffsets, SampleStore
+from dgm.config.pipelines import MessageIdRule
+from dgm.contracts import headers
+from dgm.contracts.sample_schemas import SCHEMAS
+from dgm.contracts.samples import PartitionOffsets, SampleStore
 from spark_jobs.analyze.analysis import analyze
 from spark_jobs.audit.fingerprint import fingerprints
 from spark_jobs.audit.fingerprint_store import FingerprintStore

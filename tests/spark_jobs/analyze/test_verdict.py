@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from dgm.config_schema import SEMANTICS
-from dgm.vocabulary import Achieved, Evidence
+from dgm.config.pipelines import SEMANTICS
+from dgm.contracts.vocabulary import Achieved, Evidence
 from spark_jobs.analyze.verdict import achieved, evidence, meets_declared
 
 

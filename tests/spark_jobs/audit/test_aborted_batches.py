@@ -17,9 +17,11 @@ from hypothesis import strategies as st
 
 from collectors.clients import Clients
 from collectors.cycle import Collector
-from dgm.config_schema import ClusterConfig, CollectorSettings, DgmConfig
-from dgm.samples import SampleStore
-from dgm.waiting import wait_until
+from dgm.config.cluster import ClusterConfig
+from dgm.config.collectors import CollectorSettings
+from dgm.config.document import DgmConfig
+from dgm.contracts.samples import SampleStore
+from dgm.util.waiting import wait_until
 from spark_jobs.audit import aborted_batches, fingerprinted, kafka_source
 from spark_jobs.audit.aborted_batches import ABORT, BatchHeader, MarkerWalker, PartitionWalk
 from spark_jobs.audit.kafka_read import audit

@@ -17,16 +17,13 @@ from pyspark.sql import functions as F
 
 from collectors.clients import Clients
 from collectors.cycle import Collector
-from dgm.config_schema import (
-    ClusterConfig,
-    CollectorSettings,
-    DgmConfig,
-    ExternalSink,
-    MessageIdRule,
-    PipelineConfig,
-)
-from dgm.samples import SampleStore
-from dgm.waiting import wait_until
+from dgm.config.cluster import ClusterConfig
+from dgm.config.collectors import CollectorSettings
+from dgm.config.document import DgmConfig
+from dgm.config.external_sinks import ExternalSink
+from dgm.config.pipelines import MessageIdRule, PipelineConfig
+from dgm.contracts.samples import SampleStore
+from dgm.util.waiting import wait_until
 from lab.processors.sqlite_sink import SinkRow, SinkStore
 from spark_jobs.audit import external as audit_external
 from spark_jobs.audit import fingerprint_store

@@ -14,8 +14,11 @@ from confluent_kafka.admin import NewTopic
 from collectors.clients import Clients
 from collectors.cluster_store import ClusterSampleStore
 from collectors.cycle import Collector
-from dgm.config_schema import ClusterConfig, CollectorSettings, DgmConfig, PipelineConfig
-from dgm.samples import SampleStore
+from dgm.config.cluster import ClusterConfig
+from dgm.config.collectors import CollectorSettings
+from dgm.config.document import DgmConfig
+from dgm.config.pipelines import PipelineConfig
+from dgm.contracts.samples import SampleStore
 from spark_jobs.audit.fingerprint_store import FingerprintStore
 from spark_jobs.audit.kafka_read import audit
 from tests.conftest import KafkaUnderTest

@@ -8,9 +8,12 @@ from typing import Any
 
 from collectors.clients import Clients
 from collectors.cycle import Collector
-from dgm.config_schema import ClusterConfig, CollectorSettings, DgmConfig, PipelineConfig
-from dgm.permissions import AUTHORIZATION_FAILED, TOPIC_DESCRIBE, TOPIC_READ, Denial
-from dgm.samples import SampleStore
+from dgm.clients.permissions import AUTHORIZATION_FAILED, TOPIC_DESCRIBE, TOPIC_READ, Denial
+from dgm.config.cluster import ClusterConfig
+from dgm.config.collectors import CollectorSettings
+from dgm.config.document import DgmConfig
+from dgm.config.pipelines import PipelineConfig
+from dgm.contracts.samples import SampleStore
 from spark_jobs.audit.kafka_read import audit
 from tests.secured_kafka import DGM_USER, SecuredKafka, acl
 from tests.shell.test_check_command import topic_with_records

@@ -14,9 +14,10 @@ from typing import Any
 import pytest
 from confluent_kafka import Producer
 
-from dgm import headers
-from dgm.config_schema import AnalysisSettings, DgmConfig
-from dgm.progress import read_progress
+from dgm.config.analysis import AnalysisSettings
+from dgm.config.document import DgmConfig
+from dgm.contracts import headers
+from dgm.util.progress import read_progress
 from spark_jobs.audit.fingerprint_store import (
     FingerprintStore,
 )

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from confluent_kafka import Producer
 
-from dgm.config import load_config
-from dgm.headers import ID
+from dgm.config.loader import load_config
+from dgm.contracts.headers import ID
 from spark_jobs.audit.fingerprint_store import FingerprintStore
 from tests.spark_jobs.test_retention_kafka import analyze_once
 

@@ -10,7 +10,9 @@ from typing import Any
 
 import pytest
 
-from dgm.config_schema import ConfigError, DgmConfig, PipelineConfig
+from dgm.config.document import DgmConfig
+from dgm.config.pipelines import PipelineConfig
+from dgm.config.problems import ConfigError
 from spark_jobs.audit.expected import (
     KAFKA_SOURCE,
     check_predicates,

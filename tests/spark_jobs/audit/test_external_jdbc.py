@@ -10,8 +10,9 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from dgm.config_schema import ExternalSink, PipelineConfig
-from dgm.fingerprints import FINGERPRINT as ARROW_FINGERPRINT
+from dgm.config.external_sinks import ExternalSink
+from dgm.config.pipelines import PipelineConfig
+from dgm.contracts.fingerprints import FINGERPRINT as ARROW_FINGERPRINT
 from spark_jobs.audit.external import ExternalSinkError
 from spark_jobs.audit.external_jdbc import driver_packages, read_incremental
 from spark_jobs.schemas import FINGERPRINT

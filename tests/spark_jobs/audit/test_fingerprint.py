@@ -15,8 +15,8 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from dgm.config_schema import MessageIdRule
-from dgm.waiting import wait_until
+from dgm.config.pipelines import MessageIdRule
+from dgm.util.waiting import wait_until
 from spark_jobs.audit.expected import KAFKA_SOURCE
 from spark_jobs.audit.fingerprint import (
     aborted_offsets,

@@ -11,8 +11,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from dgm.config_schema import MessageIdRule
-from dgm.fingerprints import FINGERPRINT as ARROW_FINGERPRINT
+from dgm.config.pipelines import MessageIdRule
+from dgm.contracts.fingerprints import FINGERPRINT as ARROW_FINGERPRINT
 from spark_jobs.audit.fingerprint_store import (
     MANIFEST,
     FingerprintStore,

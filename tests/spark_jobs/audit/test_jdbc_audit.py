@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from dgm.config_schema import DgmConfig
+from dgm.config.document import DgmConfig
 from spark_jobs.audit.fingerprint_store import FingerprintStore
 from spark_jobs.audit.jdbc_audit import audit_jdbc, positions
 from tests.postgres import PostgresUnderTest

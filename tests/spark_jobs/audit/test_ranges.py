@@ -6,7 +6,7 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
-from dgm.samples import PartitionOffsets, SampleStore
+from dgm.contracts.samples import PartitionOffsets, SampleStore
 from spark_jobs.audit.ranges import (
     OffsetRange,
     assign_json,

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from dgm.fingerprints import FINGERPRINT
+from dgm.contracts.fingerprints import FINGERPRINT
 from spark_jobs.audit.reread import (
     NOW_SCHEMA,
     WENT_BACK,

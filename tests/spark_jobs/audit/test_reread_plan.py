@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dgm.samples import PartitionOffsets
+from dgm.contracts.samples import PartitionOffsets
 from spark_jobs.audit.reread import (
     SHARE,
     WENT_BACK,

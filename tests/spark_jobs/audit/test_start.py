@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 
-from dgm.samples import Key, PartitionOffsets
+from dgm.contracts.samples import Key, PartitionOffsets
 from spark_jobs.audit.start import first_starts
 
 NOW = datetime(2026, 1, 1, 12, tzinfo=UTC)

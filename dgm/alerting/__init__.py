@@ -1,0 +1,1 @@
+"""Alerting: what a rule says, the metrics rules name, the store of rules and states."""

@@ -1,0 +1,1 @@
+"""Kafka clients: one set of settings for every client dgm speaks through, and its rights."""

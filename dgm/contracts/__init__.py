@@ -1,0 +1,1 @@
+"""The contracts stages exchange: samples, fingerprints, published tables, headers, ids."""

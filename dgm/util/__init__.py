@@ -1,0 +1,1 @@
+"""Small utilities: errors, durable files, ports, progress, signals, waiting, command lines."""
