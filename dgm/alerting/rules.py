@@ -14,17 +14,14 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from fnmatch import fnmatchcase
-from typing import Any, Literal
+from typing import Any, Literal, get_type_hints
 
 from dgm.config.alerts import (
     AlertRule,
     split_scope,
 )
+from dgm.config.loader import field_value
 from dgm.config.problems import Problem
-
-_TEXT_FIELDS = ("name", "metric", "scope", "comparison", "window", "severity")
-_NUMBER_FIELDS = ("threshold", "for_s", "renotify_s")
-_REQUIRED = ("name", "metric", "threshold")
 
 _COMPARE: dict[str, Callable[[float, float], bool]] = {
     ">": operator.gt,
@@ -43,46 +40,43 @@ def validate_rule(values: Mapping[str, object]) -> AlertRule | list[Problem]:
     """
     name = values.get("name")
     rule = f"rule {name!r}: " if isinstance(name, str) and name else ""
-    declared = {f.name for f in dataclasses.fields(AlertRule)}
+    fields = {f.name: f for f in dataclasses.fields(AlertRule)}
     problems: list[Problem] = [
-        (key, f"{rule}unknown key (expected one of {', '.join(sorted(declared))})")
+        (key, f"{rule}unknown key (expected one of {', '.join(sorted(fields))})")
         for key in values
-        if key not in declared
+        if key not in fields
     ]
-    problems += [(key, f"{rule}missing required key") for key in _REQUIRED if key not in values]
+    problems += [
+        (key, f"{rule}missing required key")
+        for key, declared in fields.items()
+        if key not in values and declared.default is dataclasses.MISSING
+    ]
     converted: dict[str, Any] = {}
-    for key in _TEXT_FIELDS:
-        if key in values:
-            value = values[key]
-            if isinstance(value, str):
-                converted[key] = value
-            else:
-                problems.append((key, f"{rule}expected text, got {value!r}"))
-    for key in _NUMBER_FIELDS:
-        if key in values:
-            number = _number(values[key])
-            if number is None:
-                problems.append((key, f"{rule}expected a number, got {values[key]!r}"))
-            else:
-                converted[key] = number
+    for key in fields.keys() & values.keys():
+        try:
+            converted[key] = field_value(AlertRule, key, _form_value(key, values[key]))
+        except ValueError as error:
+            problems.append((key, f"{rule}{error}"))
     if problems:
-        return problems
+        return sorted(problems, key=lambda problem: _ORDER.get(problem[0], -1))
     checked = AlertRule(**converted)
     return list(checked.problems()) or checked
 
 
-def _number(value: object) -> float | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int | float):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            number = float(value.strip())
-        except ValueError:
-            return None
-        return number if math.isfinite(number) else None
-    return None
+# Problems in the order of the rule's fields, unknown keys first.
+_ORDER = {f.name: index for index, f in enumerate(dataclasses.fields(AlertRule))}
+
+
+def _form_value(key: str, value: object) -> object:
+    """A form's text for a number field that reads as a finite number ("0.01") as that
+    number; anything else as it is, for the loader's walker to accept or refuse."""
+    if not isinstance(value, str) or get_type_hints(AlertRule)[key] is not float:
+        return value
+    try:
+        number = float(value.strip())
+    except ValueError:
+        return value
+    return number if math.isfinite(number) else value
 
 
 def rule_to_dict(rule: AlertRule) -> dict[str, object]:

@@ -135,6 +135,16 @@ def _convert(value: object, tp: Any, at: _At) -> Any:
     raise TypeError(f"dgm.config.loader cannot load values of type {tp!r}")
 
 
+def field_value(cls: type[Any], name: str, value: object) -> Any:
+    """`value` as field `name` of dataclass `cls` loads it from TOML (the same walker, so a
+    form checks types as the file does); ValueError saying what was expected otherwise."""
+    hint = get_type_hints(cls)[name]
+    try:
+        return _convert(value, hint, _At(file="", base=Path(".")))
+    except ConfigError:
+        raise ValueError(f"expected {_expected(hint)}, got {value!r}") from None
+
+
 def _flatten_settings(table: Mapping[str, object], at: _At) -> dict[str, str]:
     """Client settings as flat dotted keys: TOML reads `sasl.mechanism = ...` as nested tables."""
     flat: dict[str, str] = {}
