@@ -1,9 +1,8 @@
-"""A folder of pinned jars in the user cache: fetched once, whole or not at all, one writer.
+"""A folder in the user cache: filled once, whole or not at all, by one writer at a time.
 
-The one home of that cache for the broker's distribution (embedded_kafka.distribution) and the
-lab's Java applications (Kafka Streams, MirrorMaker 2): each names its lock file; the jars are
-checked against their SHA-256 by `maven_central.fetch_all`, staged beside the target and
-renamed into place with a marker.
+What embedded_kafka.kafka_jars keeps its pinned jars in, and the lab's Kafka Streams
+application its compiled class: each is staged beside its target and renamed into place with
+a marker.
 """
 
 from __future__ import annotations
@@ -12,18 +11,13 @@ import fcntl
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 
-from dgm.paths import user_cache_dir
-from embedded_kafka.maven_central import DownloadError, LockedJar, fetch_all, parse_lock
+from dgm.util.paths import user_cache_dir
 
 COMPLETE_MARKER = ".complete"
-
-Progress = Callable[[str], None]
 
 
 @contextmanager
@@ -62,43 +56,3 @@ def replace_whole(target: Path, marker: str, fill: Callable[[Path], None]) -> No
         os.replace(staging, target)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-
-
-def cached_jars(libs: Path, jars: Sequence[LockedJar], what: str, progress: Progress) -> Path:
-    """`libs` holding exactly `jars`, downloaded and verified if not there yet. The caller
-    holds `exclusive` on a lock beside it. Raises maven_central.DownloadError."""
-    if (libs / COMPLETE_MARKER).exists():
-        return libs
-    progress(f"Fetching {what} ({len(jars)} jars) into {libs}...")
-    replace_whole(libs, what, lambda staging: fetch_all(jars, staging, progress))
-    return libs
-
-
-@dataclass(frozen=True)
-class PinnedJars:
-    """The jars a package pins in its lock file, cached under `<user cache>/<cache_name>/
-    <version>/libs`."""
-
-    package: str  # holds the lock file (and whatever else the application ships)
-    lock_file: str
-    cache_name: str
-    version: str
-    what: str  # names the jars in progress lines, e.g. "Kafka Streams 4.1.1"
-
-    def resource(self, name: str) -> Path:
-        return Path(str(resources.files(self.package).joinpath(name)))
-
-    def jars(self) -> tuple[LockedJar, ...]:
-        return parse_lock(self.resource(self.lock_file).read_text())
-
-    def cache_dir(self) -> Path:
-        return cache_dir(self.cache_name, self.version)
-
-    def libs(self, root: Path, progress: Progress, error: Callable[[str], Exception]) -> Path:
-        """`<root>/libs` holding the jars (the caller holds `locked(root)`); a download that
-        fails raises `error` naming the lock file."""
-        try:
-            return cached_jars(root / "libs", self.jars(), self.what, progress)
-        except DownloadError as failed:
-            where = f"{self.package.replace('.', '/')}/{self.lock_file}"
-            raise error(f"{failed} (jars of {where})") from failed

@@ -14,14 +14,12 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
-from importlib import resources
 from pathlib import Path
 from typing import NamedTuple
 
-from dgm.errors import UserFacingError
+from dgm.util.errors import UserFacingError
 
 MAVEN_CENTRAL = "https://repo1.maven.org/maven2"
-LOCK_FILE = "kafka-jars.lock"
 PARALLEL_DOWNLOADS = 4
 CHUNK = 1 << 16
 TIMEOUT_S = 60.0
@@ -50,8 +48,9 @@ class LockedJar(NamedTuple):
         return f"{self.group.replace('.', '/')}/{self.artifact}/{self.version}/{self.file_name}"
 
 
-def parse_lock(text: str) -> tuple[LockedJar, ...]:
-    """`group:artifact:version sha256 bytes` per line; `#` starts a comment."""
+def parse_lock(text: str, source: str = "the lock file") -> tuple[LockedJar, ...]:
+    """`group:artifact:version sha256 bytes` per line; `#` starts a comment. `source` names
+    the text in errors."""
     jars = []
     for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.split("#", 1)[0].strip()
@@ -62,12 +61,8 @@ def parse_lock(text: str) -> tuple[LockedJar, ...]:
             group, artifact, version = coordinates.split(":")
             jars.append(LockedJar(group, artifact, version, sha256.lower(), int(size)))
         except ValueError as error:
-            raise DownloadError(f"{LOCK_FILE} line {number}: cannot read {raw!r}") from error
+            raise DownloadError(f"{source} line {number}: cannot read {raw!r}") from error
     return tuple(jars)
-
-
-def kafka_jars() -> tuple[LockedJar, ...]:
-    return parse_lock(resources.files("embedded_kafka").joinpath(LOCK_FILE).read_text())
 
 
 def repository_url() -> str:
@@ -94,7 +89,7 @@ def fetch_jar(jar: LockedJar, folder: Path, repository: str) -> int:
         if digest.hexdigest() != jar.sha256:
             raise DownloadError(
                 f"Checksum mismatch for {url}: SHA-256 {digest.hexdigest()}, expected "
-                f"{jar.sha256} (pinned in embedded_kafka/{LOCK_FILE}). The file was discarded; "
+                f"{jar.sha256}, the pinned one. The file was discarded; "
                 "a proxy or mirror may have altered it."
             )
         os.replace(temporary, folder / jar.file_name)

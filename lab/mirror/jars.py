@@ -1,31 +1,21 @@
-"""MirrorMaker 2's classpath: the broker's pinned jars plus mirror-jars.lock's, from the cache.
-
-The extra jars live in the user cache (DGM_CACHE_DIR, else ~/.cache/dgm) under
-connect-mirror/<version>/libs, each checked against its SHA-256 (embedded_kafka.jar_cache).
-"""
+"""MirrorMaker 2's classpath: the broker's jars plus the `connect-mirror` set's
+(embedded_kafka.kafka_jars), each downloaded once."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 
-from dgm.errors import UserFacingError
 from embedded_kafka.distribution import resolve_distribution
-from embedded_kafka.jar_cache import PinnedJars, locked
-from embedded_kafka.maven_central import LockedJar
+from embedded_kafka.kafka_jars import MIRROR, JarSet
 
-MIRROR_VERSION = "4.1.1"
-LOCK_FILE = "mirror-jars.lock"
 LOG_CONFIG = "log4j2.properties"
 MAIN_CLASS = "org.apache.kafka.connect.mirror.MirrorMaker"
 
 Progress = Callable[[str], None]
-
-
-class MirrorBuildError(UserFacingError):
-    pass
 
 
 @dataclass(frozen=True)
@@ -39,22 +29,9 @@ class MirrorClasspath:
         return f"{self.libs / '*'}{os.pathsep}{self.broker_libs / '*'}"
 
 
-PINNED = PinnedJars(
-    "lab.mirror", LOCK_FILE, "connect-mirror", MIRROR_VERSION, f"connect-mirror {MIRROR_VERSION}"
-)
-
-
-def mirror_jars() -> tuple[LockedJar, ...]:
-    return PINNED.jars()
-
-
-def cache_dir() -> Path:
-    return PINNED.cache_dir()
-
-
 def resolve_classpath(progress: Progress) -> MirrorClasspath:
     """The broker's jars and MirrorMaker 2's own, each downloaded once."""
     broker = resolve_distribution(progress=progress)
-    with locked(cache_dir()) as root:
-        libs = PINNED.libs(root, progress, MirrorBuildError)
-    return MirrorClasspath(libs, broker.libs, PINNED.resource(LOG_CONFIG))
+    libs = JarSet.pinned(MIRROR).fetch(progress).libs
+    log_config = Path(str(resources.files("lab.mirror").joinpath(LOG_CONFIG)))
+    return MirrorClasspath(libs, broker.libs, log_config)

@@ -1,9 +1,9 @@
-"""The Streams application's classpath: pinned jars from Maven Central and its compiled class.
+"""The Streams application's classpath: Kafka Streams' pinned jars and its compiled class.
 
-Both live in the user cache (DGM_CACHE_DIR, else ~/.cache/dgm) under kafka-streams/<version>:
-`libs/` holds the jars of streams-jars.lock, each checked against its SHA-256, and
-`classes-<hash of the source>/` the class javac compiled from StreamsPipeline.java, so an
-edited source is compiled afresh. Each appears whole (staged, then renamed) or not at all.
+The jars are embedded_kafka.kafka_jars' `kafka-streams` set. The class javac compiled from
+StreamsPipeline.java lives in the user cache (DGM_CACHE_DIR, else ~/.cache/dgm) under
+streams-pipeline/<Kafka version>/classes-<hash of the source>/, so an edited source is
+compiled afresh; it appears whole (staged, then renamed) or not at all.
 """
 
 from __future__ import annotations
@@ -14,18 +14,18 @@ import shutil
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 
-from dgm.errors import UserFacingError
-from embedded_kafka.jar_cache import COMPLETE_MARKER, PinnedJars, locked, replace_whole
+from dgm.util.errors import UserFacingError
+from embedded_kafka.jar_cache import COMPLETE_MARKER, cache_dir, locked, replace_whole
 from embedded_kafka.java import find_java
-from embedded_kafka.maven_central import LockedJar
+from embedded_kafka.kafka_jars import STREAMS, JarSet
 
-STREAMS_VERSION = "4.1.1"
-LOCK_FILE = "streams-jars.lock"
 SOURCE_FILE = "StreamsPipeline.java"
 LOG_CONFIG = "log4j2.properties"
 MAIN_CLASS = "StreamsPipeline"
+CLASSES = "streams-pipeline"  # the compiled application's folder in the user cache
 
 Progress = Callable[[str], None]
 
@@ -45,32 +45,24 @@ class StreamsClasspath:
         return f"{self.libs / '*'}{os.pathsep}{self.classes}"
 
 
-PINNED = PinnedJars(
-    "lab.streams", LOCK_FILE, "kafka-streams", STREAMS_VERSION, f"Kafka Streams {STREAMS_VERSION}"
-)
-
-
-def streams_jars() -> tuple[LockedJar, ...]:
-    return PINNED.jars()
-
-
-def cache_dir() -> Path:
-    return PINNED.cache_dir()
+def resource(name: str) -> Path:
+    """A file shipped beside this module: the application's source, its log configuration."""
+    return Path(str(resources.files("lab.streams").joinpath(name)))
 
 
 def resolve_classpath(progress: Progress) -> StreamsClasspath:
     """The jars (downloaded once) and the compiled application (compiled once per source)."""
-    with locked(cache_dir()) as root:
-        root.mkdir(parents=True, exist_ok=True)
-        libs = PINNED.libs(root, progress, StreamsBuildError)
-        source = PINNED.resource(SOURCE_FILE).read_bytes()
+    jars = JarSet.pinned(STREAMS)
+    libs = jars.fetch(progress).libs
+    source = resource(SOURCE_FILE).read_bytes()
+    with locked(cache_dir(CLASSES, jars.version)) as root:
         classes = root / f"classes-{hashlib.sha256(source).hexdigest()[:16]}"
         if not (classes / COMPLETE_MARKER).exists():
-            _compile(source, libs, classes, progress)
-    return StreamsClasspath(libs, classes, PINNED.resource(LOG_CONFIG))
+            _compile(source, libs, classes, progress, jars.title)
+    return StreamsClasspath(libs, classes, resource(LOG_CONFIG))
 
 
-def _compile(source: bytes, libs: Path, classes: Path, progress: Progress) -> None:
+def _compile(source: bytes, libs: Path, classes: Path, progress: Progress, against: str) -> None:
     javac = find_java().with_name("javac")
     if not javac.exists():
         found = shutil.which("javac")
@@ -93,4 +85,4 @@ def _compile(source: bytes, libs: Path, classes: Path, progress: Progress) -> No
             raise StreamsBuildError(f"javac failed on {SOURCE_FILE}:\n{result.stderr.strip()}")
         (staging / SOURCE_FILE).unlink()
 
-    replace_whole(classes, STREAMS_VERSION, compile_into)
+    replace_whole(classes, against, compile_into)

@@ -11,16 +11,12 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from dgm.waiting import wait_until
+from dgm.util.waiting import wait_until
 from embedded_kafka.cluster import EmbeddedCluster
-from embedded_kafka.distribution import (
-    COMPLETE_MARKER,
-    DistributionError,
-    cache_dir,
-    download,
-    resolve_distribution,
-)
-from embedded_kafka.maven_central import LockedJar, kafka_jars
+from embedded_kafka.distribution import DistributionError, fetch, resolve_distribution
+from embedded_kafka.jar_cache import COMPLETE_MARKER
+from embedded_kafka.kafka_jars import BROKER, KAFKA_VERSION, JarSet
+from embedded_kafka.maven_central import LockedJar
 from lab.topics import create_topic
 
 
@@ -32,6 +28,13 @@ def local_repository(root: Path, jar: LockedJar, content: bytes) -> str:
     return root.as_uri()
 
 
+def broker_jars(folder: Path, jar: LockedJar) -> JarSet:
+    """The broker's set at dgm's Kafka version, as a lock file in `folder` pinning `jar` alone."""
+    lock = folder / "broker.lock"
+    lock.write_text(f"{jar.group}:{jar.artifact}:{jar.version} {jar.sha256} {jar.size}\n")
+    return JarSet(BROKER, KAFKA_VERSION, lock)
+
+
 def test_checksum_mismatch_is_refused_and_leaves_nothing_in_the_cache(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -41,14 +44,15 @@ def test_checksum_mismatch_is_refused_and_leaves_nothing_in_the_cache(
         "org.example", "lib", "1.0", hashlib.sha256(b"the real jar").hexdigest(), 12
     )
     repository = local_repository(tmp_path / "repo", genuine, content)
+    jars = broker_jars(tmp_path, genuine)
     with pytest.raises(DistributionError) as error:
-        download(cache_dir(), lambda _: None, [genuine], repository)
+        fetch(jars, lambda _: None, repository)
     assert "Checksum mismatch" in str(error.value)
     assert genuine.sha256 in str(error.value)
     assert hashlib.sha256(content).hexdigest() in str(error.value)
-    assert not cache_dir().exists()
-    left = [p.name for p in cache_dir().parent.rglob("*") if p.is_file()]
-    assert left == [f"{cache_dir().name}.lock"]  # the inter-process lock, nothing else
+    assert not jars.root.exists()
+    left = [p.name for p in jars.root.parent.rglob("*") if p.is_file()]
+    assert left == [f"{jars.root.name}.lock"]  # the inter-process lock, nothing else
 
 
 def test_verified_jars_land_in_the_cache_with_progress(
@@ -58,11 +62,10 @@ def test_verified_jars_land_in_the_cache_with_progress(
     content = b"the real jar"
     jar = LockedJar("org.example", "lib", "1.0", hashlib.sha256(content).hexdigest(), 12)
     said: list[str] = []
-    distribution = download(
-        cache_dir(), said.append, [jar], local_repository(tmp_path / "repo", jar, content)
-    )
+    jars = broker_jars(tmp_path, jar)
+    distribution = fetch(jars, said.append, local_repository(tmp_path / "repo", jar, content))
     assert (distribution.libs / "lib-1.0.jar").read_bytes() == content
-    assert (cache_dir() / COMPLETE_MARKER).exists()
+    assert (jars.root / COMPLETE_MARKER).exists()
     assert any("1/1 jars" in line for line in said)
     assert resolve_distribution().origin == "cache"  # the second start downloads nothing
 
@@ -95,11 +98,12 @@ def test_a_broker_starts_from_jars_fetched_from_maven_central_without_maven(
     said: list[str] = []
     distribution = resolve_distribution(progress=said.append)
     assert distribution.origin == "Maven Central"
-    assert distribution.version == "4.1.1"
+    assert distribution.version == KAFKA_VERSION
+    pinned = JarSet.pinned(BROKER).jars()
     assert sorted(p.name for p in distribution.libs.iterdir()) == sorted(
-        jar.file_name for jar in kafka_jars()
+        jar.file_name for jar in pinned
     )
-    assert any(f"{len(kafka_jars())}/{len(kafka_jars())} jars" in line for line in said)
+    assert any(f"{len(pinned)}/{len(pinned)} jars" in line for line in said)
     cluster = EmbeddedCluster(tmp_path / "state", brokers=1, die_with_parent=True)
     cluster.start(distribution=distribution, fresh=True)
     try:

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from embedded_kafka import java
-from embedded_kafka.distribution import KAFKA_VERSION, SCALA_VERSION, SLF4J_VERSION
-from embedded_kafka.maven_central import kafka_jars
+from embedded_kafka.distribution import SCALA_VERSION, SLF4J_VERSION
+from embedded_kafka.kafka_jars import BROKER, KAFKA_VERSION, JarSet
 from embedded_kafka.properties import NodePorts, server_properties
 
 
@@ -76,8 +76,9 @@ def test_missing_java_says_how_to_use_an_existing_cluster(
 
 
 def test_lock_pins_kafka_and_slf4j_two() -> None:
-    pinned = {(jar.group, jar.artifact): jar.version for jar in kafka_jars()}
+    jars = JarSet.pinned(BROKER).jars()
+    pinned = {(jar.group, jar.artifact): jar.version for jar in jars}
     assert pinned[("org.apache.kafka", f"kafka_{SCALA_VERSION}")] == KAFKA_VERSION
     assert pinned[("org.apache.kafka", "kafka-tools")] == KAFKA_VERSION
     assert pinned[("org.slf4j", "slf4j-api")] == SLF4J_VERSION
-    assert all(len(jar.sha256) == 64 and jar.size > 0 for jar in kafka_jars())
+    assert all(len(jar.sha256) == 64 and jar.size > 0 for jar in jars)

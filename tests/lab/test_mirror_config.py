@@ -5,9 +5,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from embedded_kafka.maven_central import kafka_jars
+from embedded_kafka.kafka_jars import BROKER, KAFKA_VERSION, MIRROR, JarSet
 from lab.mirror.config import MirrorSettings, mm2_properties, render
-from lab.mirror.jars import MIRROR_VERSION, mirror_jars
 from lab.mirror.run import task_started
 
 
@@ -61,11 +60,12 @@ def test_ready_once_the_source_task_started() -> None:
 
 
 def test_the_lock_adds_connect_mirror_to_the_broker_jars() -> None:
-    names = {(jar.group, jar.artifact): jar.version for jar in mirror_jars()}
+    mirror = JarSet.pinned(MIRROR).jars()
+    names = {(jar.group, jar.artifact): jar.version for jar in mirror}
     assert names == {
-        ("org.apache.kafka", "connect-mirror"): MIRROR_VERSION,
-        ("org.apache.kafka", "connect-mirror-client"): MIRROR_VERSION,
+        ("org.apache.kafka", "connect-mirror"): KAFKA_VERSION,
+        ("org.apache.kafka", "connect-mirror-client"): KAFKA_VERSION,
     }
-    broker = {(jar.group, jar.artifact) for jar in kafka_jars()}
+    broker = {(jar.group, jar.artifact) for jar in JarSet.pinned(BROKER).jars()}
     assert ("org.apache.kafka", "connect-runtime") in broker  # what MirrorMaker 2 runs on
-    assert all(len(jar.sha256) == 64 and jar.size > 0 for jar in mirror_jars())
+    assert all(len(jar.sha256) == 64 and jar.size > 0 for jar in mirror)

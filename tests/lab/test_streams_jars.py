@@ -2,23 +2,24 @@
 
 from __future__ import annotations
 
-from embedded_kafka.maven_central import kafka_jars
-from lab.streams.jars import STREAMS_VERSION, streams_jars
+from embedded_kafka.kafka_jars import BROKER, KAFKA_VERSION, STREAMS, JarSet
 from tests.truth_records import Record, dropped_by_rule
 
 
 def test_the_lock_pins_kafka_streams_and_no_rocksdb() -> None:
-    names = {(jar.group, jar.artifact): jar.version for jar in streams_jars()}
-    assert names[("org.apache.kafka", "kafka-streams")] == STREAMS_VERSION
-    assert names[("org.apache.kafka", "kafka-clients")] == STREAMS_VERSION
+    streams = JarSet.pinned(STREAMS).jars()
+    names = {(jar.group, jar.artifact): jar.version for jar in streams}
+    assert names[("org.apache.kafka", "kafka-streams")] == KAFKA_VERSION
+    assert names[("org.apache.kafka", "kafka-clients")] == KAFKA_VERSION
     assert ("org.rocksdb", "rocksdbjni") not in names  # a stateless topology never loads it
-    assert all(len(jar.sha256) == 64 and jar.size > 0 for jar in streams_jars())
+    assert all(len(jar.sha256) == 64 and jar.size > 0 for jar in streams)
 
 
 def test_jars_shared_with_the_broker_have_the_same_pin() -> None:
-    broker = {(jar.group, jar.artifact): jar for jar in kafka_jars()}
-    shared = [jar for jar in streams_jars() if (jar.group, jar.artifact) in broker]
-    assert len(shared) == len(streams_jars()) - 1  # all but kafka-streams itself
+    broker = {(jar.group, jar.artifact): jar for jar in JarSet.pinned(BROKER).jars()}
+    streams = JarSet.pinned(STREAMS).jars()
+    shared = [jar for jar in streams if (jar.group, jar.artifact) in broker]
+    assert len(shared) == len(streams) - 1  # all but kafka-streams itself
     assert all(broker[(jar.group, jar.artifact)] == jar for jar in shared)
 
 
