@@ -25,7 +25,7 @@ from typing import Any
 
 from confluent_kafka.admin import AdminClient  # type: ignore[attr-defined]
 
-from dgm.waiting import wait_until
+from dgm.util.waiting import wait_until
 from lab.offsets import source_lso
 from lab.processors.position_file import parse_claim, read_positions
 from lab.processors.settings import ProcessorSettings
@@ -113,15 +113,14 @@ def run_no_offsets(settings: NoOffsetsSettings) -> NoOffsetsReport:
         "at-most-once", processor, run_dir / "logs", "between-commit-and-produce",
         settings.seed, say, command=COMMAND,
     )  # fmt: skip
-    supervisor.start()
-    try:
-        wait_until(supervisor.main.ready.is_set, 120, "the processor to start")
-        result, _ = run.produce(
-            producer, lambda done: _crash(supervisor, producer, done, settings.crashes, say)
-        )
-        caught_up = _catch_up(admin, run, position_path, settings)
-    finally:
-        supervisor.stop()
+    result, _, caught_up = run.supervise(
+        supervisor,
+        lambda: supervisor.main.ready,
+        "the processor to start",
+        producer,
+        lambda done: _crash(supervisor, producer, done, settings.crashes, say),
+        lambda: _catch_up(admin, run, position_path, settings),
+    )
     return run.write(
         NoOffsetsReport(
             bootstrap_servers=settings.bootstrap_servers,

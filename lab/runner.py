@@ -1,6 +1,6 @@
 """What the bounded lab runners share (lab.run, lab.no_offsets, lab.streams, lab.mirror): a run
-folder, the stamped producer running while the faults are done, the wait for the catch-up,
-the report's common fields and the command line around a run."""
+folder, the supervised application driven through the stamped producer and the faults up to
+the catch-up, the report's common fields and the command line around a run."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, TypedDict, TypeVar
 
-from dgm.waiting import TimedOut, wait_until
+from dgm.util.waiting import TimedOut, wait_until
 from lab.ledger import read_ledger
 from lab.pipeline import PipelineNames, say_on_stderr
 from lab.producer import ProducerResult, ProducerSettings, run_producer
@@ -45,6 +45,14 @@ class Report(Protocol):
 
 class Checked(Protocol):
     def problems(self) -> list[str]: ...
+
+
+class Supervised(Protocol):
+    """What keeps the run's application running (lab.supervisor, lab.java_child)."""
+
+    def start(self) -> None: ...
+
+    def stop(self) -> object: ...
 
 
 S = TypeVar("S", bound=Checked)
@@ -99,6 +107,29 @@ class LabRun:
                 stop.set()
         self.say(f"producer done: {result.sent} sent, {result.acked} acked")
         return result, done
+
+    def supervise(
+        self,
+        supervisor: Supervised,
+        ready: Callable[[], threading.Event],
+        what: str,
+        producer: ProducerSettings,
+        faults: Callable[[Callable[[], bool]], T],
+        catch_up: Callable[[], bool],
+        timeout: float = 120.0,
+    ) -> tuple[ProducerResult, T, bool]:
+        """Start `supervisor`; once its first instance is `ready` (within `timeout`; `what`
+        names that wait), produce while `faults(producer_done)` run, then `catch_up()`. The
+        supervisor is stopped whatever happens. The producer's result, what `faults` returned
+        and whether the application caught up."""
+        supervisor.start()
+        try:
+            wait_until(ready().is_set, timeout, what)
+            result, done = self.produce(producer, faults)
+            caught_up = catch_up()
+        finally:
+            supervisor.stop()
+        return result, done, caught_up
 
     def caught_up(self, wait: Callable[[], object], success: str) -> bool:
         """Whether `wait` (the waits for the catch-up) ended before timing out; said either way."""

@@ -23,10 +23,11 @@ from typing import Any, Literal, get_args
 
 from confluent_kafka.admin import AdminClient
 
-from dgm.ports import free_ports
-from dgm.waiting import wait_until
+from dgm.util.ports import free_ports
+from dgm.util.waiting import wait_until
 from embedded_kafka.java import find_java
 from lab.java_child import ChildSpec, JavaSupervisor
+from lab.java_kills import kill_while_working, kills_report
 from lab.mirror.config import POLICIES, MirrorSettings, ReplicationPolicy, mm2_properties, render
 from lab.mirror.jars import MAIN_CLASS, MirrorClasspath, resolve_classpath
 from lab.mirror.tails import TopicTail
@@ -127,11 +128,17 @@ def run_mirror_lab(settings: MirrorLabSettings) -> MirrorLabReport:
     producer = run.producer(settings.source_bootstrap, settings.messages, settings.rate)
     replica = TopicTail(settings.target_bootstrap, mirror.replica_topic, settings.partitions)
 
+    def replicating(number: int) -> None:
+        _await_replication(supervisor, replica, f"MirrorMaker 2 instance {number}")
+
     def faults(producer_done: Callable[[], bool]) -> tuple[int, float | None]:
         """How many kills came before the producer had finished; when it was stopped."""
         chosen = random.Random(settings.seed)
         if settings.fault == "kill":
-            return _kill(supervisor, settings.kills, replica, producer_done, chosen), None
+            while_producing = kill_while_working(
+                supervisor, settings.kills, replicating, FAULT_AFTER, chosen, producer_done
+            )
+            return while_producing, None
         _await_replication(supervisor, replica, "MirrorMaker 2")
         time.sleep(chosen.uniform(*FAULT_AFTER))  # a drawn moment, not a wait
         supervisor.stop()
@@ -139,17 +146,17 @@ def run_mirror_lab(settings: MirrorLabSettings) -> MirrorLabReport:
         say(f"MirrorMaker 2 stopped for good after {replica.records} replica records")
         return 0, stopped_at
 
-    caught_up = False
-    supervisor.start()
-    try:
-        # Records flow from here on: every fault lands while MirrorMaker 2 is replicating.
-        wait_until(supervisor.current.running.is_set, READY_TIMEOUT, "MirrorMaker 2 to start")
-        result, (while_producing, stopped_at) = run.produce(producer, faults)
-        if settings.fault == "kill":
-            caught_up = _catch_up(settings, run, replica)
-    finally:
-        supervisor.stop()
-        replica.close()
+    with replica:
+        # Records flow from its start on: every fault lands while MirrorMaker 2 is replicating.
+        result, (while_producing, stopped_at), caught_up = run.supervise(
+            supervisor,
+            lambda: supervisor.current.running,
+            "MirrorMaker 2 to start",
+            producer,
+            faults,
+            lambda: settings.fault == "kill" and _catch_up(settings, run, replica),
+            READY_TIMEOUT,
+        )
     return run.write(
         MirrorLabReport(
             fault=settings.fault,
@@ -160,9 +167,7 @@ def run_mirror_lab(settings: MirrorLabSettings) -> MirrorLabReport:
             source_topic=names.source,
             replica_topic=mirror.replica_topic,
             **produced(result, producer),
-            kills=[dataclasses.asdict(k) for k in supervisor.kills],
-            kills_while_producing=while_producing,
-            exits=[dataclasses.asdict(e) for e in supervisor.exits],
+            **kills_report(supervisor, while_producing),
             stopped_at=stopped_at,
             caught_up=caught_up,
             **run.timing(),
@@ -191,24 +196,6 @@ def _await_replication(supervisor: JavaSupervisor, replica: TopicTail, what: str
     """Until the current instance has started its task and new records reach the replica."""
     wait_until(supervisor.current.running.is_set, READY_TIMEOUT, f"{what} to start", 0.1)
     wait_until(lambda: replica.advance() > 0, READY_TIMEOUT, f"{what} to write to b", 0)
-
-
-def _kill(
-    supervisor: JavaSupervisor,
-    kills: int,
-    replica: TopicTail,
-    producer_done: Callable[[], bool],
-    chosen: random.Random,
-) -> int:
-    """SIGKILL MirrorMaker 2 `kills` times, each a random while after it has resumed writing to
-    b (restarting it each time); how many kills came before the producer had finished."""
-    while_producing = 0
-    for number in range(1, kills + 1):
-        _await_replication(supervisor, replica, f"MirrorMaker 2 instance {number}")
-        time.sleep(chosen.uniform(*FAULT_AFTER))  # a drawn moment, not a wait for an event
-        while_producing += not producer_done()
-        supervisor.kill_and_restart()
-    return while_producing
 
 
 def _catch_up(settings: MirrorLabSettings, run: LabRun, replica: TopicTail) -> bool:

@@ -15,7 +15,6 @@ import dataclasses
 import functools
 import json
 import random
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,8 +23,9 @@ from typing import Any
 from confluent_kafka import IsolationLevel, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]
 
-from dgm.waiting import wait_until
+from dgm.util.waiting import wait_until
 from lab.java_child import JavaSupervisor
+from lab.java_kills import kill_while_working, kills_report
 from lab.offsets import group_offsets, source_lso
 from lab.runner import LabRun, produced, production_problems
 from lab.streams.app import GUARANTEES, AppSettings, Guarantee, app_command, streams_supervisor
@@ -107,15 +107,14 @@ def run_streams_lab(settings: StreamsLabSettings) -> StreamsLabReport:
     supervisor = streams_supervisor(app_command(classpath, app), run_dir / "logs", run.say)
     producer = run.producer(settings.bootstrap_servers, settings.messages, settings.rate)
     sink_end = functools.partial(_sink_end, admin, names.sink, settings.partitions)
-    supervisor.start()
-    try:
-        wait_until(supervisor.current.running.is_set, 120, "the Streams application to run")
-        result, while_producing = run.produce(
-            producer, lambda producer_done: _kill(supervisor, settings, producer_done, sink_end)
-        )
-        caught_up = _catch_up(admin, run, settings)
-    finally:
-        supervisor.stop()
+    result, while_producing, caught_up = run.supervise(
+        supervisor,
+        lambda: supervisor.current.running,
+        "the Streams application to run",
+        producer,
+        lambda producer_done: _kill(supervisor, settings, producer_done, sink_end),
+        lambda: _catch_up(admin, run, settings),
+    )
     return run.write(
         StreamsLabReport(
             guarantee=settings.guarantee,
@@ -125,9 +124,7 @@ def run_streams_lab(settings: StreamsLabSettings) -> StreamsLabReport:
             sink_topic=names.sink,
             application_id=names.group,
             **produced(result, producer),
-            kills=[dataclasses.asdict(k) for k in supervisor.kills],
-            kills_while_producing=while_producing,
-            exits=[dataclasses.asdict(e) for e in supervisor.exits],
+            **kills_report(supervisor, while_producing),
             caught_up=caught_up,
             **run.timing(),
         )
@@ -142,17 +139,16 @@ def _kill(
 ) -> int:
     """SIGKILL the instance `kills` times, each a random while after it has started writing to
     the sink (restarting it each time); how many kills came before the producer had finished."""
-    chosen = random.Random(settings.seed)
-    while_producing = 0
-    for number in range(1, settings.kills + 1):
+
+    def writing(number: int) -> None:
         process = supervisor.current
         wait_until(process.running.is_set, 120, f"instance {number} to run", interval=0.05)
         wait_until(_grows(sink_end), 120, f"instance {number} to write", interval=0.2)
-        # A random moment of its processing: a drawn delay, not a wait for something to happen.
-        time.sleep(chosen.uniform(*KILL_AFTER))
-        while_producing += not producer_done()
-        supervisor.kill_and_restart()
-    return while_producing
+
+    chosen = random.Random(settings.seed)
+    return kill_while_working(
+        supervisor, settings.kills, writing, KILL_AFTER, chosen, producer_done
+    )
 
 
 def _grows(measure: Callable[[], int]) -> Callable[[], bool]:
