@@ -1,4 +1,5 @@
-"""What the Alerts page shows, apart from Streamlit: value formats, links, tables, form values.
+"""What the Alerts page shows, apart from Streamlit: value formats, links, tables (the rule
+form's fields and values: dashboard/rule_form.py).
 
 The page reads `<state_dir>/alerts.sqlite` (dgm/alerting/store.py) and adds or deletes page rules
 there; evaluation happens after every analysis run (alerts/run.py), never in the browser.
@@ -14,16 +15,13 @@ from datetime import UTC, datetime
 
 import pandas as pd
 
-from dashboard import ui
-from dgm.alerting.metrics import ALERT_METRICS, METRICS
+from dashboard import page_paths, ui
 from dgm.alerting.rules import AlertState, scope_kind
 from dgm.alerting.store import Delivery, HistoryEntry, Received
 from dgm.config.alerts import AlertRule
-from dgm.config.problems import Problem
 
 RATES = ("duplicate_rate", "loss_rate")
 SECONDS = ("lso_stuck_s", "staleness_s")
-METRIC_HELP = {metric.name: metric.help for metric in METRICS}
 # What a rule in dgm.toml looks like (the empty state shows it).
 TOML_EXAMPLE = """[[alerts]]
 name = "sink-duplicates"
@@ -39,23 +37,6 @@ renotify_s = 3600              # repeat while firing; 0 = never
 [alerts_webhook]               # optional: POST every firing and resolution as JSON
 url = "https://hooks.example.com/dgm"
 """
-# The form's fields, in the order they are shown and validated.
-FIELDS = (
-    "name",
-    "metric",
-    "scope",
-    "comparison",
-    "threshold",
-    "window",
-    "for_s",
-    "severity",
-    "renotify_s",
-)
-
-
-def metric_label(metric: str) -> str:
-    """`duplicate_rate — per pipeline or topic`, for the metric picker."""
-    return f"{metric} — per {' or '.join(ALERT_METRICS.get(metric, ('?',)))}"
 
 
 def number(metric: str, value: float | None) -> str:
@@ -76,23 +57,6 @@ def condition(rule: AlertRule) -> str:
     return f"{rule.comparison} {number(rule.metric, rule.threshold)}"
 
 
-def form_values(raw: Mapping[str, object]) -> dict[str, object]:
-    """The [[alerts]] keys the form's widgets hold: text stripped, an empty scope is '*';
-    numbers are left as typed for `validate_rule`, so a bad one is reported naming its field."""
-    values: dict[str, object] = {}
-    for key in FIELDS:
-        value = raw.get(key)
-        values[key] = value.strip() if isinstance(value, str) else value
-    if values["scope"] in ("", None):
-        values["scope"] = "*"
-    return values
-
-
-def problem_lines(problems: Sequence[Problem]) -> str:
-    """One markdown bullet per problem, the field first: `- **threshold**: ...`."""
-    return "\n".join(f"- **{key}**: {message}" for key, message in problems)
-
-
 @dataclass(frozen=True)
 class Link:
     """Where the dashboard shows an alert's subject: a page (views/...) and its parameters."""
@@ -106,15 +70,15 @@ def links(kind: str, subject: str, sinks: Mapping[str, Sequence[str]]) -> list[L
     """A topic's drill-down; a pipeline's sink topics' drill-downs (the overview when its sink
     is unknown); a group's Consumer groups page; the overview for run-wide metrics."""
     if kind == "topic":
-        return [Link("views/topic.py", f"topic {subject}", (("topic", subject),))]
+        return [Link(page_paths.TOPIC, f"topic {subject}", (("topic", subject),))]
     if kind == "pipeline":
         topics = sinks.get(subject) or ()
         if topics:
-            return [Link("views/topic.py", f"sink {t}", (("topic", t),)) for t in topics]
-        return [Link("views/overview.py", f"pipeline {subject} (overview)")]
+            return [Link(page_paths.TOPIC, f"sink {t}", (("topic", t),)) for t in topics]
+        return [Link(page_paths.OVERVIEW, f"pipeline {subject} (overview)")]
     if kind == "group":
-        return [Link("views/groups.py", f"group {subject}", (("group", subject),))]
-    return [Link("views/overview.py", "overview")]
+        return [Link(page_paths.GROUPS, f"group {subject}", (("group", subject),))]
+    return [Link(page_paths.OVERVIEW, "overview")]
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from dashboard.queries import at_newest_sample, between, read
+from dashboard.queries import WITHIN, at_newest_sample, read, read_within
 from dashboard.timerange import TimeRange
 from dgm.contracts.published import TABLES
 from dgm.contracts.vocabulary import Achieved, Claim
@@ -81,13 +81,12 @@ def overview(text: str = "", violating_only: bool = False) -> pd.DataFrame:
 def verdict_segments(within: TimeRange | None = None) -> pd.DataFrame:
     """Per pipeline, the runs of consecutive windows with the same verdict in the range:
     (pipeline, achieved, start, finish, windows); a new row is a change of verdict."""
-    kept, args = between("window_start", within)
-    return read(
+    return read_within(
         f"""WITH w AS (SELECT pipeline, window_start,
             coalesce(achieved, '{NOT_JUDGED}') AS achieved,
             lag(coalesce(achieved, '{NOT_JUDGED}'))
               OVER (PARTITION BY pipeline ORDER BY window_start) AS before
-          FROM pipeline_windows WHERE {kept}),
+          FROM pipeline_windows WHERE {WITHIN}),
         s AS (SELECT *, sum(CASE WHEN before = achieved THEN 0 ELSE 1 END)
             OVER (PARTITION BY pipeline ORDER BY window_start) AS segment FROM w)
         SELECT pipeline, any_value(achieved) AS achieved, min(window_start) AS start,
@@ -95,7 +94,8 @@ def verdict_segments(within: TimeRange | None = None) -> pd.DataFrame:
             AS finish,
           count(*) AS windows
         FROM s GROUP BY pipeline, segment ORDER BY pipeline, start""",
-        **args,
+        "window_start",
+        within,
     )
 
 

@@ -110,6 +110,16 @@ def between(column: str, within: TimeRange | None) -> tuple[str, dict[str, objec
     return f"{column} >= $start AND {column} < $end", {"start": within.start, "end": within.end}
 
 
+WITHIN = "{within}"  # where a query keeps its rows in the time range (read_within)
+
+
+def read_within(sql: str, column: str, within: TimeRange | None, **named: object) -> pd.DataFrame:
+    """`sql`, its WITHIN the condition keeping `column` in the range (`between`), with $name
+    parameters `named` on the current snapshot."""
+    kept, args = between(column, within)
+    return read(sql.replace(WITHIN, kept), **named, **args)
+
+
 def check() -> None:
     """Raise NoDatabase / UnreadableDatabase unless every contract table and view is readable
     (a file published before the views existed fails here, until the next run replaces it)."""
@@ -127,12 +137,12 @@ def verdicts() -> pd.DataFrame:
 
 def pipeline_windows(within: TimeRange | None = None, pipeline: str | None = None) -> pd.DataFrame:
     """Windows in the range, of every pipeline or of one."""
-    kept, args = between("window_start", within)
-    return read(
-        f"SELECT * FROM pipeline_windows WHERE {kept} "
+    return read_within(
+        f"SELECT * FROM pipeline_windows WHERE {WITHIN} "
         "AND ($pipeline IS NULL OR pipeline = $pipeline) ORDER BY pipeline, window_start",
+        "window_start",
+        within,
         pipeline=pipeline,
-        **args,
     )
 
 
@@ -148,13 +158,20 @@ def topics() -> list[str]:
     return [str(t) for t in frame["topic"]]
 
 
-def topic_windows(topic: str, within: TimeRange | None = None) -> pd.DataFrame:
-    kept, args = between("window_start", within)
-    return read(
-        f"SELECT * FROM topic_window_series WHERE topic = $topic AND {kept} ORDER BY window_start",
+def _of_topic(
+    table: str, topic: str, column: str, within: TimeRange | None, order: str
+) -> pd.DataFrame:
+    """The rows of `table` about `topic` whose `column` is in the range, in `order`."""
+    return read_within(
+        f"SELECT * FROM {table} WHERE topic = $topic AND {WITHIN} ORDER BY {order}",
+        column,
+        within,
         topic=topic,
-        **args,
     )
+
+
+def topic_windows(topic: str, within: TimeRange | None = None) -> pd.DataFrame:
+    return _of_topic("topic_window_series", topic, "window_start", within, "window_start")
 
 
 def topic_totals() -> pd.DataFrame:
@@ -170,56 +187,50 @@ _PIPELINES_OF = (
 
 def loss_windows(topic: str, within: TimeRange | None = None) -> pd.DataFrame:
     """pipeline_windows of the pipelines reading or writing `topic` (loss is per pipeline)."""
-    kept, args = between("window_start", within)
-    return read(
-        f"SELECT * FROM pipeline_windows WHERE pipeline IN ({_PIPELINES_OF}) AND {kept} "
+    return read_within(
+        f"SELECT * FROM pipeline_windows WHERE pipeline IN ({_PIPELINES_OF}) AND {WITHIN} "
         "ORDER BY pipeline, window_start",
+        "window_start",
+        within,
         topic=topic,
-        **args,
     )
 
 
 def partition_windows(topic: str, within: TimeRange | None = None) -> pd.DataFrame:
-    kept, args = between("window_start", within)
-    return read(
-        f"SELECT * FROM partition_windows WHERE topic = $topic AND {kept} "
-        "ORDER BY window_start, partition",
-        topic=topic,
-        **args,
-    )
+    return _of_topic("partition_windows", topic, "window_start", within, "window_start, partition")
 
 
 def duplicates(topic: str, within: TimeRange | None = None) -> pd.DataFrame:
     """Every copy of the ids of `topic` with at least one copy in the range."""
-    kept, args = between('"timestamp"', within)
-    return read(
-        f"SELECT * FROM duplicates WHERE topic = $topic QUALIFY bool_or({kept}) "
+    return read_within(
+        f"SELECT * FROM duplicates WHERE topic = $topic QUALIFY bool_or({WITHIN}) "
         "OVER (PARTITION BY message_id) ORDER BY message_id, copy_number",
+        '"timestamp"',
+        within,
         topic=topic,
-        **args,
     )
 
 
 def lost(topic: str, within: TimeRange | None = None) -> pd.DataFrame:
     """Lost ids read from `topic`, or lost by a pipeline reading or writing it; sequence gaps
     (no timestamp) whatever the range."""
-    kept, args = between('"timestamp"', within)
-    return read(
+    return read_within(
         f"SELECT * FROM lost WHERE (topic = $topic OR pipeline IN ({_PIPELINES_OF})) "
-        f'AND ("timestamp" IS NULL OR {kept}) ORDER BY pipeline, "timestamp" NULLS LAST, seq',
+        f'AND ("timestamp" IS NULL OR {WITHIN}) ORDER BY pipeline, "timestamp" NULLS LAST, seq',
+        '"timestamp"',
+        within,
         topic=topic,
-        **args,
     )
 
 
 def out_of_order(topic: str, within: TimeRange | None = None) -> pd.DataFrame:
     """The records of `topic` out of order (producer sessions' or a sink's), in the range."""
-    kept, args = between('"timestamp"', within)
-    return read(
-        f'SELECT * FROM out_of_order WHERE topic = $topic AND ("timestamp" IS NULL OR {kept}) '
+    return read_within(
+        f'SELECT * FROM out_of_order WHERE topic = $topic AND ("timestamp" IS NULL OR {WITHIN}) '
         'ORDER BY "partition", "offset", pipeline',
+        '"timestamp"',
+        within,
         topic=topic,
-        **args,
     )
 
 
@@ -239,20 +250,18 @@ def at_newest_sample(table: str) -> str:
     return f"sampled_at = (SELECT max(sampled_at) FROM {table})"
 
 
+def _newest(table: str, order: str) -> pd.DataFrame:
+    """The rows of `table`'s newest sample, in `order`."""
+    return read(f"SELECT * FROM {table} WHERE {at_newest_sample(table)} ORDER BY {order}")
+
+
 def latest_offsets() -> pd.DataFrame:
     """partition_offsets at the newest sample."""
-    table = "partition_offsets"
-    return read(f"SELECT * FROM {table} WHERE {at_newest_sample(table)} ORDER BY 2, 3")
+    return _newest("partition_offsets", "2, 3")
 
 
 def partition_offsets(topic: str, within: TimeRange | None = None) -> pd.DataFrame:
-    kept, args = between("sampled_at", within)
-    return read(
-        f"SELECT * FROM partition_offsets WHERE topic = $topic AND {kept} "
-        "ORDER BY sampled_at, partition",
-        topic=topic,
-        **args,
-    )
+    return _of_topic("partition_offsets", topic, "sampled_at", within, "sampled_at, partition")
 
 
 def group_ids() -> list[str]:
@@ -267,25 +276,31 @@ def group_ids() -> list[str]:
 
 
 def group_lag(group: str, within: TimeRange | None = None) -> pd.DataFrame:
-    kept, args = between("sampled_at", within)
-    return read(
-        f"SELECT * FROM group_lag WHERE group_id = $group AND {kept} "
+    return read_within(
+        f"SELECT * FROM group_lag WHERE group_id = $group AND {WITHIN} "
         "ORDER BY sampled_at, topic, partition",
+        "sampled_at",
+        within,
         group=group,
-        **args,
     )
+
+
+def group_status(group: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """group_status of `group`: its own row (none before two samples), and its partitions."""
+    own = read("SELECT * FROM group_status_by_group WHERE group_id = ?", group)
+    partitions = read(
+        'SELECT * FROM group_status_by_partition WHERE group_id = ? ORDER BY topic, "partition"',
+        group,
+    )
+    return own, partitions
 
 
 def transactions() -> pd.DataFrame:
-    table = "transactions"
-    return read(
-        f"SELECT * FROM {table} WHERE {at_newest_sample(table)} ORDER BY hanging DESC, age_ms DESC"
-    )
+    return _newest("transactions", "hanging DESC, age_ms DESC")
 
 
 def faults(within: TimeRange | None = None) -> pd.DataFrame:
-    kept, args = between('"at"', within)
-    return read(f'SELECT * FROM faults WHERE {kept} ORDER BY "at"', **args)
+    return read_within(f'SELECT * FROM faults WHERE {WITHIN} ORDER BY "at"', '"at"', within)
 
 
 def missing_permissions() -> pd.DataFrame:
@@ -313,12 +328,12 @@ def cluster_summary() -> dict[str, int]:
 
 def duplicates_by_cause(topic: str, within: TimeRange | None = None) -> pd.DataFrame:
     """Extra copies in `topic` per window (analysis.window_s, by the copy's timestamp) and cause."""
-    kept, args = between('"timestamp"', within)
-    return read(
+    return read_within(
         f"""SELECT time_bucket(to_seconds(coalesce((SELECT max(window_s) FROM runs), 60)),
               "timestamp") AS window_start, cause, count(*) AS extra_copies
-            FROM duplicates WHERE topic = $topic AND is_extra_copy AND {kept}
+            FROM duplicates WHERE topic = $topic AND is_extra_copy AND {WITHIN}
             GROUP BY ALL ORDER BY window_start, cause""",
+        '"timestamp"',
+        within,
         topic=topic,
-        **args,
     )

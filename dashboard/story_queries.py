@@ -10,7 +10,7 @@ import pandas as pd
 from dashboard.queries import at_newest_sample, read
 from dgm.contracts.vocabulary import DuplicateCause
 
-# dgm-src lineage: source topic/partition/offset (spark_jobs/audit/fingerprint.py's pattern).
+# dgm-src lineage: source topic/partition/offset (dgm/contracts/message_ids.py's SRC_PATTERN).
 _SRC = "^(.+)/([0-9]{1,9})/([0-9]{1,18})$"
 
 _ABORTED_READ = DuplicateCause.ABORTED_READ.value

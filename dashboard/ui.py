@@ -214,7 +214,7 @@ def guarded(render: Callable[[], None], where: str) -> None:
             f"**No analysis published yet** (looked for `{missing}`).\n\n{RUN_HINT}",
             icon=":material/hourglass_empty:",
         )
-        _retry(where)
+        retry(where)
     except queries.UnreadableDatabase as error:
         st.error(
             f"**The published database cannot be read.** It may be locked by another "
@@ -222,13 +222,14 @@ def guarded(render: Callable[[], None], where: str) -> None:
             "The next `dgm analyze` run replaces it; press Retry then.",
             icon=":material/error:",
         )
-        _retry(where)
+        retry(where)
     except ConfigError as error:
         st.error(f"**dgm.toml is invalid**: {error}", icon=":material/error:")
-        _retry(where)
+        retry(where)
 
 
-def _retry(where: str) -> None:
+def retry(where: str) -> None:
+    """A Retry button (keyed by `where`) that reads every file again."""
     if st.button("Retry", key=f"retry-{where}", type="primary"):
         st.cache_data.clear()
         st.rerun()
@@ -271,3 +272,13 @@ def pick_from_url(
         if picked != wanted:
             st.query_params[param] = picked
     return picked
+
+
+def pick_or_say(
+    label: str, options: list[str], param: str, *, none: str, help: str | None = None
+) -> str | None:
+    """`pick_from_url` over `options`; with no options, the line `none` says why (and None)."""
+    if not options:
+        st.info(none)
+        return None
+    return pick_from_url(label, options, param, help=help)

@@ -1,5 +1,6 @@
-"""The groups page's status: Burrow's rules over lag from the LSO, per group and partition,
-read from the published group_status table (docs/design.md, "Consumer-group status")."""
+"""The groups page's status panel: Burrow's rules over lag from the LSO, per group and
+partition, read from the published group_status table (docs/design.md, "Consumer-group
+status")."""
 
 from __future__ import annotations
 
@@ -8,9 +9,8 @@ import html
 import pandas as pd
 import streamlit as st
 
-from dashboard import ui
-from dashboard.queries import read
-from dgm.vocabulary import GroupStatus
+from dashboard import queries, ui
+from dgm.contracts.vocabulary import GroupStatus
 
 # Status -> badge color: healthy green, falling behind orange, stuck or stopped red, a rewind
 # (offsets moved backwards: reprocessing ahead) purple.
@@ -28,16 +28,6 @@ RULES = """Burrow's rules, over the last samples of each partition, lag from the
 **STALL** a member owns the partition but its committed offset has not moved; **STOP** no
 member and the offset has not moved; **ERR** the same while lag grows; **REWIND** the
 committed offset moved backwards. The group shows its worst partition."""
-
-
-def status_rows(group: str) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """group_status of `group`: its own row (none before two samples), and its partitions."""
-    own = read("SELECT * FROM group_status_by_group WHERE group_id = ?", group)
-    partitions = read(
-        'SELECT * FROM group_status_by_partition WHERE group_id = ? ORDER BY topic, "partition"',
-        group,
-    )
-    return own, partitions
 
 
 def badge(status: str) -> str:
@@ -74,7 +64,7 @@ def _color(status: object) -> str:
 
 
 def render(group: str) -> None:
-    own_rows, partition_rows = status_rows(group)
+    own_rows, partition_rows = queries.group_status(group)
     st.subheader("Status", anchor=False)
     if own_rows.empty:
         st.caption("No status yet: it needs two samples of the group's committed offsets.")

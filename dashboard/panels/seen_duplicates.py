@@ -14,7 +14,7 @@ SILENT_AFTER_S = 60.0  # the watch writes every 5 s: older means it is not runni
 
 
 @st.fragment(run_every=REFRESH if ui.refresh_every() is not None else None)
-def seen_duplicates() -> None:
+def render() -> None:
     status, rows, by_pipeline = watch_queries.seen_not_analysed()
     if status is None:
         return  # no watch runs here (disabled, or only external sinks): nothing to say

@@ -10,15 +10,12 @@ import streamlit as st
 from dashboard import story_queries, ui
 
 MAX_CHOICES = 1000  # ids offered in the picker; a link may name any other
+# One copy as the duplicates table shows it too: why it is a copy, where and when it is, its
+# key and its producer's headers.
+COPY = ["cause", "partition", "offset", "timestamp", "key", "producer", "seq"]
 COLUMNS = [
     "copy_number",
-    "cause",
-    "partition",
-    "offset",
-    "timestamp",
-    "key",
-    "producer",
-    "seq",
+    *COPY,
     "producer_id",
     "producer_epoch",
     "transaction_state",
