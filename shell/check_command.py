@@ -258,8 +258,8 @@ def _spark_client(
 ) -> Check:
     """A bounded read of the topic's newest records through Spark's Kafka source, in a local
     Spark on this host: the Java client with the settings the audit uses."""
+    from spark_jobs.audit.cluster_sources import kafka_options
     from spark_jobs.audit.denials import refused_topics
-    from spark_jobs.audit.kafka_read import kafka_options
     from spark_jobs.audit.probe import read_probe
 
     name = "Spark's Java Kafka client"

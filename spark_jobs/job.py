@@ -4,7 +4,7 @@ that repeats it.
 The SparkSession is built once and kept across runs (starting Spark costs seconds; a run on
 a quiet cluster costs less). A run that fails because the cluster went away is retried with
 backoff; a run interrupted half-way publishes nothing, and the next one redoes its work from
-the fingerprint batches that were committed (see audit/fingerprint_store.py).
+the fingerprint batches that were committed (see audit/store.py).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # imported where used: Spark's modules load only once a run s
 
     from spark_jobs.analyze.engine import Engine
     from spark_jobs.analyze.samples import SampleReader
-    from spark_jobs.audit.kept_fingerprints import KeptFingerprints
+    from spark_jobs.audit.incremental_load import KeptFingerprints
 
 log = logging.getLogger("dgm.analyze")
 Progress = Callable[[str], None]
@@ -103,7 +103,7 @@ class AnalysisJob:
     def run_once(self, now: datetime | None = None) -> RunSummary:
         from spark_jobs.analyze.engine import Engine
         from spark_jobs.analyze.samples import SampleReader
-        from spark_jobs.audit.kept_fingerprints import KeptFingerprints
+        from spark_jobs.audit.incremental_load import KeptFingerprints
 
         spark = self.spark
         if self._kept is None:
@@ -132,9 +132,10 @@ class AnalysisJob:
         from spark_jobs.analyze.analysis import analyze
         from spark_jobs.analyze.publish import publish
         from spark_jobs.analyze.runs import fill_run
-        from spark_jobs.audit.fingerprint_store import FingerprintStore
-        from spark_jobs.audit.kafka_read import audit, reread_share
+        from spark_jobs.audit.audit import audit, reread_share
         from spark_jobs.audit.merge import merge_small_batches
+        from spark_jobs.audit.rewrite import compact
+        from spark_jobs.audit.store import FingerprintStore
 
         config, state_dir = self.config, self.config.state_dir
         run_id = uuid.uuid4().hex[:12]
@@ -156,7 +157,7 @@ class AnalysisJob:
             "audit", lambda: audit(spark, config, self.bootstrap_servers, self.progress)
         )
         retention = timedelta(hours=config.analysis.retention_h)
-        stage("compact", lambda: FingerprintStore(state_dir).compact(spark, retention))
+        stage("compact", lambda: compact(FingerprintStore(state_dir), spark, retention))
         # The fingerprints stay in the executors from run to run; only new batches are read.
         fingerprints = stage("load", kept.load)
         counted = fingerprints.counted()

@@ -12,7 +12,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from dgm.contracts.sampling import kept_below
-from spark_jobs.fingerprints import Fingerprints
+from spark_jobs.analysis_input import Fingerprints
 
 
 def id_hash(message_id: Column) -> Column:

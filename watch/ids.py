@@ -1,9 +1,12 @@
-"""Message ids without Spark: the twin of `message_id` in spark_jobs/audit/fingerprint.py.
+"""Message ids without Spark: the twin of `message_id` in
+spark_jobs/audit/message_id_columns.py, both applying the rules of
+dgm/contracts/message_ids.py.
 
 The watch must find, for each Kafka record, exactly the id the audit finds, so this follows
 what Spark 4.0 does rather than what looks natural in Python: the JVM's UTF-8 decoding,
-Jackson's JSON parsing and limits, the variant types that count as ids and their text, and
-variant_get's path syntax. tests/watch/test_ids.py compares both on awkward records.
+Jackson's JSON parsing and limits, the variant type Spark gives each JSON value (which the
+rules say is an id or not) and its text, and variant_get's path syntax.
+tests/watch/test_ids.py compares both on awkward records.
 """
 
 from __future__ import annotations
@@ -15,14 +18,21 @@ import json
 import re
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from dgm.config.pipelines import MessageIdRule
+from dgm.contracts.message_ids import (
+    DIGEST_PREFIX,
+    HEX_PREFIX,
+    MAX_ID_CHARS,
+    NO_KEY_LENGTH,
+    SEQ_DIGITS,
+    is_json_id_type,
+)
 
 # As confluent_kafka's Message.headers() gives them.
 Headers = Sequence[tuple[str, bytes | None]] | None
-
-MAX_ID_CHARS = 1024  # as fingerprint.MAX_ID_CHARS: longer ids are kept as their digest
 
 # Jackson 2.18's default StreamReadConstraints, which Spark's try_parse_json runs under: a
 # document beyond any of them is no JSON at all. Lengths count UTF-16 units (Java chars);
@@ -35,6 +45,7 @@ MAX_STRING_CHARS = 20_000_000
 MAX_DECIMAL_DIGITS = 38
 _BLANKS = " \t\n\r"  # all Jackson skips around a value (no BOM, no form feed)
 _JAVA_UTF8 = "dgm.java-utf-8"
+_SEQ = re.compile(SEQ_DIGITS)
 
 
 def message_id(
@@ -54,7 +65,7 @@ def message_id(
     if not found:
         return None  # an empty id is none
     if len(found) > MAX_ID_CHARS:  # F.length counts code points, as len() does
-        return "sha256:" + hashlib.sha256(found.encode()).hexdigest()
+        return DIGEST_PREFIX + hashlib.sha256(found.encode()).hexdigest()
     return found
 
 
@@ -66,28 +77,38 @@ def header_text(headers: Headers, name: str) -> str | None:
     return None
 
 
+def seq_number(text: str | None) -> int | None:
+    """The dgm-seq of a header's text: a run of ASCII digits short enough for a bigint, else
+    None (where the audit's column reads it otherwise: message_ids.SEQ_DIGITS)."""
+    return int(text) if text is not None and _SEQ.fullmatch(text) else None
+
+
 def _text(raw: bytes) -> str:
     # UTF-8 as it is, anything else as 0x<HEX> (F.hex is uppercase): never two ids made one
     # by replacement characters.
     try:
         return raw.decode()
     except UnicodeDecodeError:
-        return "0x" + raw.hex().upper()
+        return HEX_PREFIX + raw.hex().upper()
 
 
 def _key_value_hash(key: bytes | None, value: bytes | None) -> str | None:
     if key is None and value is None:
         return None
-    # The key's byte length goes first, -1 for none, so ("a", "b") and (None, "ab") differ.
-    framed = b"%d:" % (-1 if key is None else len(key)) + (key or b"") + (value or b"")
+    # The key's byte length goes first, so ("a", "b") and (None, "ab") differ.
+    framed = b"%d:" % (NO_KEY_LENGTH if key is None else len(key)) + (key or b"") + (value or b"")
     return hashlib.sha256(framed).hexdigest()
 
 
 # --- json_field: try_parse_json(value as string), then variant_get of the path -------------
 
 
-class _Integral(str):
-    """The text of a JSON number Spark types as an integer or a DECIMAL(p,0): an id."""
+@dataclass(frozen=True)
+class _Number:
+    """A JSON number: its text as variant_get gives it, and the variant type Spark gives it."""
+
+    text: str
+    variant_type: str
 
 
 class _Refused(ValueError):
@@ -103,10 +124,22 @@ def _json_id(value: bytes | None, path: tuple[str | int, ...]) -> str | None:
         if not (in_array or (isinstance(node, dict) and step in node)):
             return None
         node = node[step]
-    if isinstance(node, _Integral):
-        return str(node)
-    # Strings are ids; objects, arrays, booleans, null, fractions and doubles are not.
-    return _java_text(node) if isinstance(node, str) else None
+    if not is_json_id_type(_variant_type(node)):
+        return None
+    return node.text if isinstance(node, _Number) else _java_text(node)
+
+
+def _variant_type(node: Any) -> str:
+    """The type Spark's schema_of_variant names for a parsed JSON value."""
+    if isinstance(node, _Number):
+        return node.variant_type
+    if isinstance(node, str):
+        return "STRING"
+    if isinstance(node, bool):
+        return "BOOLEAN"
+    if node is None:
+        return "VOID"
+    return "OBJECT" if isinstance(node, dict) else "ARRAY"
 
 
 def _parse(text: str) -> Any:
@@ -169,30 +202,35 @@ def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return {_java_text(name): child for name, child in pairs}
 
 
-def _integer(token: str) -> Any:
+def _integer(token: str) -> _Number:
     digits = len(token) - token.startswith("-")
     if digits > MAX_NUMBER_DIGITS:
         raise _Refused("number too long")
-    # A BIGINT, or beyond it a DECIMAL(digits,0) up to 38 digits; then a DOUBLE (no id).
-    # str(int(...)): "-0" is 0.
-    return _Integral(int(token)) if digits <= MAX_DECIMAL_DIGITS else None
+    # A BIGINT, or beyond it a DECIMAL(digits,0) up to 38 digits; then a DOUBLE.
+    if digits > MAX_DECIMAL_DIGITS:
+        return _Number(token, "DOUBLE")  # no id, so its text is never read
+    value = int(token)  # str(int(...)): "-0" is 0
+    bigint = -(2**63) <= value < 2**63
+    return _Number(str(value), "BIGINT" if bigint else f"DECIMAL({digits},0)")
 
 
-def _fraction(token: str) -> Any:
+def _fraction(token: str) -> _Number:
     if len(token) - sum(map(token.count, "-+.eE")) > MAX_NUMBER_DIGITS:
         raise _Refused("number too long")
     if "e" in token or "E" in token:
-        return None  # always a DOUBLE
+        return _Number(token, "DOUBLE")  # always
     # A BigDecimal within 38 digits and 38 decimals is a DECIMAL; its type is taken with
-    # trailing zeros stripped, so 10.00 is DECIMAL(2,0) with text "10": an id.
+    # trailing zeros stripped, so 10.00 is DECIMAL(2,0) with text "10".
     whole, _, decimals = token.partition(".")
     unscaled = int(whole + decimals)
     if len(decimals) > MAX_DECIMAL_DIGITS or len(str(abs(unscaled))) > MAX_DECIMAL_DIGITS:
-        return None  # a DOUBLE
+        return _Number(token, "DOUBLE")
     quotient, remainder = divmod(abs(unscaled), 10 ** len(decimals))
-    if remainder:
-        return None
-    return _Integral(-quotient if unscaled < 0 else quotient)
+    scale = len(decimals.rstrip("0"))
+    if remainder:  # a fraction: no id, so its text is never read
+        digits = len(str(abs(unscaled) // 10 ** (len(decimals) - scale)))
+        return _Number(token, f"DECIMAL({max(digits, scale)},{scale})")
+    return _Number(str(-quotient if unscaled < 0 else quotient), f"DECIMAL({len(str(quotient))},0)")
 
 
 def _no_constant(token: str) -> Any:
@@ -255,8 +293,8 @@ _MAX_INDEX = 2**31 - 1
 
 @functools.lru_cache(maxsize=256)
 def _path(dotted: str) -> tuple[str | int, ...]:
-    """The steps of `$.<dotted>` (fingerprint.json_path) as variant_get reads them; a path it
-    refuses fails the audit, so it raises here too."""
+    """The steps of `$.<dotted>` (message_id_columns.json_path) as variant_get reads them;
+    a path it refuses fails the audit, so it raises here too."""
     text, at = "." + dotted, 0
     steps: list[str | int] = []
     while at < len(text):

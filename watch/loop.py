@@ -7,7 +7,6 @@ duplicates are the analysis's to find, among its kept ids). External sinks are n
 from __future__ import annotations
 
 import logging
-import re
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -24,7 +23,7 @@ from dgm.contracts.clusters import split
 from dgm.contracts.headers import PRODUCER, SEQ, SRC
 from dgm.contracts.sampling import KEEP_ALL
 from dgm.contracts.watched import WatchStatus
-from watch.ids import Headers, header_text, message_id
+from watch.ids import Headers, header_text, message_id, seq_number
 from watch.publish import publish, published_seen
 from watch.reader import SinkReader
 from watch.seen import Copy, Duplicate, SeenIds
@@ -36,7 +35,6 @@ STATUS_EVERY_S = 5.0  # the status row's age says the watch is alive
 REFRESH_EVERY_S = 30.0  # new partitions and topics that appeared
 READ_TIMEOUT_S = 0.25
 KEEP_ROWS = 10_000  # the newest seen duplicates published; the analysis keeps them all
-_SEQ = re.compile(r"[0-9]{1,18}")
 
 
 @dataclass(frozen=True)
@@ -59,11 +57,6 @@ def watched_topics(config: DgmConfig) -> dict[str, dict[str, list[Watched]]]:
             watched = Watched(pipeline.name, topic, pipeline.sink_id_rule())
             routes.setdefault(cluster, {}).setdefault(name, []).append(watched)
     return routes
-
-
-def _seq(text: str | None) -> int | None:
-    # As the audit's column: a run of at most 18 ASCII digits, else none.
-    return int(text) if text is not None and _SEQ.fullmatch(text) else None
 
 
 def _headers(message: Message) -> Headers:
@@ -96,7 +89,7 @@ def seen_row(
         "first_timestamp": _when(first.timestamp_ms),
         "key": key.decode("utf-8", "replace") if is_message and key is not None else None,
         "producer": header_text(headers, PRODUCER) if is_message else None,
-        "seq": _seq(header_text(headers, SEQ)) if is_message else None,
+        "seq": seq_number(header_text(headers, SEQ)) if is_message else None,
         "lineage": header_text(headers, SRC) if is_message else None,
         "seen_at": datetime.now(UTC),
         "cluster": cluster,

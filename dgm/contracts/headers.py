@@ -1,8 +1,11 @@
-"""The audit headers of the design guide, and the lineage header's `topic/partition/offset`."""
+"""The audit headers of the design guide, and the lineage header's `topic/partition/offset`
+(the rules that read them: dgm/contracts/message_ids.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+
+from dgm.contracts.message_ids import src_parts
 
 ID, PRODUCER, SEQ, SRC = "dgm-id", "dgm-producer", "dgm-seq", "dgm-src"
 
@@ -12,16 +15,13 @@ def format_src(topic: str, partition: int, offset: int) -> str:
 
 
 def parse_src(value: bytes | str) -> tuple[str, int, int]:
-    """`topic/partition/offset` back into its parts; ValueError if it is not one."""
+    """`topic/partition/offset` back into its parts, as the audit reads them (message_ids.
+    SRC_PATTERN); ValueError if it is not one."""
     text = value.decode() if isinstance(value, bytes) else value
-    # Split from the right: the last two parts are numbers, everything before is the topic.
-    parts = text.rsplit("/", 2)
-    if len(parts) != 3 or not parts[0]:
+    parts = src_parts(text)
+    if parts is None:
         raise ValueError(f"{SRC} header {text!r} is not topic/partition/offset")
-    topic, partition, offset = parts
-    if not (partition.isdigit() and offset.isdigit()):
-        raise ValueError(f"{SRC} header {text!r}: partition and offset must be non-negative ints")
-    return topic, int(partition), int(offset)
+    return parts
 
 
 Headers = Sequence[tuple[str, str | bytes | None]] | Mapping[str, str | bytes | None] | None

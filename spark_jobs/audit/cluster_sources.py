@@ -33,6 +33,12 @@ def cluster_kafka_options(cluster: ClusterConfig, bootstrap_servers: str) -> dic
     return {**AUDIT_CLIENT_DEFAULTS, **java, "kafka.bootstrap.servers": bootstrap_servers}
 
 
+def kafka_options(config: DgmConfig, bootstrap_servers: str) -> dict[str, str]:
+    """Spark Kafka source options reaching the default cluster. They may hold secrets: never
+    log."""
+    return cluster_kafka_options(config.cluster, bootstrap_servers)
+
+
 @dataclass(frozen=True)
 class KafkaSources:
     """Per cluster name: Spark Kafka source options and librdkafka settings."""

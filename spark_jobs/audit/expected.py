@@ -36,7 +36,7 @@ from pyspark.sql.types import (
 from dgm.config.document import DgmConfig
 from dgm.config.pipelines import PipelineConfig
 from dgm.config.problems import ConfigError
-from spark_jobs.audit.fingerprint_store import Batch
+from spark_jobs.audit.batches import Batch
 
 FILTERED = "filtered_by"
 UNDECIDED = "filter_undecided_by"

@@ -20,11 +20,13 @@ import pyarrow.compute as pc
 from dgm.config.external_sinks import ExternalSink
 from dgm.config.pipelines import PipelineConfig
 from dgm.contracts.fingerprints import FINGERPRINT as ARROW_FINGERPRINT
+from dgm.contracts.message_ids import SRC_OFFSET, SRC_PARTITION, SRC_TOPIC
 from dgm.util.errors import UserFacingError
 
 TIME_COLUMN = "stored_at"
-# Like spark_jobs.audit.fingerprint's dgm-src pattern: a non-empty topic (may hold '/'), 2 numbers.
-_SRC = r"^(?P<t>.+)/(?P<p>[0-9]{1,9})/(?P<o>[0-9]{1,18})$"
+# message_ids.SRC_PATTERN with the named groups Arrow's extract_regex wants. Arrow's RE2 reads
+# it as Java does but for line terminators: its `.` takes all but '\n', its `$` passes none.
+_SRC = f"^(?P<t>{SRC_TOPIC})/(?P<p>{SRC_PARTITION})/(?P<o>{SRC_OFFSET})$"
 # Seconds an SQLite read waits for a writer's lock before giving up.
 LOCK_TIMEOUT_S = 5.0
 

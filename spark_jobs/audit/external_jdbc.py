@@ -33,13 +33,12 @@ from pyspark.sql import types as T
 
 from dgm.config.external_sinks import FILE_KINDS, ExternalSink
 from dgm.config.pipelines import PipelineConfig
+from dgm.contracts.message_ids import SRC_PATTERN
 from spark_jobs.audit.external import TIME_COLUMN, ExternalSinkError
 from spark_jobs.schemas import FINGERPRINT
 
 # A JDBC read of more rows than this is split into ranges of the column, read in parallel.
 ROWS_PER_PARTITION = 1_000_000
-# dgm-src's shape, as spark_jobs.audit.external's pattern (Java regex, unnamed groups).
-_SRC = r"^(.+)/([0-9]{1,9})/([0-9]{1,18})$"
 
 Position = int | datetime | date
 _PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -225,10 +224,10 @@ def to_fingerprints(rows: DataFrame, pipeline: PipelineConfig, sink: ExternalSin
         lineage = F.when(~missing, lineage)
     else:
         lineage = F.lit(None).cast("string")
-    parsed = lineage.rlike(_SRC)
+    parsed = lineage.rlike(SRC_PATTERN)
 
     def part(group: int, kind: str) -> Column:
-        return F.when(parsed, F.regexp_extract(lineage, _SRC, group)).cast(kind)
+        return F.when(parsed, F.regexp_extract(lineage, SRC_PATTERN, group)).cast(kind)
 
     nothing = F.lit(None).cast("string")
     columns = {

@@ -12,7 +12,7 @@ A pipeline's position is the `upto` of the newest complete batch naming it with 
 current hash (positions only grow; a merge or compaction carries the newest entry over).
 
 When a pipeline's sink changes (another url, table or column) or it has no JDBC sink any
-more, its rows and entries are rewritten away first (FingerprintStore.replace_batches,
+more, its rows and entries are rewritten away first (rewrite.replace_batches,
 crash-safe like a compaction), so the sink is then read from its start.
 """
 
@@ -32,8 +32,10 @@ from pyspark.sql import functions as F
 from dgm.config.document import DgmConfig
 from dgm.config.external_sinks import FILE_KINDS
 from dgm.config.pipelines import PipelineConfig
+from spark_jobs.audit.batches import Batch, newest_external
 from spark_jobs.audit.external_jdbc import IncrementalRead, Position, read_incremental
-from spark_jobs.audit.fingerprint_store import Batch, FingerprintStore, newest_external
+from spark_jobs.audit.rewrite import replace_batches
+from spark_jobs.audit.store import FingerprintStore
 from spark_jobs.sampling import kept
 
 Progress = Callable[[str], None]
@@ -104,7 +106,7 @@ def forget_changed(spark: SparkSession, store: FingerprintStore, config: DgmConf
         return []
     chosen = [b for b in batches if set(b.manifest.get("external", {})) & set(stale)]
     keep = ~F.col("topic").isin(sorted(set(stale.values())))
-    store.replace_batches(spark, chosen, keep, forget_external=set(stale))
+    replace_batches(store, spark, chosen, keep, forget_external=set(stale))
     return sorted(stale)
 
 

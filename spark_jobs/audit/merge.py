@@ -23,7 +23,9 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from dgm.contracts.samples import Key
-from spark_jobs.audit.fingerprint_store import Batch, FingerprintStore
+from spark_jobs.audit.batches import Batch
+from spark_jobs.audit.rewrite import replace_batches
+from spark_jobs.audit.store import FingerprintStore
 
 FANOUT = 8
 
@@ -57,5 +59,5 @@ def merge_small_batches(spark: SparkSession, state_dir: Path) -> list[Batch]:
     written = []
     with store.writer_lock():
         while (run := mergeable(store.complete_batches())) is not None:
-            written.append(store.replace_batches(spark, run))
+            written.append(replace_batches(store, spark, run))
     return written

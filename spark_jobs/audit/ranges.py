@@ -203,3 +203,16 @@ def has_open_or_recent_transaction(sampled: Iterable[PartitionOffsets]) -> set[s
     """Topics with a partition whose LSO sat below its high watermark when sampled: records
     (or a marker) above the LSO, so a transaction touched the partition near the range end."""
     return {s.topic for s in sampled if s.lso < s.high_watermark}
+
+
+def flagged_topics(
+    state_dir: Path,
+    topics: Collection[str],
+    sampled: Iterable[PartitionOffsets],
+    max_files: int = MAX_SAMPLE_FILES,
+) -> set[str]:
+    """Topics of `topics` to read as transactional: a transactional producer sampled on them
+    (transactional_topics), or an open or recent transaction in their `sampled` offsets."""
+    return transactional_topics(state_dir, topics, max_files) | has_open_or_recent_transaction(
+        s for s in sampled if s.topic in topics
+    )

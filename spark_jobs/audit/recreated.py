@@ -10,13 +10,17 @@ event, a fault of the topic's pipelines (docs/design.md).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from spark_jobs.audit.fingerprint_store import Batch, FingerprintStore
+from spark_jobs.audit.batches import Batch, recorded_topic_ids
+from spark_jobs.audit.rewrite import replace_batches
+from spark_jobs.audit.store import FingerprintStore
+
+Progress = Callable[[str], None]
 
 
 def recreated_topics(
@@ -40,4 +44,21 @@ def forget_topics(spark: SparkSession, state_dir: Path, topics: Collection[str])
     if not chosen:
         return None
     other_topics = ~F.col("topic").isin(*sorted(topics))
-    return store.replace_batches(spark, chosen, other_topics, topics)
+    return replace_batches(store, spark, chosen, other_topics, topics)
+
+
+def drop_recreated(
+    spark: SparkSession, store: FingerprintStore, topic_ids: Mapping[str, str], progress: Progress
+) -> dict[str, tuple[str, str]]:
+    """The audit's step for recreated topics: those whose sampled `topic_ids` differ from the
+    audited ones forgotten (recreated_topics' answer), so they are audited from their start.
+    Call under the store's writer lock."""
+    recreated = recreated_topics(recorded_topic_ids(store.complete_batches()), topic_ids)
+    for topic, (old, new) in recreated.items():
+        progress(
+            f"audit: topic {topic} was deleted and recreated (id {old} -> {new}): its old "
+            "fingerprints are dropped and the new topic is audited from its start"
+        )
+    if recreated:
+        forget_topics(spark, store.state_dir, recreated)
+    return recreated

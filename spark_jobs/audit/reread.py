@@ -50,8 +50,8 @@ from dgm.contracts.fingerprints import FINGERPRINT as FINGERPRINT_FIELDS
 from dgm.contracts.sample_schemas import SCHEMAS
 from dgm.contracts.samples import Key, PartitionOffsets, SampleStore
 from dgm.util.durable import fsync
-from spark_jobs.audit.fingerprint import fingerprints
 from spark_jobs.audit.ranges import OffsetRange
+from spark_jobs.audit.record_columns import fingerprints
 
 STATE_FILE = "reread.json"
 # Offsets a share re-read waits to owe before it reads: a Spark job's fixed cost (~0.5 s)

@@ -41,7 +41,7 @@ class Scratch:
         return {key: seen.rows for key, seen in written(part_files(chunk)).items()}
 
     def write_aborted(self, aborted: DataFrame) -> int:
-        """Write the coordinates `aborted` (fingerprint.aborted_offsets) once; how many."""
+        """Write the coordinates `aborted` (aborted_marking.aborted_offsets) once; how many."""
         folder = self.folder / "aborted"
         aborted.select(*COORDINATES).write.parquet(str(folder))
         return sum(pq.ParquetFile(f).metadata.num_rows for f in part_files(folder))

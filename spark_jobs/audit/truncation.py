@@ -20,7 +20,7 @@ from pyspark.sql import functions as F
 
 from dgm.config.pipelines import MessageIdRule
 from dgm.contracts.samples import Key, PartitionOffsets, SampleStore
-from spark_jobs.audit.fingerprint_store import Batch, FingerprintStore
+from spark_jobs.audit.batches import Batch
 from spark_jobs.audit.ranges import OffsetRange
 from spark_jobs.audit.reread import (
     COMPARED,
@@ -35,6 +35,8 @@ from spark_jobs.audit.reread import (
     resume_at,
     went_back,
 )
+from spark_jobs.audit.rewrite import replace_batches
+from spark_jobs.audit.store import FingerprintStore, empty_fingerprints
 from spark_jobs.schemas import FINGERPRINT
 
 # The Spark Kafka source's rows of some ranges, read_uncommitted.
@@ -87,7 +89,7 @@ def stored(
         if any(_overlaps(r, w) for r in b.ranges for w in windows)
     ]
     if not paths:
-        return spark.createDataFrame([], FINGERPRINT).select(*(columns or FINGERPRINT.names))
+        return empty_fingerprints(spark).select(*(columns or FINGERPRINT.names))
     frame = spark.read.schema(FINGERPRINT).parquet(*paths)
     return frame.select(*(columns or FINGERPRINT.names)).where(in_windows(windows))
 
@@ -197,8 +199,8 @@ def _rewrite(
         paths = [str(b.path) for b in chosen]
         kept = spark.read.schema(FINGERPRINT).parquet(*paths).where(~_of(diverged, diverged))
         count = aside.count()
-        store.replace_batches(
-            spark, chosen, rows=kept.unionByName(fresh), ends=ends, displaced=aside
+        replace_batches(
+            store, spark, chosen, rows=kept.unionByName(fresh), ends=ends, displaced=aside
         )
     finally:
         done()

@@ -1,5 +1,5 @@
 """watch.ids finds the id the audit finds: Spark's `message_id(rule)` column
-(spark_jobs/audit/fingerprint.py) and the Python twin on the same awkward records, every rule
+(spark_jobs/audit/message_id_columns.py) and the Python twin on the same awkward records, every rule
 kind in one Spark job, must agree record by record."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pyspark.sql.types import (
 
 from dgm.config.pipelines import MessageIdRule
 from spark_jobs.audit.expected import KAFKA_SOURCE
-from spark_jobs.audit.fingerprint import header, message_id
+from spark_jobs.audit.message_id_columns import header, message_id
 from watch import ids
 
 # The columns of the Spark Kafka source (includeHeaders=true).

@@ -17,8 +17,8 @@ from confluent_kafka import Producer
 from dgm.config.document import DgmConfig
 from dgm.config.pipelines import MessageIdRule
 from dgm.util.waiting import wait_until
-from tests.conftest import KafkaUnderTest
-from tests.watch.watched import sink_pipeline
+from tests.support.kafka_cluster import KafkaUnderTest
+from tests.support.watched_pipelines import sink_pipeline
 from watch.loop import Watch, watched_topics
 from watch.publish import published_seen
 from watch.reader import SinkReader

@@ -14,8 +14,8 @@ from confluent_kafka import Producer
 from dgm.clients.permissions import TOPIC_DESCRIBE, TOPIC_READ
 from dgm.config.document import DgmConfig
 from dgm.util.waiting import wait_until
-from tests.secured_kafka import DGM_USER, SecuredKafka, acl
-from tests.watch.watched import sink_pipeline
+from tests.support.secured_kafka import DGM_USER, SecuredKafka, acl
+from tests.support.watched_pipelines import sink_pipeline
 from watch.loop import Watch, watched_topics
 from watch.publish import published_seen
 from watch.reader import SinkReader

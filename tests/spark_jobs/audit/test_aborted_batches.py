@@ -22,12 +22,12 @@ from dgm.config.collectors import CollectorSettings
 from dgm.config.document import DgmConfig
 from dgm.contracts.samples import SampleStore
 from dgm.util.waiting import wait_until
-from spark_jobs.audit import aborted_batches, fingerprinted, kafka_source
+from spark_jobs.audit import aborted_batches, chunked_read, kafka_source
 from spark_jobs.audit.aborted_batches import ABORT, BatchHeader, MarkerWalker, PartitionWalk
-from spark_jobs.audit.kafka_read import audit
+from spark_jobs.audit.audit import audit
 from spark_jobs.audit.ranges import OffsetRange
-from tests.secured_kafka import DGM_USER, SecuredKafka, needed
-from tests.spark_jobs.audit.test_audit import config, pipeline, sample, seen
+from tests.support.audited_pipeline import config, pipeline, sample, seen
+from tests.support.secured_kafka import DGM_USER, SecuredKafka, needed
 
 COMMIT = 1
 
@@ -218,7 +218,7 @@ def test_the_audit_marks_from_the_markers_in_one_read_as_the_second_read_does(
     marked = seen(spark, cfg.state_dir)
 
     # The same ranges with the markers unread: the topic is read twice, as before.
-    monkeypatch.setattr(fingerprinted, "told_aborts", lambda sources, ranges: ({}, set()))
+    monkeypatch.setattr(chunked_read, "told_aborts", lambda sources, ranges: ({}, set()))
     isolations.clear()
     again = config(tmp_path / "twice", pipeline(topic))
     sample(kafka, again.state_dir, topic)

@@ -4,7 +4,6 @@ records once, a batch killed before its rename, the LSO bound, external sinks, i
 from __future__ import annotations
 
 import dataclasses
-import re
 import sqlite3
 import uuid
 from collections.abc import Iterator
@@ -15,69 +14,28 @@ import pytest
 from confluent_kafka import Producer
 from pyspark.sql import functions as F
 
-from collectors.clients import Clients
-from collectors.cycle import Collector
 from dgm.config.cluster import ClusterConfig
-from dgm.config.collectors import CollectorSettings
-from dgm.config.document import DgmConfig
 from dgm.config.external_sinks import ExternalSink
-from dgm.config.pipelines import MessageIdRule, PipelineConfig
+from dgm.config.pipelines import MessageIdRule
 from dgm.contracts.samples import SampleStore
 from dgm.util.waiting import wait_until
 from lab.processors.sqlite_sink import SinkRow, SinkStore
 from spark_jobs.audit import external as audit_external
-from spark_jobs.audit import fingerprint_store
+from spark_jobs.audit import store as fingerprint_store
+from spark_jobs.audit.audit import audit
+from spark_jobs.audit.batches import MANIFEST
+from spark_jobs.audit.cluster_sources import kafka_options
 from spark_jobs.audit.external import ExternalSinkError
-from spark_jobs.audit.fingerprint_store import (
-    FingerprintStore,
-)
-from spark_jobs.audit.kafka_read import ConflictingIdRules, audit, kafka_options, topic_rules
+from spark_jobs.audit.id_rules import ConflictingIdRules, topic_rules
 from spark_jobs.audit.ranges import OffsetRange
-from tests.collectors.transactional import in_transaction, transactional_producer
-from tests.spark_jobs.audit.test_fingerprint import (
+from spark_jobs.audit.store import FingerprintStore
+from tests.support.audited_pipeline import config, pipeline, sample, seen
+from tests.support.stamped_writes import (
+    plain,
     produce_committed_aborted_and_unidentified,
     wait_for_stable_end,
 )
-
-
-def pipeline(topic: str, **extra: Any) -> PipelineConfig:
-    return PipelineConfig(
-        name=extra.pop("name", "p"),
-        source_topics=(topic,),
-        sink_topics=extra.pop("sink_topics", ()),
-        consumer_group="g",
-        declared_semantic="exactly-once",
-        **extra,
-    )
-
-
-def config(state_dir: Path, *pipelines: PipelineConfig) -> DgmConfig:
-    return DgmConfig(state_dir=state_dir, pipelines=pipelines)
-
-
-def sample(kafka: Any, state_dir: Path, *topics: str) -> None:
-    """One real collector cycle over `topics`: the offsets and producers samples the audit
-    reads."""
-    clients = Clients(kafka.client_config(), request_timeout_s=10)
-    include = tuple(f"^{re.escape(topic)}$" for topic in topics)
-    settings = CollectorSettings(interval_s=1, include_topics=include)
-    collector = Collector(clients, settings, SampleStore(state_dir), request_timeout_s=10)
-    try:
-        assert collector.cycle() is not None
-    finally:
-        clients.close()
-
-
-def seen(spark: Any, state_dir: Path) -> list[tuple[int, str | None, bool]]:
-    frame = FingerprintStore(state_dir).load(spark).orderBy("offset")
-    return [(r.offset, r.message_id, r.committed) for r in frame.collect()]
-
-
-def plain(kafka: Any, topic: str, *values: str) -> None:
-    producer = Producer(kafka.client_config(acks="all"))
-    for value in values:
-        producer.produce(topic, value=value, headers=[("dgm-id", value)])
-    assert producer.flush(30) == 0
+from tests.support.transactional import in_transaction, transactional_producer
 
 
 @pytest.fixture
@@ -142,13 +100,13 @@ def test_a_batch_killed_before_its_rename_is_audited_again_once(
         raise Killed
 
     # Data written and manifest fsynced, killed before the rename.
-    monkeypatch.setattr(fingerprint_store, "_next_name", kill)
+    monkeypatch.setattr(fingerprint_store, "next_name", kill)
     with pytest.raises(Killed):
         audit(spark, cfg, kafka.bootstrap_servers)
     leftovers = [
         p for p in FingerprintStore(tmp_path).folder.iterdir() if p.name.startswith(".tmp-")
     ]
-    assert len(leftovers) == 1 and (leftovers[0] / fingerprint_store.MANIFEST).is_file()
+    assert len(leftovers) == 1 and (leftovers[0] / MANIFEST).is_file()
     assert FingerprintStore(tmp_path).audited_positions() == {}
     assert FingerprintStore(tmp_path).load(spark).count() == 0
 

@@ -19,11 +19,11 @@ from dgm.config.collectors import CollectorSettings
 from dgm.config.document import DgmConfig
 from dgm.config.pipelines import PipelineConfig
 from dgm.contracts.samples import SampleStore
-from spark_jobs.audit.fingerprint_store import FingerprintStore
-from spark_jobs.audit.kafka_read import audit
-from tests.conftest import KafkaUnderTest
-from tests.spark_jobs.audit.test_audit import plain
-from tests.spark_jobs.audit.test_fingerprint import (
+from spark_jobs.audit.audit import audit
+from spark_jobs.audit.store import FingerprintStore
+from tests.support.kafka_cluster import KafkaUnderTest
+from tests.support.stamped_writes import (
+    plain,
     produce_committed_aborted_and_unidentified,
     wait_for_stable_end,
 )

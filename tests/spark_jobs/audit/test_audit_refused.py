@@ -14,9 +14,8 @@ from dgm.config.collectors import CollectorSettings
 from dgm.config.document import DgmConfig
 from dgm.config.pipelines import PipelineConfig
 from dgm.contracts.samples import SampleStore
-from spark_jobs.audit.kafka_read import audit
-from tests.secured_kafka import DGM_USER, SecuredKafka, acl
-from tests.shell.test_check_command import topic_with_records
+from spark_jobs.audit.audit import audit
+from tests.support.secured_kafka import DGM_USER, SecuredKafka, acl, topic_with_records
 
 
 def test_a_refused_topic_is_recorded_and_the_others_are_audited(

@@ -18,12 +18,10 @@ from dgm.config.analysis import AnalysisSettings
 from dgm.config.document import DgmConfig
 from dgm.contracts import headers
 from dgm.util.progress import read_progress
-from spark_jobs.audit.fingerprint_store import (
-    FingerprintStore,
-)
-from spark_jobs.audit.kafka_read import audit
+from spark_jobs.audit.audit import audit
 from spark_jobs.audit.ranges import OffsetRange
-from tests.spark_jobs.audit.test_audit import config, pipeline, sample
+from spark_jobs.audit.store import FingerprintStore
+from tests.support.audited_pipeline import config, pipeline, sample
 
 SLACK_S = 2.0  # a loaded 2-core machine may run the ticker thread this late
 

@@ -13,8 +13,8 @@ from confluent_kafka import Producer
 
 from dgm.config.loader import load_config
 from dgm.contracts.headers import ID
-from spark_jobs.audit.fingerprint_store import FingerprintStore
-from tests.spark_jobs.test_retention_kafka import analyze_once
+from spark_jobs.audit.store import FingerprintStore
+from tests.support.analysis_run import analyze_once
 
 
 def produce(kafka: Any, topic: str, first: int, count: int) -> None:

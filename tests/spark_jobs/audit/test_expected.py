@@ -13,6 +13,7 @@ import pytest
 from dgm.config.document import DgmConfig
 from dgm.config.pipelines import PipelineConfig
 from dgm.config.problems import ConfigError
+from spark_jobs.audit.batches import Batch
 from spark_jobs.audit.expected import (
     KAFKA_SOURCE,
     check_predicates,
@@ -20,7 +21,6 @@ from spark_jobs.audit.expected import (
     stale_topics,
     with_expected,
 )
-from spark_jobs.audit.fingerprint_store import Batch
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

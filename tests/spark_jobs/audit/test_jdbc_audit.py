@@ -12,10 +12,11 @@ from typing import Any
 import pytest
 
 from dgm.config.document import DgmConfig
-from spark_jobs.audit.fingerprint_store import FingerprintStore
 from spark_jobs.audit.jdbc_audit import audit_jdbc, positions
-from tests.postgres import PostgresUnderTest
-from tests.spark_jobs.audit.test_external_jdbc import insert, make_table, pipeline
+from spark_jobs.audit.rewrite import replace_batches
+from spark_jobs.audit.store import FingerprintStore
+from tests.support.jdbc_sink import insert, make_table, pipeline
+from tests.support.postgres import PostgresUnderTest
 
 pytestmark = pytest.mark.slow
 
@@ -48,7 +49,7 @@ def test_cycles_store_added_rows_once_and_the_position_commits_with_them(
     def killed(source: Any, target: Any) -> None:
         raise KeyboardInterrupt("killed before the commit")
 
-    monkeypatch.setattr("spark_jobs.audit.fingerprint_store.os.rename", killed)
+    monkeypatch.setattr("spark_jobs.audit.store.os.rename", killed)
     with pytest.raises(KeyboardInterrupt):
         run(spark, config)
     monkeypatch.undo()
@@ -61,7 +62,7 @@ def test_cycles_store_added_rows_once_and_the_position_commits_with_them(
 
     # A merge keeps the rows and the position.
     with store.writer_lock():
-        store.replace_batches(spark, store.complete_batches())
+        replace_batches(store, spark, store.complete_batches())
     assert len(store.complete_batches()) == 1
     assert positions(store.complete_batches(), config) == {"orders-pg": 5}
     insert(postgres, table, ["f"])

@@ -8,14 +8,12 @@ import random
 from pathlib import Path
 from typing import Any
 
-from spark_jobs.audit.fingerprint_store import (
-    Batch,
-    FingerprintStore,
-)
+from spark_jobs.audit.batches import Batch
 from spark_jobs.audit.merge import FANOUT, merge_small_batches, mergeable
 from spark_jobs.audit.ranges import OffsetRange
-from tests.spark_jobs.audit.test_fingerprint_store import NOW, RULES
-from tests.spark_jobs.audit.test_fingerprint_store import rows as fingerprint_rows
+from spark_jobs.audit.store import FingerprintStore
+from tests.support.stored_fingerprints import NOW, RULES
+from tests.support.stored_fingerprints import rows as fingerprint_rows
 
 
 def fake(records: int, start: int, rewrites: int = 0) -> Batch:

@@ -1,4 +1,5 @@
-"""Which topics were recreated: pure rules (the real-broker test is test_recreated_topic_kafka)."""
+"""Which topics were recreated: pure rules (the real-broker test is
+tests/scenarios/test_recreated_topic.py)."""
 
 from __future__ import annotations
 

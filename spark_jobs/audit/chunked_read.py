@@ -3,7 +3,7 @@ included, one relation per id rule), fingerprinted and written to Parquet in one
 (scratch.py) and counted from its files. The aborted records of the topics that have seen
 transactions are told by their batches' markers before the read and marked in it
 (aborted_batches.py); a topic the markers could not tell is read again, read_committed,
-without headers, and its aborted records marked after (fingerprint.py)."""
+without headers, and its aborted records marked after (aborted_marking.py)."""
 
 from __future__ import annotations
 
@@ -18,18 +18,14 @@ from dgm.config.document import DgmConfig
 from dgm.config.pipelines import MessageIdRule
 from dgm.contracts.samples import Key
 from spark_jobs.audit.aborted_batches import Spans, told_aborts
+from spark_jobs.audit.aborted_marking import aborted_offsets, mark_aborted, mark_aborted_spans
 from spark_jobs.audit.cluster_sources import KafkaSources
 from spark_jobs.audit.expected import with_expected
-from spark_jobs.audit.fingerprint import (
-    aborted_offsets,
-    fingerprints,
-    mark_aborted,
-    mark_aborted_spans,
-)
-from spark_jobs.audit.fingerprint_store import FingerprintStore, empty_fingerprints
 from spark_jobs.audit.kafka_source import read_ranges, union
 from spark_jobs.audit.ranges import OffsetRange, split_ranges
+from spark_jobs.audit.record_columns import fingerprints
 from spark_jobs.audit.scratch import Scratch
+from spark_jobs.audit.store import FingerprintStore, empty_fingerprints
 from spark_jobs.audit.tracker import AuditTracker
 from spark_jobs.sampling import kept
 

@@ -8,13 +8,12 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from spark_jobs.audit.fingerprint_store import (
-    FingerprintStore,
-)
-from spark_jobs.audit.kept_fingerprints import KeptFingerprints
+from spark_jobs.audit.incremental_load import KeptFingerprints
 from spark_jobs.audit.merge import FANOUT, merge_small_batches
 from spark_jobs.audit.ranges import OffsetRange
-from tests.spark_jobs.audit.test_fingerprint_store import NOW, RULES, rows
+from spark_jobs.audit.rewrite import compact
+from spark_jobs.audit.store import FingerprintStore
+from tests.support.stored_fingerprints import NOW, RULES, rows
 
 
 def add(spark: Any, state_dir: Path, first: int, count: int, age_h: float = 0) -> None:
@@ -68,7 +67,7 @@ def test_retention_s_compaction_makes_the_next_load_read_everything(
     add(spark, tmp_path, 0, 4, age_h=30)  # beyond a day's retention
     add(spark, tmp_path, 4, 4)
     assert len(same_as_the_store(kept, spark, tmp_path)) == 8
-    assert FingerprintStore(tmp_path).compact(spark, timedelta(hours=24), now=NOW) is not None
+    assert compact(FingerprintStore(tmp_path), spark, timedelta(hours=24), now=NOW) is not None
     assert same_as_the_store(kept, spark, tmp_path) == [4, 5, 6, 7]
     assert kept.batches_read == len(FingerprintStore(tmp_path).complete_batches())
 

@@ -1,5 +1,5 @@
 """The fingerprints an analysis run works on, as one value: loaded once (by
-audit.kept_fingerprints) and handed down to the analysis unchanged.
+audit.incremental_load) and handed down to the analysis unchanged.
 
 Besides every fingerprint now (`kept`, plus the external sinks' snapshots), it says how they
 differ from the last load's, when that is known: the engine then recomputes only what the

@@ -36,13 +36,9 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 
 from dgm.contracts.fingerprints import FINGERPRINT as ARROW_FINGERPRINT
-from spark_jobs.audit.fingerprint_store import (
-    Batch,
-    FingerprintStore,
-    empty_fingerprints,
-    merged_ranges,
-)
-from spark_jobs.fingerprints import Fingerprints
+from spark_jobs.analysis_input import Fingerprints
+from spark_jobs.audit.batches import Batch, merged_ranges
+from spark_jobs.audit.store import FingerprintStore, empty_fingerprints
 from spark_jobs.schemas import FINGERPRINT
 
 # More kept frames than this are consolidated into one: each is a scan in every query plan.

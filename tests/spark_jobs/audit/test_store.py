@@ -5,31 +5,19 @@ from __future__ import annotations
 
 import json
 import shutil
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
-from dgm.config.pipelines import MessageIdRule
 from dgm.contracts.fingerprints import FINGERPRINT as ARROW_FINGERPRINT
-from spark_jobs.audit.fingerprint_store import (
-    MANIFEST,
-    FingerprintStore,
-)
+from spark_jobs.audit.batches import MANIFEST
 from spark_jobs.audit.ranges import OffsetRange
+from spark_jobs.audit.rewrite import compact
+from spark_jobs.audit.store import FingerprintStore
 from spark_jobs.schemas import FINGERPRINT
-
-NOW = datetime(2026, 3, 1, tzinfo=UTC)
-RULES = {"t": MessageIdRule()}
-
-
-def rows(spark: Any, topic: str, offsets: range, at: datetime) -> Any:
-    data = [
-        (topic, 0, o, at, f"id-{o}", None, None, None, None, None, None, None, True, None, None)
-        for o in offsets
-    ]
-    return spark.createDataFrame(data, FINGERPRINT)
+from tests.support.stored_fingerprints import NOW, RULES, rows
 
 
 def coordinates(frame: Any) -> list[tuple[str, int, int]]:
@@ -101,7 +89,7 @@ def test_compaction_drops_old_fingerprints_and_keeps_positions(spark: Any, tmp_p
         FingerprintStore(tmp_path).write_batch(
             spark, rows(spark, "t", range(6, 8), new), [OffsetRange("t", 0, 6, 8)], RULES
         )
-    compacted = FingerprintStore(tmp_path).compact(spark, timedelta(days=7), now=NOW)
+    compacted = compact(FingerprintStore(tmp_path), spark, timedelta(days=7), now=NOW)
     assert compacted is not None
     assert len(compacted.manifest["replaces"]) == 2
     assert compacted.ranges == [
@@ -118,10 +106,10 @@ def test_compaction_drops_old_fingerprints_and_keeps_positions(spark: Any, tmp_p
     assert len(FingerprintStore(tmp_path).complete_batches()) == 2
     assert FingerprintStore(tmp_path).audited_positions() == {("t", 0): 8}
     assert coordinates(FingerprintStore(tmp_path).load(spark)) == [("t", 0, o) for o in range(4, 8)]
-    assert FingerprintStore(tmp_path).compact(spark, timedelta(days=7), now=NOW) is None
+    assert compact(FingerprintStore(tmp_path), spark, timedelta(days=7), now=NOW) is None
     # Everything aged out: no fingerprint left, the position still there.
     assert (
-        FingerprintStore(tmp_path).compact(spark, timedelta(hours=1), now=NOW + timedelta(days=1))
+        compact(FingerprintStore(tmp_path), spark, timedelta(hours=1), now=NOW + timedelta(days=1))
         is not None
     )
     assert FingerprintStore(tmp_path).load(spark).count() == 0
@@ -139,9 +127,9 @@ def test_compaction_killed_before_removing_what_it_replaced_duplicates_nothing(
     (before,) = FingerprintStore(tmp_path).complete_batches()
     copy = tmp_path / "copy"
     shutil.copytree(before.path, copy)
-    compacted = FingerprintStore(tmp_path).compact(spark, timedelta(days=20), now=NOW)
+    compacted = compact(FingerprintStore(tmp_path), spark, timedelta(days=20), now=NOW)
     assert compacted is None  # nothing old enough: untouched
-    compacted = FingerprintStore(tmp_path).compact(spark, timedelta(days=7), now=NOW)
+    compacted = compact(FingerprintStore(tmp_path), spark, timedelta(days=7), now=NOW)
     assert compacted is not None
     shutil.copytree(copy, before.path)  # as if killed before the old batch was removed
     assert [b.path for b in FingerprintStore(tmp_path).complete_batches()] == [compacted.path]
@@ -197,7 +185,7 @@ def test_a_damaged_batch_is_set_aside_and_its_offsets_are_audited_again(
         )  # fmt: skip
     assert FingerprintStore(tmp_path).damaged_ranges() == {}
     assert (
-        FingerprintStore(tmp_path).compact(spark, timedelta(days=1), NOW + timedelta(days=2))
+        compact(FingerprintStore(tmp_path), spark, timedelta(days=1), NOW + timedelta(days=2))
         is not None
     )
     assert (

@@ -4,28 +4,24 @@ committed/aborted marking, on hand-made rows and on a real transactional topic."
 from __future__ import annotations
 
 import hashlib
-import uuid
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from confluent_kafka import IsolationLevel, Producer, TopicPartition
-from confluent_kafka.admin import OffsetSpec
 from pyspark.sql.types import (
     StructType,
 )
 
 from dgm.config.pipelines import MessageIdRule
-from dgm.util.waiting import wait_until
+from spark_jobs.audit.aborted_marking import aborted_offsets, mark_aborted, mark_committed
 from spark_jobs.audit.expected import KAFKA_SOURCE
-from spark_jobs.audit.fingerprint import (
-    aborted_offsets,
-    fingerprints,
-    mark_aborted,
-    mark_committed,
-)
+from spark_jobs.audit.record_columns import fingerprints
 from spark_jobs.schemas import FINGERPRINT
-from tests.spark_jobs.analyze import engine_run
+from tests.support import engine_run
+from tests.support.stamped_writes import (
+    produce_committed_aborted_and_unidentified,
+    wait_for_stable_end,
+)
 
 # The columns the Spark Kafka source gives with includeHeaders=true (those fingerprints read).
 KAFKA_ROW = StructType([f for f in KAFKA_SOURCE.fields if f.name != "timestampType"])
@@ -220,46 +216,6 @@ def test_committed_iff_the_read_committed_view_holds_the_coordinates(spark: Any)
         ("u", 0, 0, False),
         ("u", 0, 1, False),
     ]
-
-
-def produce_committed_aborted_and_unidentified(kafka: Any, topic: str) -> None:
-    producer = Producer(kafka.client_config(**{"transactional.id": f"fp-{uuid.uuid4().hex}"}))
-    producer.init_transactions(30)
-    seq = 0
-    for end, label in ((producer.commit_transaction, "kept"), (producer.abort_transaction, "gone")):
-        producer.begin_transaction()
-        for i in range(3):
-            stamped: list[tuple[str, str | bytes | None]] = [
-                ("dgm-id", f"{label}-{i}"),
-                ("dgm-producer", "p1"),
-                ("dgm-seq", str(seq)),
-            ]
-            producer.produce(topic, value=f"{label}-{i}", headers=stamped)
-            seq += 1
-        producer.flush(30)  # abort_transaction purges what was not sent yet: send it first
-        end(30)
-    plain = Producer(kafka.client_config(acks="all"))
-    for value in ("anonymous-0", "anonymous-1"):
-        plain.produce(topic, value=value, headers=[("dgm-seq", "not-a-number")])
-    assert plain.flush(30) == 0
-
-
-def wait_for_stable_end(kafka: Any, topic: str) -> None:
-    """Until the abort marker lands the LSO stays below the high watermark, and a
-    read_committed view of "latest" would stop short of the later records."""
-    partition = TopicPartition(topic, 0)
-
-    def end(isolation: IsolationLevel) -> int:
-        offsets = kafka.admin().list_offsets(
-            {partition: OffsetSpec.latest()}, isolation_level=isolation
-        )
-        return int(offsets[partition].result(timeout=10).offset)
-
-    wait_until(
-        lambda: end(IsolationLevel.READ_COMMITTED) == end(IsolationLevel.READ_UNCOMMITTED) == 10,
-        30,
-        f"{topic}'s LSO to reach its high watermark (10)",
-    )
 
 
 @pytest.mark.slow
