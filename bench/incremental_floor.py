@@ -14,7 +14,7 @@ side in one Spark application:
   recomputes), collected;
 - `full`: per_id over the whole state (what each cycle costs without kept state).
 
-    DGM_SPARK_DRIVER_MEMORY=10g python bench/incremental_floor.py [--size 10000000]
+    DGM_SPARK_DRIVER_MEMORY=10g python -m bench.incremental_floor [--size 10000000]
         [--touched 10000] [--reps 3]
 """
 
@@ -28,11 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "bench"))
-
-import generated  # noqa: E402
+from bench import generated
 
 
 def main() -> int:
@@ -44,8 +40,9 @@ def main() -> int:
     args = parser.parse_args()
     from pyspark.sql import functions as F
 
-    from spark_jobs.analyze.loss import latest_committed
-    from spark_jobs.analyze.passes import OUTPUT, _in_partitions, context, history
+    from spark_jobs.analyze.claims import latest_committed
+    from spark_jobs.analyze.context import context, history
+    from spark_jobs.analyze.passes import OUTPUT, _in_partitions
     from spark_jobs.analyze.per_id import COLUMNS, per_id_rows
     from spark_jobs.analyze.samples import read_samples
     from spark_jobs.schemas import FINGERPRINT

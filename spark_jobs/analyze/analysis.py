@@ -19,18 +19,18 @@ from pyspark.sql import SparkSession
 
 from dgm.config.document import DgmConfig
 from dgm.contracts import published as tables
+from spark_jobs.analysis_input import Fingerprints
 from spark_jobs.analyze import integrity
+from spark_jobs.analyze.claims import latest_committed
 from spark_jobs.analyze.cluster_columns import with_cluster_columns
 from spark_jobs.analyze.engine import Engine
 from spark_jobs.analyze.faults import faults
 from spark_jobs.analyze.group_status import group_status
-from spark_jobs.analyze.loss import latest_committed
 from spark_jobs.analyze.pipeline_metrics import counted_faults, pipeline_tables
 from spark_jobs.analyze.publish import Published
 from spark_jobs.analyze.runs import runs
 from spark_jobs.analyze.samples import sample_tables, with_every_kind
 from spark_jobs.analyze.stages import pipeline_stages
-from spark_jobs.fingerprints import Fingerprints
 from spark_jobs.sampling import kept_fingerprints
 
 
@@ -48,7 +48,7 @@ def analyze(
     kind counts as empty). `now` is aware UTC, the time the fingerprints are complete up to
     (the audit's horizon): losses need `now - grace_s` and group commits sampled by `now`.
     A long-running caller passes its `engine`, and fingerprints that say how they changed
-    since its last call (audit.kept_fingerprints); without them every table is rebuilt."""
+    since its last call (audit.incremental_load); without them every table is rebuilt."""
     samples = with_every_kind(samples)
     # A sampled pipeline's kept ids only: the external sinks' snapshots are whole, and
     # batches audited at another share may hold more (dgm/contracts/sampling.py).

@@ -1,11 +1,11 @@
 """The analysis engine (class `Engine`): it keeps its state and recomputes only what a cycle's
 new records touch, with the Spark passes of passes.py.
 
-Kept between cycles: the fingerprints in the executors (audit.kept_fingerprints, which says
+Kept between cycles: the fingerprints in the executors (audit.incremental_load, which says
 what is new), and on the driver what is bounded by keys and windows, not by records — the
 per-key counts (counts.py), the duplicate and lost rows, the producer sessions' runs
 (per_session.py), the records out of order and the marks of their streams (order.py), the
-routes History is made of and the Context the counts were made under.
+routes History is made of and the Context the counts were made under (context.py).
 All of it is derived: a new process, a failed cycle or anything this module cannot follow
 (`rebuild_reason`) makes the next cycle rebuild it from the fingerprints, every table in one
 pass. Nothing lives only in the driver that executors need: they get the Context with each
@@ -37,23 +37,13 @@ from pyspark.sql import functions as F
 
 from dgm.config.document import DgmConfig
 from dgm.contracts import published as tables
+from spark_jobs.analysis_input import Fingerprints
+from spark_jobs.analyze import claims, order
 from spark_jobs.analyze import counts as tally
-from spark_jobs.analyze import loss, order
-from spark_jobs.analyze.passes import (
-    History,
-    Routes,
-    by_id,
-    context,
-    routes,
-    sessions_of,
-    split_streams,
-    stream_records,
-    streams,
-)
-from spark_jobs.analyze.per_id import Context
+from spark_jobs.analyze.context import Context, History, Routes, context, routes
+from spark_jobs.analyze.passes import by_id, sessions_of, split_streams, stream_records, streams
 from spark_jobs.analyze.per_session import COLUMNS as SESSION_COLUMNS
 from spark_jobs.analyze.per_session import gap_rows, intervals_of, runs, runs_frame
-from spark_jobs.fingerprints import Fingerprints
 
 log = logging.getLogger("dgm.analyze")
 Timings = dict[str, float]  # seconds per step of a cycle, for the progress line
@@ -125,8 +115,8 @@ def deadline_reason(old: Context, new: Context) -> str:
 def newly_deadline_checked(frame: DataFrame, old: Context, new: Context) -> DataFrame | None:
     """message_id of the source records in `frame` a deadline pipeline checks under `new`
     but did not under `old`: committed, identified, timestamped between its old and its new
-    deadline cutoff (loss.moved_deadlines); None when no cutoff moved."""
-    moved = loss.moved_deadlines(old.deadlines, new.deadlines, new.source_topics)
+    deadline cutoff (claims.moved_deadlines); None when no cutoff moved."""
+    moved = claims.moved_deadlines(old.deadlines, new.deadlines, new.source_topics)
     if not moved:
         return None
     spans = frame.sparkSession.createDataFrame(moved, "topic string, before long, cutoff long")
@@ -152,10 +142,10 @@ def newly_checked(frame: DataFrame, old: Context, new: Context) -> DataFrame | N
 
 
 def _newly_claimed(frame: DataFrame, old: Context, new: Context) -> DataFrame | None:
-    moved = loss.moved_claims(old.claimed, new.claimed, new.sources, old.cutoff_us, new.cutoff_us)
+    moved = claims.moved_claims(old.claimed, new.claimed, new.sources, old.cutoff_us, new.cutoff_us)
     if not moved:
         return None
-    claims = frame.sparkSession.createDataFrame(
+    spans = frame.sparkSession.createDataFrame(
         moved, "topic string, partition int, claimed_before long, claimed long"
     )
     ts = F.unix_micros(F.col("timestamp"))
@@ -163,7 +153,7 @@ def _newly_claimed(frame: DataFrame, old: Context, new: Context) -> DataFrame | 
     not_before = (ts >= old.cutoff_us) | (F.col("offset") >= F.col("claimed_before"))
     return (
         frame.where(F.col("committed") & F.col("message_id").isNotNull() & ts.isNotNull())
-        .join(F.broadcast(claims), ["topic", "partition"])
+        .join(F.broadcast(spans), ["topic", "partition"])
         .where(checked_now & not_before)
         .select("message_id")
     )
@@ -201,7 +191,7 @@ class Engine:
             )
         known = kept_routes.merged(external).history()
         if fingerprints.audited_from is not None:
-            held = loss.sampled_held_from(
+            held = claims.sampled_held_from(
                 known.held_from, fingerprints.audited_from, config.topic_one_in()
             )
             known = dataclasses.replace(known, held_from=held)

@@ -1,5 +1,6 @@
 """Fingerprint rows as per_id works on them: pandas with integer codes for the strings it
-groups, joins and filters by (topic, message id, pipeline), names put back on output rows.
+groups, joins and filters by (topic, message id, pipeline), taken once per pipeline of their
+topic (per_pipeline), names put back on output rows (named).
 
 Grouping on Arrow-backed strings cost per_id most of its time (factorizing and taking them
 on every filter: bench/HISTORY.md, "The rebuild within 3x DuckDB at 10M"); codes are plain
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -110,3 +112,35 @@ def marked(batch: pa.Table, column: str, names: Names) -> pd.Index:
     codes = np.array([names.pipeline(n) for n in named], dtype="int64")[at]
     known = codes != ABSENT
     return pd.Index(codes[known] * 2**32 + rows[known])
+
+
+def row_pairs(rows: pd.DataFrame) -> pd.Index:
+    """(pipeline code, _row) of rows per pipeline as one integer, to match `marked`'s pairs."""
+    return pd.Index(rows["pipeline"].to_numpy(dtype="int64") * 2**32 + rows["_row"].to_numpy())
+
+
+def per_pipeline(
+    frame: pd.DataFrame, by_topic: Mapping[Any, tuple[Any, ...]], dtype: str = "object"
+) -> pd.DataFrame:
+    """`frame`'s rows once per pipeline `by_topic` names for their topic, with `pipeline`
+    (of `dtype`: names, or codes as Names.by_topic gives them)."""
+    # A filter per (topic, pipeline), not a merge: the pairs are few, and a join on the
+    # topic strings cost a quarter of per_id's time.
+    parts = [
+        frame[frame["topic"] == topic].assign(pipeline=name)
+        for topic, names in by_topic.items()
+        for name in names
+    ]
+    if not parts:
+        return frame.iloc[0:0].assign(pipeline=pd.Series(dtype=dtype))
+    return pd.concat(parts, ignore_index=True)
+
+
+def named(rows: pd.DataFrame, names: Names) -> pd.DataFrame:
+    """`rows` with topic and pipeline names in place of their codes."""
+    columns = {}
+    if "topic" in rows:
+        columns["topic"] = names.topic_names(rows["topic"])
+    if "pipeline" in rows:
+        columns["pipeline"] = names.pipeline_names(rows["pipeline"])
+    return rows.assign(**columns)

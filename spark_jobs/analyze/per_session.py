@@ -23,8 +23,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dgm.contracts.vocabulary import LossCause
+from spark_jobs.analyze.context import Context
+from spark_jobs.analyze.id_frame import per_pipeline
 from spark_jobs.analyze.output import NO_TIME
-from spark_jobs.analyze.per_id import Context, counted, per_pipeline
+from spark_jobs.analyze.per_id_counts import counted
 
 # The columns a session's records need here (passes.sessions_of gives no others).
 COLUMNS = ("topic", "partition", "producer", "seq", "timestamp")
