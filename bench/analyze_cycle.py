@@ -15,7 +15,7 @@ cycle made of a few queries would start from: all fingerprints to Arrow (`collec
 one shuffle by (topic, message_id) with the copies counted inside each partition through
 `mapInArrow` (`one_shuffle_s`, the shape a per-id engine would use).
 
-    python bench/analyze_cycle.py --state-dir /tmp/demo1 [--reps 4] [--variants base,aqe_off]
+    python -m bench.analyze_cycle --state-dir /tmp/demo1 [--reps 4] [--variants base,aqe_off]
 
 Current figures: bench/README.md; their history: bench/HISTORY.md, "A demo cycle's analysis:
 where the time goes".
@@ -93,18 +93,17 @@ def one_shuffle(fingerprints: Any) -> int:
 
 
 def child(variant: str, state_dir: Path, reps: int) -> None:
-    sys.path.insert(0, str(REPO))
     from pyspark.sql import SparkSession
 
     for key, value in VARIANTS[variant].items():
         SparkSession.builder.config(key, value)  # the builder is shared: build_session sees it
 
     from dgm.config.loader import load_config
+    from spark_jobs.analysis_input import Fingerprints
     from spark_jobs.analyze.analysis import analyze
     from spark_jobs.analyze.publish import publish
     from spark_jobs.analyze.samples import read_samples
-    from spark_jobs.audit.fingerprint_store import FingerprintStore
-    from spark_jobs.fingerprints import Fingerprints
+    from spark_jobs.audit.store import FingerprintStore
     from spark_jobs.session import build_session
 
     config = load_config(state_dir / "dgm.toml")
@@ -162,10 +161,10 @@ def main() -> int:
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()}", flush=True)
     medians = {}
     for name in names:
-        command = [sys.executable, __file__, "--state-dir", str(args.state_dir)]
+        command = [sys.executable, "-m", "bench.analyze_cycle", "--state-dir", str(args.state_dir)]
         command += ["--reps", str(args.reps), "--child", name]
         rows = []
-        with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as process:
+        with subprocess.Popen(command, stdout=subprocess.PIPE, text=True, cwd=REPO) as process:
             assert process.stdout is not None
             for line in process.stdout:
                 if line.startswith("{"):

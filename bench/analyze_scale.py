@@ -8,12 +8,12 @@ then, per size and repetition, side by side in one process:
   then `analyze` + `fill_run` + `publish` (the job's "analyze+publish" stage: publish forces
   every table). Variant `head` runs spark_jobs as committed at --baseline-rev (a copy of the
   package under another name) with that revision's settings; `tuned` the working tree's.
-- DuckDB reference (tests/reference.py) on the same Parquet files: duplicate_copies and
+- DuckDB reference (tests/support/reference.py) on the same Parquet files: duplicate_copies and
   duplicate_summary of all topics, duplicate_causes and lost of every pipeline.
 - DuckDB building every published table (bench/published_scale.py's `build_tables`) from the
   same fingerprint and sample files: the yardstick of a rebuild (loading on both sides).
 
-    python bench/analyze_scale.py [--sizes 1000000,10000000] [--reps 3] [--variants head,tuned]
+    python -m bench.analyze_scale [--sizes 1000000,10000000] [--reps 3] [--variants head,tuned]
         [--pipelines 10] [--partitions 50] [--master local[2]] [--keep DIR] [--per-table]
         [--floor]
 
@@ -42,18 +42,13 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from pyspark.sql import DataFrame
+
+from bench import analyze_cycle, generated, published_scale
+from spark_jobs.schemas import FINGERPRINT
+from tests.support import reference
+
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "bench"))
-
-import analyze_cycle  # noqa: E402
-import generated  # noqa: E402
-import published_scale  # noqa: E402
-from pyspark.sql import DataFrame  # noqa: E402
-
-from spark_jobs.schemas import FINGERPRINT  # noqa: E402
-from tests import reference  # noqa: E402
-
 HEAD_PACKAGE = "spark_jobs_head"
 # Runtime settings a variant sets (None: the session's default for it).
 HEAD_SETTINGS = {"spark.sql.shuffle.partitions": "4"}

@@ -7,11 +7,11 @@ records each (the lab's headers), and alternates, side by side in one Spark sess
 ways of reading and fingerprinting those ranges: a union of one Spark Kafka relation per
 topic (what the audit did), and one relation over all of them (what it does now, all topics
 sharing the default header rule), and that one relation again with the audit's short
-broker fetch wait (kafka_read.AUDIT_CLIENT_DEFAULTS; the first two use the broker's default
+broker fetch wait (cluster_sources.AUDIT_CLIENT_DEFAULTS; the first two use the broker's default
 500 ms). Each read is fingerprinted and counted per partition, as
 the audit's chunk read is. Prints each repetition and the medians.
 
-    python bench/audit_relations.py --topics 12 --records 50 --reps 7
+    python -m bench.audit_relations --topics 12 --records 50 --reps 7
 """
 
 from __future__ import annotations
@@ -26,13 +26,10 @@ from functools import reduce
 from pathlib import Path
 
 from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
+from bench.one_broker import one_broker, spark_session
 from dgm.config.pipelines import MessageIdRule
 from dgm.contracts import headers
-from embedded_kafka.cluster import EmbeddedCluster
 
 PARTITIONS = 3
 
@@ -61,31 +58,24 @@ def main() -> int:
     from pyspark.sql import DataFrame
 
     from spark_jobs.audit.cluster_sources import AUDIT_CLIENT_DEFAULTS
-    from spark_jobs.audit.fingerprint import fingerprints
     from spark_jobs.audit.kafka_source import read_range
     from spark_jobs.audit.ranges import OffsetRange
-    from spark_jobs.session import build_session
+    from spark_jobs.audit.record_columns import fingerprints
 
-    with tempfile.TemporaryDirectory(prefix="dgm-bench-relations-") as tmp:
-        cluster = EmbeddedCluster(Path(tmp) / "kafka", brokers=1, die_with_parent=True)
-        cluster.start(fresh=True)
-        spark = None
-        try:
-            bootstrap = cluster.bootstrap_servers
-            topics = [f"bench-relations-{n}" for n in range(args.topics)]
-            admin = AdminClient({"bootstrap.servers": bootstrap})
-            created = admin.create_topics([NewTopic(t, PARTITIONS, 1) for t in topics])
-            for future in created.values():
-                future.result(timeout=60)
-            fill(bootstrap, topics, args.records)
-            per = -(-args.records // PARTITIONS)
-            ranges = [
-                OffsetRange(t, p, 0, len(range(p, args.records, PARTITIONS)))
-                for t in topics
-                for p in range(PARTITIONS)
-            ]
-            assert all(0 < r.size <= per for r in ranges)
-            spark = build_session(master=args.master, app_name="dgm-bench-relations")
+    topics = [f"bench-relations-{n}" for n in range(args.topics)]
+    with (
+        tempfile.TemporaryDirectory(prefix="dgm-bench-relations-") as tmp,
+        one_broker(Path(tmp) / "kafka", topics, PARTITIONS) as bootstrap,
+    ):
+        fill(bootstrap, topics, args.records)
+        per = -(-args.records // PARTITIONS)
+        ranges = [
+            OffsetRange(t, p, 0, len(range(p, args.records, PARTITIONS)))
+            for t in topics
+            for p in range(PARTITIONS)
+        ]
+        assert all(0 < r.size <= per for r in ranges)
+        with spark_session(args.master, "dgm-bench-relations") as spark:
             options = {"kafka.bootstrap.servers": bootstrap}
             rule = MessageIdRule()
 
@@ -118,10 +108,6 @@ def main() -> int:
             print(f"\n{args.topics} topics x {PARTITIONS} partitions, {expected} records:")
             for name, found in times.items():
                 print(f"  {name}: median {statistics.median(found):.2f}s of {len(found)}")
-        finally:
-            if spark is not None:
-                spark.stop()
-            cluster.stop()
     os.system("uptime")
     return 0
 

@@ -15,14 +15,14 @@ One real collector cycle (collectors.cycle.Collector + SampleStore) writes the o
 the audit plans its ranges from. Then per topic, after one warm-up of each, --reps times, side
 by side in one Spark session:
 
-- `audit`: `spark_jobs.audit.kafka_read.audit()` of the whole range into a fresh state dir
+- `audit`: `spark_jobs.audit.audit.audit()` of the whole range into a fresh state dir
   (samples copied in), with the time of each of its steps (read, write, manifest, the rest);
 - `floor`: the same offsets read by the Spark Kafka source (read_uncommitted, headers), the
   same `fingerprints()` columns and id, written to Parquet: one job, nothing else;
 - with --perf-test: Kafka's ConsumerPerformance (`dgm broker tool consumer-perf-test`) on the
   same topic, from the broker's own jars; its own nMsg.sec.
 
-    python bench/audit_throughput.py [--records 2000000] [--reps 3] [--transactional]
+    python -m bench.audit_throughput [--records 2000000] [--reps 3] [--transactional]
 
 Current figures: bench/README.md; their history: bench/HISTORY.md, "Audit: throughput against
 the engine's floor".
@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import os
 import shutil
 import statistics
@@ -47,10 +48,8 @@ from pathlib import Path
 from typing import Any
 
 from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
+from bench.one_broker import one_broker, spark_session
 from collectors.clients import Clients
 from collectors.cycle import Collector
 from dgm.config.collectors import CollectorSettings
@@ -58,7 +57,6 @@ from dgm.config.document import DgmConfig
 from dgm.config.pipelines import MessageIdRule, PipelineConfig
 from dgm.contracts import headers
 from dgm.contracts.samples import SAMPLES_DIR, SampleStore
-from embedded_kafka.cluster import EmbeddedCluster
 from embedded_kafka.tools import tool_command
 
 PARTITIONS = 6
@@ -135,6 +133,15 @@ def sample(bootstrap: str, state_dir: Path, topics: list[str]) -> None:
         clients.close()
 
 
+def _modules(*names: str) -> list[Any]:
+    """The modules of `names` this checkout has."""
+    found = []
+    for name in names:
+        with contextlib.suppress(ImportError):
+            found.append(importlib.import_module(name))
+    return found
+
+
 class Steps:
     """Seconds spent in the audit's steps, by wrapping the functions that do them."""
 
@@ -143,13 +150,6 @@ class Steps:
 
     @contextmanager
     def wrapped(self) -> Iterator[None]:
-        from spark_jobs.audit import fingerprint_store, kafka_read
-
-        scratch: Any = None
-        # An older checkout (a before/after) has no scratch module.
-        with contextlib.suppress(ImportError):
-            from spark_jobs.audit import scratch
-
         patched: list[tuple[Any, str, Any]] = []
 
         def wrap(owner: Any, name: str, step: str) -> None:
@@ -167,21 +167,21 @@ class Steps:
             patched.append((owner, name, original))
             setattr(owner, name, timed)
 
+        # Each function is wrapped in the namespace it is called from. An older checkout (a
+        # before/after) names the modules and functions otherwise: the first two names below
+        # are the modules of before the audit's modules were named by role.
         reading = "read (per chunk: read, fingerprint, write, count)"
-        wrap(kafka_read, "_read_chunks", reading)  # before spark_jobs/audit/fingerprinted.py
-        with contextlib.suppress(ImportError):
-            from spark_jobs.audit import fingerprinted
-
-            wrap(fingerprinted, "read_chunks", reading)
-            # Looked up in fingerprinted's namespace, where it is called.
-            wrap(fingerprinted, "told_aborts", "aborted batches (the markers walked)")
-        wrap(
-            getattr(scratch, "Scratch", None),
-            "write_aborted",
-            "aborted offsets (read_committed, anti join)",
-        )
-        wrap(fingerprint_store.FingerprintStore, "write_batch", "batch (adopt or write, commit)")
-        wrap(fingerprint_store, "_manifest", "manifest (count what was written)")
+        for module in _modules("spark_jobs.audit.kafka_read"):
+            wrap(module, "_read_chunks", reading)  # before the chunked read had a module
+        for module in _modules("spark_jobs.audit.fingerprinted", "spark_jobs.audit.chunked_read"):
+            wrap(module, "read_chunks", reading)
+            wrap(module, "told_aborts", "aborted batches (the markers walked)")
+        for module in _modules("spark_jobs.audit.scratch"):
+            wrap(module.Scratch, "write_aborted", "aborted offsets (read_committed, anti join)")
+        for module in _modules("spark_jobs.audit.fingerprint_store", "spark_jobs.audit.store"):
+            wrap(module.FingerprintStore, "write_batch", "batch (adopt or write, commit)")
+            for name in ("_manifest", "new_manifest"):
+                wrap(module, name, "manifest (count what was written)")
         try:
             yield
         finally:
@@ -201,7 +201,7 @@ class Steps:
 def run_audit(
     spark: Any, bootstrap: str, samples: Path, root: Path, topic: str, rule: MessageIdRule
 ) -> dict[str, Any]:
-    from spark_jobs.audit.kafka_read import audit
+    from spark_jobs.audit.audit import audit
 
     state = root / f"audit-{uuid.uuid4().hex[:8]}"
     shutil.copytree(samples / SAMPLES_DIR, state / SAMPLES_DIR)
@@ -232,7 +232,7 @@ def run_floor(
     spark: Any, bootstrap: str, root: Path, topic: str, rule: MessageIdRule
 ) -> dict[str, Any]:
     """One Spark job: the Kafka source read of the whole topic, `fingerprints()`, Parquet."""
-    from spark_jobs.audit.fingerprint import fingerprints
+    from spark_jobs.audit.record_columns import fingerprints
     from spark_jobs.schemas import FINGERPRINT
 
     out = root / f"floor-{uuid.uuid4().hex[:8]}"
@@ -359,29 +359,22 @@ def main() -> int:
     parser.add_argument("--heap", default="1g")
     parser.add_argument("--master", default="local[2]")
     args = parser.parse_args()
-    from spark_jobs.session import build_session
 
     shapes = [s for s in args.shapes.split(",") if s]
     if args.transactional:
         shapes = [*sorted({*shapes, "stamped"}, key=list(RULES).index), "txn"]
-    with tempfile.TemporaryDirectory(prefix="dgm-bench-audit-") as tmp:
+    topics = {shape: f"bench-audit-{shape}" for shape in shapes}
+    with (
+        tempfile.TemporaryDirectory(prefix="dgm-bench-audit-") as tmp,
+        one_broker(Path(tmp) / "kafka", topics.values(), PARTITIONS, args.heap) as bootstrap,
+    ):
         root = Path(tmp)
-        cluster = EmbeddedCluster(root / "kafka", brokers=1, heap=args.heap, die_with_parent=True)
-        cluster.start(fresh=True)
-        spark = None
-        try:
-            bootstrap = cluster.bootstrap_servers
-            admin = AdminClient({"bootstrap.servers": bootstrap})
-            topics = {shape: f"bench-audit-{shape}" for shape in shapes}
-            futures = admin.create_topics([NewTopic(t, PARTITIONS, 1) for t in topics.values()])
-            for future in futures.values():
-                future.result(timeout=60)
-            for shape, topic in topics.items():
-                seconds = fill(bootstrap, topic, args.records, shape)
-                print(f"{args.records:,} {shape} records into {topic} in {seconds:.1f}s")
-            samples = root / "samples-state"
-            sample(bootstrap, samples, list(topics.values()))
-            spark = build_session(master=args.master, app_name="dgm-bench-audit")
+        for shape, topic in topics.items():
+            seconds = fill(bootstrap, topic, args.records, shape)
+            print(f"{args.records:,} {shape} records into {topic} in {seconds:.1f}s")
+        samples = root / "samples-state"
+        sample(bootstrap, samples, list(topics.values()))
+        with spark_session(args.master, "dgm-bench-audit") as spark:
             print(f"Spark {spark.version} on {spark.sparkContext.master}", flush=True)
             found = {}
             for shape, topic in topics.items():
@@ -394,10 +387,6 @@ def main() -> int:
                 if "txn" in found and other in found:
                     ratio = found["txn"]["audit_seconds"] / found[other]["audit_seconds"]
                     print(f"transactional / {other} audit time: {ratio:.2f}x")
-        finally:
-            if spark is not None:
-                spark.stop()
-            cluster.stop()
     os.system("uptime")
     return 0
 

@@ -1,6 +1,6 @@
 """Time for `dgm`'s embedded Kafka to answer a metadata request, from a cold (fresh) data dir.
 
-    python bench/broker_start.py --runs 5
+    python -m bench.broker_start --runs 5
 
 Prints one line per run and the median, for 1 and 3 brokers, with the jars already cached
 (the first download is a one-off and is reported by `dgm broker fetch`).

@@ -5,7 +5,7 @@ creates topics of 100 partitions each, gives 100 consumer groups committed offse
 leaves a few transactions open, then times `Collector.cycle()` (every sampler plus the
 Parquet writes) and each stage on its own.
 
-    python bench/collectors_cycle.py [--sizes 1000,10000] [--cycles 5] [--heap 2g]
+    python -m bench.collectors_cycle [--sizes 1000,10000] [--cycles 5] [--heap 2g]
 
 Current figures: bench/README.md; their history: bench/HISTORY.md, "Collectors: one sampling
 cycle".
@@ -25,8 +25,6 @@ from typing import Any, TypeVar
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from collectors.clients import Clients
 from collectors.cycle import Collector, utc_now

@@ -5,7 +5,7 @@ bench/generated.py's pipelines (10 pipelines of 50 partitions per topic, the dif
 tests' failure model) are generated, ordered by time and split: the oldest `size` rows are
 the retained fingerprints, then each cycle adds the next `--new` rows and moves `now` to
 their newest timestamp (so the grace cutoff passes over new source records too). The kept
-fingerprints are held as audit.kept_fingerprints holds them (one persisted piece per batch,
+fingerprints are held as audit.incremental_load holds them (one persisted piece per batch,
 their union coalesced), and a cycle is what `dgm analyze` does after its audit: count the
 kept rows, analyze (the engine and the samples' tables) and publish to DuckDB. The first
 cycle has no state, so it is the rebuild; the audit of the new records from Kafka is not
@@ -17,7 +17,7 @@ embedded broker and audited from it by the real audit (the live topic a pipeline
 so a cycle is what `dgm analyze` does from audit to publication; the retained fingerprints
 are the same.
 
-    DGM_SPARK_DRIVER_MEMORY=10g python bench/cycle_time.py [--sizes 1000000,3000000,10000000]
+    DGM_SPARK_DRIVER_MEMORY=10g python -m bench.cycle_time [--sizes 1000000,3000000,10000000]
         [--new 10000] [--cycles 6] [--audit]
 """
 
@@ -34,12 +34,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "bench"))
-
-import audit_throughput  # noqa: E402
-import generated  # noqa: E402
+from bench import audit_throughput, generated
 
 
 def sampled_before(state: Path, at: datetime) -> None:
@@ -64,12 +59,12 @@ def one_size(
     import pyarrow.parquet as pq
     from pyspark import StorageLevel
 
+    from spark_jobs.analysis_input import Fingerprints
     from spark_jobs.analyze.analysis import analyze
     from spark_jobs.analyze.engine import Engine
     from spark_jobs.analyze.publish import publish
     from spark_jobs.analyze.samples import SampleReader
-    from spark_jobs.audit.kept_fingerprints import KeptFingerprints
-    from spark_jobs.fingerprints import Fingerprints
+    from spark_jobs.audit.incremental_load import KeptFingerprints
     from spark_jobs.schemas import FINGERPRINT
 
     world = generated.build(root, int((size + new * cycles) * 1.05), 10, 50)
@@ -94,7 +89,7 @@ def one_size(
     kept.pieces[0].count()
     if live is not None:
         from dgm.config.pipelines import PipelineConfig
-        from spark_jobs.audit.kafka_read import audit
+        from spark_jobs.audit.audit import audit
 
         source = PipelineConfig(
             name="live", source_topics=(live[1],), consumer_group="g-live",

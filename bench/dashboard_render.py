@@ -13,7 +13,7 @@ the topic page with the story of its first duplicated id. Each page runs in
 Median of --reps of each; the target is under 1 s per page. Then every query of
 dashboard/queries.py once on its own, uncached, to name the slow one of a slow page.
 
-    python bench/dashboard_render.py DIR [--reps 5] [--topic k-p00]
+    python -m bench.dashboard_render DIR [--reps 5] [--topic k-p00]
 
 Current figures: bench/README.md; their history: bench/HISTORY.md, "Dashboard: render time
 per page".
@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 
 APP = REPO / "dashboard" / "app.py"
 PAGES = ("overview", "topic", "transactions", "groups", "alerts")

@@ -4,7 +4,7 @@ Starts `dgm demo` in a fresh state directory and measures:
 
 - start-up: seconds until the dashboard answers over HTTP, and until the first analysis is
   published (dgm.duckdb exists with a `runs` row). Point the caches at an empty folder for a
-  cold start: `XDG_CACHE_HOME=$(mktemp -d) python bench/detection_latency.py --startup-only`.
+  cold start: `XDG_CACHE_HOME=$(mktemp -d) python -m bench.detection_latency --startup-only`.
 - detection latency: for every extra copy of an id in a demo pipeline's sink that the
   analysis publishes (its `duplicates` table), the time from the copy's Kafka record
   timestamp (when the duplicate was written to the sink; a transactional one commits within
@@ -23,7 +23,7 @@ or stopped).
 
 Prints one JSON document; stops the demo with SIGINT at the end. Not a timed test.
 
-    python bench/detection_latency.py [--duplicates 20] [--timeout 1800] [--brokers 1]
+    python -m bench.detection_latency [--duplicates 20] [--timeout 1800] [--brokers 1]
 """
 
 from __future__ import annotations

@@ -5,8 +5,8 @@ directory holding dgm.duckdb), then GETs /metrics --scrapes times over HTTP, as 
 would: each scrape opens the published file read-only, runs the exporter's queries and
 renders the text format. Also times the JSON API's endpoints. Prints medians, min and max.
 
-    python bench/published_scale.py /tmp/dgm-pub-10m
-    python bench/exporter_scrape.py /tmp/dgm-pub-10m [--scrapes 20]
+    python -m bench.published_scale /tmp/dgm-pub-10m
+    python -m bench.exporter_scrape /tmp/dgm-pub-10m [--scrapes 20]
 """
 
 from __future__ import annotations
@@ -19,10 +19,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-from exporter.server import ExporterServer  # noqa: E402
+from exporter.server import ExporterServer
 
 Timing = tuple[float, float]  # (wall, CPU) seconds
 

@@ -1,6 +1,6 @@
 """Generated fingerprints and collector samples for the analyze and dashboard benchmarks.
 
-The pipelines are tests/generated_fingerprints.py's (the differential tests' failure model),
+The pipelines are tests/support/generated_fingerprints.py's (the differential tests' failure model),
 any number of them, with any number of partitions per topic so a run can hold 1,000
 partitions: pipeline `<n>` reads `s-<n>` and writes `k-<n>`.
 
@@ -25,7 +25,7 @@ from dgm.config.document import DgmConfig
 from dgm.config.pipelines import PipelineConfig
 from dgm.contracts.sample_schemas import SCHEMAS
 from dgm.contracts.samples import samples_dir
-from tests.generated_fingerprints import T0, Pipeline, pipeline
+from tests.support.generated_fingerprints import T0, Pipeline, pipeline
 
 __all__ = ["T0", "World", "build", "config", "write_samples"]
 GRACE_S = 30.0

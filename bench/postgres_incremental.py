@@ -11,9 +11,9 @@ position yet), written as a batch (a full read brought to the driver would need 
 to hold 10M rows). The first read of the run warms Spark up and is left out.
 
 Uses the server at `--dsn`, or starts a throw-away one from Debian's `postgresql` package
-(tests/postgres.py).
+(tests/support/postgres.py).
 
-    python bench/postgres_incremental.py [--sizes 1000000,10000000] [--added 10000,100000]
+    python -m bench.postgres_incremental [--sizes 1000000,10000000] [--added 10000,100000]
 """
 
 from __future__ import annotations
@@ -36,10 +36,10 @@ from dgm.config.document import DgmConfig
 from dgm.config.external_sinks import POSTGRESQL_DRIVER_PACKAGE, ExternalSink
 from dgm.config.pipelines import PipelineConfig
 from spark_jobs.audit.external_jdbc import Position, read_incremental
-from spark_jobs.audit.fingerprint_store import FingerprintStore
 from spark_jobs.audit.jdbc_audit import audit_jdbc
+from spark_jobs.audit.store import FingerprintStore
 from spark_jobs.session import build_session
-from tests.postgres import PostgresUnderTest, external, local_server
+from tests.support.postgres import PostgresUnderTest, external, local_server
 
 TABLE = "bench_sink"
 COPY_CHUNK = 500_000

@@ -7,8 +7,8 @@ Reads the tables of a published dgm.duckdb (bench/published_scale.py builds one 
 into a temp state directory, as the analysis does once its tables are computed. Prints each
 repetition, the rows per table and the median.
 
-    python bench/published_scale.py /tmp/dgm-pub-10m
-    python bench/publish_time.py /tmp/dgm-pub-10m/dgm.duckdb [--reps 5]
+    python -m bench.published_scale /tmp/dgm-pub-10m
+    python -m bench.publish_time /tmp/dgm-pub-10m/dgm.duckdb [--reps 5]
 """
 
 from __future__ import annotations
@@ -20,11 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-from dgm.contracts.published import TABLES, open_read_only  # noqa: E402
-from spark_jobs.analyze.publish import publish  # noqa: E402
+from dgm.contracts.published import TABLES, open_read_only
+from spark_jobs.analyze.publish import publish
 
 
 def main() -> int:

@@ -6,11 +6,11 @@ shared 2-core machine allows (bench/HISTORY.md, "Analyze: time against the DuckD
 reference"), so the tables are computed here with DuckDB from the same generated
 fingerprints (bench/generated.py: 10 pipelines, source and sink topics of 50 partitions) and
 samples (360 collector cycles, an hour at 10 s): duplicates and lost ids by
-tests/reference.py's queries, windows and verdicts by plain SQL of the contract's
+tests/support/reference.py's queries, windows and verdicts by plain SQL of the contract's
 definitions. Row counts match what analyze publishes for such data; verdict columns are
 simplified (achieved from the counts alone).
 
-    python bench/published_scale.py DIR [--rows 10000000] [--pipelines 10] [--partitions 50]
+    python -m bench.published_scale DIR [--rows 10000000] [--pipelines 10] [--partitions 50]
 """
 
 from __future__ import annotations
@@ -25,20 +25,15 @@ from pathlib import Path
 
 import duckdb
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "bench"))
-
-import generated  # noqa: E402
-
-from dgm.contracts.published import TABLES  # noqa: E402
-from spark_jobs.analyze.group_status import (  # noqa: E402
+from bench import generated
+from dgm.contracts.published import TABLES
+from spark_jobs.analyze.group_status import (
     Sample,
     evaluate,
     summarize,
     worst,
 )
-from tests import reference  # noqa: E402
+from tests.support import reference
 
 WINDOW = "time_bucket(INTERVAL 60 SECOND, timestamp)"
 

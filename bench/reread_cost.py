@@ -10,7 +10,7 @@ first, so a loaded machine weighs on both alike). The share's offsets are owed u
 10,000, so one cycle in 10,000 / (share x new) reads them. Prints each cycle's two run times
 and the re-read's own line, then the mean of each and the overhead.
 
-    python bench/reread_cost.py --cycles 20 --new 10000 --partitions 12
+    python -m bench.reread_cost --cycles 20 --new 10000 --partitions 12
 """
 
 from __future__ import annotations
@@ -26,8 +26,6 @@ from pathlib import Path
 from typing import Any
 
 from confluent_kafka import Producer
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from collectors.clients import Clients
 from collectors.cycle import Collector

@@ -6,7 +6,7 @@ runs the real `dgm collect` process at `--interval` seconds with `analysis.reten
 `--retention-min` / 60. Every `--every` seconds it prints the files and bytes under
 `<state_dir>/samples` and the rows the analysis would read; at the end a table.
 
-    python bench/sample_store_size.py --minutes 60 --interval 1 --retention-min 15
+    python -m bench.sample_store_size --minutes 60 --interval 1 --retention-min 15
 
 Current figures: bench/README.md; their history: bench/HISTORY.md, "Samples: a bounded store".
 """
@@ -26,8 +26,6 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from dgm.contracts.sample_schemas import SCHEMAS
 from dgm.contracts.samples import SampleStore

@@ -8,7 +8,7 @@ fingerprints a sampled audit would keep are the generated ones its hash keeps
 fingerprints are. Each repetition times every share in turn (shares rotated, so none always
 runs first).
 
-    python bench/sampling_scale.py [--rows 10000000] [--shares 1,10,100] [--reps 3]
+    python -m bench.sampling_scale [--rows 10000000] [--shares 1,10,100] [--reps 3]
         [--pipelines 10] [--partitions 50] [--master local[2]]
 
 Figures: bench/README.md; history: bench/HISTORY.md, "Sampling: what keeping 1 in N ids saves".
@@ -20,20 +20,17 @@ import argparse
 import dataclasses
 import os
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from bench import generated
+from spark_jobs.analysis_input import Fingerprints
 from spark_jobs.analyze.analysis import analyze
 from spark_jobs.analyze.publish import publish
 from spark_jobs.analyze.runs import fill_run
 from spark_jobs.analyze.samples import read_samples
-from spark_jobs.fingerprints import Fingerprints
 from spark_jobs.sampling import kept
 from spark_jobs.schemas import FINGERPRINT
 from spark_jobs.session import build_session

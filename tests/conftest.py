@@ -7,60 +7,13 @@ otherwise dgm's own embedded Apache Kafka on loopback, started once and stopped 
 from __future__ import annotations
 
 import os
-import uuid
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
-from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from confluent_kafka.admin import AdminClient
 
-from embedded_kafka.cluster import EmbeddedCluster
-from lab.topics import create_topic
-from tests.postgres import PostgresUnavailable, PostgresUnderTest, external, local_server
-
-
-@dataclass
-class KafkaUnderTest:
-    """The cluster a test talks to; `embedded` is None when it is an external one."""
-
-    bootstrap_servers: str
-    embedded: EmbeddedCluster | None
-    _admin: AdminClient | None = None
-
-    def admin(self) -> AdminClient:
-        # One client for the session: a dropped AdminClient never resolves its futures.
-        if self._admin is None:
-            self._admin = AdminClient({"bootstrap.servers": self.bootstrap_servers})
-        return self._admin
-
-    def client_config(self, **extra: Any) -> dict[str, Any]:
-        return {"bootstrap.servers": self.bootstrap_servers, **extra}
-
-    def new_topic(
-        self,
-        prefix: str = "t",
-        partitions: int = 1,
-        replication_factor: int = -1,
-        config: Mapping[str, str] | None = None,
-    ) -> str:
-        name = f"{prefix}-{uuid.uuid4().hex[:10]}"
-        return create_topic(self.admin(), name, partitions, replication_factor, config)
-
-    def require_embedded(self) -> EmbeddedCluster:
-        if self.embedded is None:
-            pytest.skip("needs dgm's embedded cluster (DGM_BOOTSTRAP names an external one)")
-        return self.embedded
-
-
-def _embedded(tmp: Path, brokers: int) -> Iterator[KafkaUnderTest]:
-    cluster = EmbeddedCluster(tmp, brokers=brokers, die_with_parent=True)
-    cluster.start(fresh=True)
-    try:
-        yield KafkaUnderTest(cluster.bootstrap_servers, cluster)
-    finally:
-        cluster.stop()
+from tests.support.kafka_cluster import KafkaUnderTest, embedded
+from tests.support.postgres import PostgresUnavailable, PostgresUnderTest, external, local_server
 
 
 @pytest.fixture(scope="session")
@@ -69,7 +22,7 @@ def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaUnderTest]:
     if external:
         yield KafkaUnderTest(external, None)
         return
-    yield from _embedded(tmp_path_factory.mktemp("kafka-1"), brokers=1)
+    yield from embedded(tmp_path_factory.mktemp("kafka-1"), brokers=1)
 
 
 @pytest.fixture(scope="session")
@@ -77,7 +30,7 @@ def kafka3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaUnderTest]
     """A 3-broker cluster (RF 3, min ISR 2); started only if a test asks for it."""
     if os.environ.get("DGM_BOOTSTRAP"):
         pytest.skip("the 3-broker cluster is dgm's embedded one; DGM_BOOTSTRAP is set")
-    yield from _embedded(tmp_path_factory.mktemp("kafka-3"), brokers=3)
+    yield from embedded(tmp_path_factory.mktemp("kafka-3"), brokers=3)
 
 
 @pytest.fixture(scope="session")
@@ -93,16 +46,16 @@ def second_kafka(
         return
     if kafka.embedded is None:
         pytest.skip("DGM_BOOTSTRAP names an external cluster: set DGM_SECOND_BOOTSTRAP too")
-    yield from _embedded(tmp_path_factory.mktemp("kafka-second"), brokers=1)
+    yield from embedded(tmp_path_factory.mktemp("kafka-second"), brokers=1)
 
 
 @pytest.fixture(scope="session")
 def kafka_sasl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """A 1-broker cluster with SASL (SCRAM, and OAUTHBEARER from a token endpoint on loopback)
-    and ACLs enforced: tests/secured_kafka.py. Started only if a test asks for it."""
+    and ACLs enforced: tests/support/secured_kafka.py. Started only if a test asks for it."""
     if os.environ.get("DGM_BOOTSTRAP"):
         pytest.skip("the SASL cluster is dgm's embedded one; DGM_BOOTSTRAP is set")
-    from tests.secured_kafka import running
+    from tests.support.secured_kafka import running
 
     yield from running(tmp_path_factory.mktemp("kafka-sasl"))
 
@@ -126,7 +79,8 @@ def spark() -> Iterator[Any]:
 
 @pytest.fixture(scope="session")
 def postgres() -> Iterator[PostgresUnderTest]:
-    """A real PostgreSQL server (DGM_POSTGRES_DSN, or one started here): tests/postgres.py."""
+    """A real PostgreSQL server (DGM_POSTGRES_DSN, or one started here):
+    tests/support/postgres.py."""
     named = external()
     if named is not None:
         yield named
@@ -144,19 +98,26 @@ def postgres() -> Iterator[PostgresUnderTest]:
 def published_lab(
     kafka: KafkaUnderTest, spark: Any, tmp_path_factory: pytest.TempPathFactory
 ) -> Any:
-    """Every lab mode run through real faults, collected and analyzed: see published_lab.py."""
-    from tests.published_lab import build_published_lab
+    """Every lab mode run through real faults, collected and analyzed:
+    tests/support/published_lab.py."""
+    from tests.support.published_lab import build_published_lab
 
     return build_published_lab(kafka, spark, tmp_path_factory.mktemp("published-lab"))
 
 
+# marker -> the fixtures that start (or reach) its server. A test is marked exactly when its
+# fixture closure holds one of them, so `-m "not integration and not spark and not postgres"`
+# (README, "Tests": the first tier) starts no broker, no JVM and no PostgreSQL.
+SERVER_FIXTURES = {
+    "integration": frozenset({"kafka", "kafka3", "second_kafka", "kafka_sasl", "private_cluster"}),
+    "spark": frozenset({"spark"}),
+    "postgres": frozenset({"postgres"}),
+}
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    # A test is an integration test exactly when it uses a broker: the marker follows the fixture.
     for item in items:
-        fixtures = set(getattr(item, "fixturenames", ()))
-        if fixtures & {"kafka", "kafka3", "second_kafka", "kafka_sasl"}:
-            item.add_marker(pytest.mark.integration)
-        if "spark" in fixtures:
-            item.add_marker(pytest.mark.spark)
-        if "postgres" in fixtures:
-            item.add_marker(pytest.mark.postgres)
+        closure = set(getattr(item, "fixturenames", ()))
+        for marker, fixtures in SERVER_FIXTURES.items():
+            if closure & fixtures:
+                item.add_marker(marker)

@@ -5,7 +5,7 @@ There is no Docker engine here, so no container is started: these tests read the
 check what would otherwise only fail after `docker compose up` (a command the CLI rejects, a
 Spark class that does not exist, a broker missing from the quorum, a port open beyond
 loopback, executors whose Python differs from the driver's), and run the dgm services'
-health checks against what they probe. tests/spark_jobs/test_standalone_cluster.py starts
+health checks against what they probe. tests/scenarios/test_standalone_cluster.py starts
 the Spark services' commands themselves.
 """
 
@@ -32,7 +32,14 @@ from typing import Any, NamedTuple
 import pytest
 import yaml
 
-from tests.compose_file import COMPOSE_FILE, ROOT, command, healthcheck, in_test, interpolate
+from tests.support.compose_file import (
+    COMPOSE_FILE,
+    ROOT,
+    command,
+    healthcheck,
+    in_test,
+    interpolate,
+)
 
 DOCKERFILE = ROOT / "Dockerfile"
 DOCKERIGNORE = ROOT / ".dockerignore"
@@ -587,7 +594,7 @@ def test_collectors_health_check_wants_a_recent_sample(
 def test_analysis_health_check_wants_a_fresh_publication(
     services: dict[str, dict[str, Any]], tmp_path: Path
 ) -> None:
-    from tests.dashboard.published import build
+    from tests.support.published_world.publish import build
 
     state = tmp_path / "state"
     config = {CONFIG_IN_CONTAINER: str(config_for(state, "[analysis]\ninterval_s = 10\n"))}

@@ -1,5 +1,7 @@
 """Imports run one way (docs/design.md, "Layout"): core <- stages <- shell; the lab and the
 embedded broker (a tool) beside; no import cycle; commands are registered in the shell only.
+Tests and benchmarks take their helpers from tests/support only (never from a test module or
+a conftest, whose fixtures reach tests by name), and import it without editing sys.path.
 
 Reads every module's imports from its AST (including imports inside functions, which are
 still dependencies) and checks each against the layer rules below.
@@ -192,7 +194,7 @@ def test_command_wiring_is_seen() -> None:
         ("dgm.config", "collectors.cycle", False),
         ("dgm.config", "shell.cli", False),
         ("dgm.config", "lab.run", False),
-        ("spark_jobs.audit.fingerprint", "lab.ledger", False),
+        ("spark_jobs.audit.record_columns", "lab.ledger", False),
         ("alerts.run", "tests.reference", False),
         ("shell.lab_command", "lab.run", True),
         ("shell.cli", "lab.run", False),
@@ -222,6 +224,142 @@ def test_relative_and_from_imports_are_seen(tmp_path: Path) -> None:
     assert "duckdb" in imported_modules(path)
     names = imported_modules(ROOT / "shell" / "collect_command.py")
     assert any(top(n) == "collectors" for n in names)
+
+
+# --- Test support: helpers live in tests/support; conftest files hold fixtures and hooks
+
+SUPPORT = "tests.support"
+# Where tests' helpers are imported: the tests themselves and the benchmarks.
+SUPPORT_USERS = ("tests", "bench")
+# sys.path edits that load no project code: analyze_scale imports a copy of spark_jobs as
+# committed at an older revision (under another name) from a temporary folder.
+PATH_EDITS_ALLOWED = frozenset({"bench/analyze_scale.py"})
+
+
+def support_violation(imported: str) -> str | None:
+    """Why a module of tests/ or bench/ may not import `imported`, or None when it may."""
+    if top(imported) != "tests" or imported == "tests":
+        return None
+    if imported == SUPPORT or imported.startswith(f"{SUPPORT}."):
+        return None
+    parts = imported.split(".")
+    if "conftest" in parts:
+        return "a conftest's helpers belong in tests/support (its fixtures reach tests by name)"
+    if any(part.startswith("test_") for part in parts):
+        return "a test module imports another: move what they share to tests/support"
+    return "a helper outside tests/support"
+
+
+def support_users() -> list[Path]:
+    return sorted(p for tree in SUPPORT_USERS for p in (ROOT / tree).rglob("*.py"))
+
+
+def conftest_helpers(path: Path) -> list[str]:
+    """Module-level classes and functions of a conftest.py that are neither fixtures nor
+    pytest hooks, as `line: name`."""
+    found = []
+    for node in ast.parse(path.read_text(), filename=str(path)).body:
+        if isinstance(node, ast.ClassDef):
+            found.append(f"{node.lineno}: class {node.name}")
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            decorators = [ast.unparse(d) for d in node.decorator_list]
+            fixture = any(d.split("(")[0] in ("pytest.fixture", "fixture") for d in decorators)
+            if not fixture and not node.name.startswith("pytest_"):
+                found.append(f"{node.lineno}: def {node.name}")
+    return found
+
+
+def path_edits(path: Path) -> list[str]:
+    """Where `path` changes sys.path (`sys.path.insert(...)`, `.append(...)`), as line numbers."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and ast.unparse(node.func.value) == "sys.path"
+        ):
+            found.append(f"{node.lineno}: sys.path.{node.func.attr}(...)")
+    return found
+
+
+def test_tests_and_benchmarks_import_helpers_from_tests_support_only() -> None:
+    problems = []
+    for path in support_users():
+        flagged = {name for name in imported_modules(path) if support_violation(name)}
+        for imported in sorted(flagged):
+            if imported.rsplit(".", 1)[0] in flagged:
+                continue  # `from tests.x import a` is seen as tests.x and tests.x.a: one line
+            why = support_violation(imported)
+            problems.append(f"{module_name(path)} imports {imported}: {why}")
+    assert problems == []
+
+
+def test_conftest_files_define_fixtures_and_hooks_only() -> None:
+    problems = []
+    for path in sorted((ROOT / "tests").rglob("conftest.py")):
+        problems += [f"{module_name(path)}:{where}" for where in conftest_helpers(path)]
+    assert problems == []
+
+
+def test_tests_and_benchmarks_leave_sys_path_alone() -> None:
+    """Run from the repository root (`python -m pytest`, `python -m bench.NAME`), the project
+    and tests/support import as they are."""
+    problems = []
+    for path in support_users():
+        if path.relative_to(ROOT).as_posix() not in PATH_EDITS_ALLOWED:
+            problems += [f"{module_name(path)}:{where}" for where in path_edits(path)]
+    assert problems == []
+
+
+@pytest.mark.parametrize(
+    ("imported", "allowed"),
+    [
+        ("tests.support.truth", True),
+        ("tests.support.published_world.publish.build", True),
+        ("tests.support", True),
+        ("tests", True),
+        ("dgm.config.loader", True),
+        ("tests.conftest", False),
+        ("tests.dashboard.conftest.page", False),
+        ("tests.alerts.test_webhook", False),
+        ("tests.spark_jobs.analyze.test_loss_differential.assert_same", False),
+        ("tests.dashboard.published", False),
+        ("tests.truth", False),
+    ],
+)
+def test_support_rules(imported: str, allowed: bool) -> None:
+    assert (support_violation(imported) is None) is allowed
+
+
+CONFTEST = """import sys
+import pytest
+
+sys.path.insert(0, ".")
+
+
+@pytest.fixture
+def kafka(): ...
+
+
+@pytest.fixture(scope="session")
+def spark(): ...
+
+
+def pytest_collection_modifyitems(items): ...
+
+
+def helper(): ...
+
+
+class Receiver: ...
+"""
+
+
+def test_conftest_helpers_and_path_edits_are_seen(tmp_path: Path) -> None:
+    conftest = tmp_path / "conftest.py"
+    conftest.write_text(CONFTEST)
+    assert conftest_helpers(conftest) == ["18: def helper", "21: class Receiver"]
+    assert path_edits(conftest) == ["4: sys.path.insert(...)"]
 
 
 # --- The vocabulary: verdict, evidence, cause and status words, in dgm/contracts/vocabulary.py

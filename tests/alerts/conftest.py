@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.alerts.test_webhook import Receiver
+from tests.support.webhook_receiver import Receiver
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import pytest
 from alerts.metrics import READERS, RUN_SUBJECT, MetricsUnavailable, read_values
 from dgm.alerting.metrics import ALERT_METRICS, METRICS
 from dgm.config.alerts import AlertRule
-from tests.alerts.published_db import at, publish, verdict
+from tests.support.published_rows import at, publish, verdict
 
 
 def offsets(t: float, topic: str, partition: int, lso_lag: int, stuck_ms: int) -> dict[str, Any]:

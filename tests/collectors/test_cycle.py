@@ -12,7 +12,7 @@ from dgm.config.collectors import CollectorSettings
 from dgm.contracts.sample_schemas import SCHEMAS
 from dgm.contracts.samples import SampleStore
 from dgm.util.waiting import wait_until
-from tests.collectors.transactional import in_transaction, send, transactional_producer
+from tests.support.transactional import in_transaction, send, transactional_producer
 
 
 def collector(kafka: Any, state_dir: Path, topic: str) -> Collector:

@@ -12,7 +12,7 @@ from collectors.groups import GroupSample, fetch_groups, group_offsets_rows
 from collectors.offsets import fetch_offsets
 from collectors.partitions import PartitionInfo
 from dgm.util.waiting import wait_until
-from tests.collectors.transactional import in_transaction, send, transactional_producer
+from tests.support.transactional import in_transaction, send, transactional_producer
 
 _CLIENTS: dict[str, Clients] = {}
 

@@ -9,7 +9,7 @@ from collectors.cycle import utc_now
 from collectors.offsets import fetch_offsets, offsets_rows
 from collectors.partitions import PartitionInfo
 from dgm.util.waiting import wait_until
-from tests.collectors.transactional import in_transaction, send, transactional_producer
+from tests.support.transactional import in_transaction, send, transactional_producer
 
 
 def offsets_of(kafka: Any, topic: str) -> Any:

@@ -18,7 +18,7 @@ from dgm.config.collectors import CollectorSettings
 from dgm.contracts.samples import SampleStore, latest_rows
 from dgm.util.ports import free_ports
 from dgm.util.waiting import wait_until
-from tests.conftest import KafkaUnderTest
+from tests.support.kafka_cluster import KafkaUnderTest
 
 AT = datetime(2026, 1, 1, tzinfo=UTC)
 

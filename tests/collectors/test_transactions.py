@@ -14,7 +14,7 @@ from collectors.transactions import (
     max_transaction_timeout_ms,
 )
 from dgm.util.waiting import wait_until
-from tests.collectors.transactional import in_transaction, send, transactional_producer
+from tests.support.transactional import in_transaction, send, transactional_producer
 
 
 @pytest.fixture

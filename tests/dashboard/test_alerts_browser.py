@@ -17,8 +17,8 @@ from playwright.sync_api import expect
 from alerts.run import evaluate_after_analysis
 from dgm.alerting.store import AlertStore
 from dgm.config.loader import load_config
-from tests.dashboard.browser import CHROMIUM, WAIT_MS, chromium, serving, wait_cell
-from tests.dashboard.published import build
+from tests.support.browser import CHROMIUM, WAIT_MS, chromium, serving, wait_cell
+from tests.support.published_world.publish import build
 
 pytestmark = [
     pytest.mark.slow,

@@ -19,10 +19,10 @@ from dashboard import ui
 from dgm.alerting.store import STORE_FILE, AlertStore
 from dgm.config.document import DgmConfig
 from dgm.config.loader import load_config
-from tests.dashboard.conftest import APP, healthy, markdown, no_exception, page, write_config
-from tests.dashboard.published import Expected, build
+from tests.support.dashboard_app import APP, healthy, markdown, no_exception, page, write_config
+from tests.support.published_world.publish import Expected, build
 
-# payments-ledger: 4 extra copies over 10 windows of 167 records (tests/dashboard/published.py)
+# payments-ledger: 4 extra copies over 10 windows of 167 records (tests/support/published_world/)
 LEDGER_RATE = 4 / (1670 - 4)
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from streamlit.testing.v1 import AppTest
 
 from dgm.util.progress import AuditProgress, read_progress, write_progress
-from tests.dashboard.conftest import APP, no_exception
+from tests.support.dashboard_app import APP, no_exception
 
 NOW = datetime.now(UTC)
 

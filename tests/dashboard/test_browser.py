@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("playwright.sync_api", reason="needs the playwright package")
-from tests.dashboard.browser import CHROMIUM, WAIT_MS, chromium, serving, settle, wait_cell
-from tests.dashboard.published import Expected, build
+from tests.support.browser import CHROMIUM, WAIT_MS, chromium, serving, settle, wait_cell
+from tests.support.published_world.publish import Expected, build
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -108,7 +108,7 @@ def test_order_torn_commits_and_truncations_show_in_the_browser(
 ) -> None:
     """The anomalies beside duplicates and losses, as a user meets them: the overview's
     columns and the pipeline's card, then each topic page's Order and Log integrity sections
-    (the hand-made publication: tests/dashboard/published.py)."""
+    (the hand-made publication: tests/support/published_world/)."""
     with chromium() as page:
         page.goto(f"{dashboard_url}/?pipeline=payments-eos", timeout=WAIT_MS)
         wait_cell(page, "Torn commits")  # the table's column (those right of it scroll)

@@ -17,9 +17,8 @@ pytest.importorskip("playwright.sync_api", reason="needs the playwright package"
 from playwright.sync_api import Page, expect
 
 from dashboard.timerange import TimeRange
-from tests.dashboard.browser import CHROMIUM, WAIT_MS, chromium, grid_cells, serving, settle
-from tests.dashboard.test_real_publication import BADGES
-from tests.published_lab import PublishedLab
+from tests.support.browser import CHROMIUM, WAIT_MS, chromium, grid_cells, serving, settle
+from tests.support.published_lab import BADGES, PublishedLab
 
 pytestmark = [
     pytest.mark.slow,

@@ -9,7 +9,7 @@ import duckdb
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.dashboard.conftest import APP, badges, no_exception
+from tests.support.dashboard_app import APP, badges, no_exception
 
 PAGES = ["overview", "topic", "transactions", "groups"]
 
@@ -54,7 +54,7 @@ def test_file_without_the_tables_is_a_message(
 def test_retry_reads_a_file_published_meanwhile(
     tmp_path: Path, use_state_dir: Callable[[Path], None]
 ) -> None:
-    from tests.dashboard.published import build
+    from tests.support.published_world.publish import build
 
     use_state_dir(tmp_path)
     at = _run("overview")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from dashboard import ui
 from dgm.util.progress import AuditProgress, write_progress
-from tests.dashboard.published import build
+from tests.support.published_world.publish import build
 
 # The test config: analysis every 60 s; build()'s runs take 12 s. Behind past 3 x 72 s.
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from streamlit.testing.v1 import AppTest
 
-from tests.dashboard.conftest import healthy, markdown, page
+from tests.support.dashboard_app import healthy, markdown, page
 
 
 def _pinned(at: AppTest) -> list[str]:

@@ -20,8 +20,8 @@ from dgm.clients.permissions import (
     Denial,
 )
 from shell.cli import main
-from tests.alerts.published_db import publish, verdict
-from tests.dashboard.conftest import APP, page
+from tests.support.dashboard_app import APP, page
+from tests.support.published_rows import publish, verdict
 
 GROUP = Denial(GROUP_DESCRIBE, "payments-app").line()
 TOPIC = Denial(TOPIC_READ, "orders").line()

@@ -11,8 +11,8 @@ import pandas as pd
 from streamlit.testing.v1 import AppTest
 
 from dashboard.pipeline_queries import why_not_judged
-from tests.dashboard.conftest import badges, healthy, markdown, no_exception, page
-from tests.dashboard.published import Expected, build
+from tests.support.dashboard_app import badges, healthy, markdown, no_exception, page
+from tests.support.published_world.publish import Expected, build
 
 
 def _table(at: AppTest) -> pd.DataFrame:

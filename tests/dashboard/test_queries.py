@@ -13,7 +13,7 @@ import duckdb
 import pytest
 
 from dashboard import queries
-from tests.dashboard.published import build
+from tests.support.published_world.publish import build
 
 
 @pytest.fixture

@@ -1,8 +1,10 @@
-"""Every page over the publication of a real lab run (tests/published_lab.py: every mode on
-the session's broker through SIGKILLs, collected and analyzed by the real `dgm analyze`).
+"""Every page over the publication of a real lab run (tests/support/published_lab.py: every
+mode on the session's broker through SIGKILLs, collected and analyzed by the real
+`dgm analyze`).
 
-The built file (published.py) pins exact numbers of a hand-made publication; this checks the
-pages against what a real run published, read back from the same DuckDB file.
+The hand-made file (tests/support/published_world/) pins exact numbers of a hand-made
+publication; this checks the pages against what a real run published, read back from the
+same DuckDB file.
 """
 
 from __future__ import annotations
@@ -14,19 +16,8 @@ import duckdb
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.dashboard.conftest import APP, badges, healthy, markdown
-from tests.published_lab import PublishedLab
-
-# What each lab run's card must say (its verdict is checked against the truth elsewhere).
-BADGES = {
-    "at-most-once": ("green", "MEETS"),
-    "at-least-once": ("green", "MEETS"),
-    "exactly-once": ("green", "MEETS"),
-    "exactly-once-broken": ("red", "VIOLATES"),
-    "idempotent-sink": ("green", "MEETS"),
-    "drop-acks": ("green", "MEETS"),
-    "drop-acks-idempotent": ("green", "MEETS"),
-}
+from tests.support.dashboard_app import APP, badges, healthy, markdown
+from tests.support.published_lab import BADGES, PublishedLab
 
 
 @pytest.fixture

@@ -2,7 +2,7 @@
 
 The analysis is `dgm analyze`'s own loop (AnalysisJob.run_forever at a 1 s interval: audit,
 analyze, publish by atomic rename, alerts) on the session's Spark, over a copy of the
-session's lab run (tests/published_lab.py); the browser reloads the overview over and over
+session's lab run (tests/support/published_lab.py); the browser reloads the overview over and over
 meanwhile. Every reload must show every pipeline, a badge and no error, and the reloads must
 see several publications. (A `dgm analyze` subprocess would spend its first minutes starting
 a second JVM and warming it up; the CLI around the loop is tested in test_analyze_crash.)
@@ -24,9 +24,9 @@ import pytest
 pytest.importorskip("playwright.sync_api", reason="needs the playwright package")
 from dgm.config.loader import load_config
 from spark_jobs.job import AnalysisJob
-from tests.dashboard.browser import CHROMIUM, WAIT_MS, chromium, grid_cells, serving
-from tests.published_lab import PublishedLab
-from tests.strength import by_strength
+from tests.support.browser import CHROMIUM, WAIT_MS, chromium, grid_cells, serving
+from tests.support.published_lab import PublishedLab
+from tests.support.strength import by_strength
 
 pytestmark = [
     pytest.mark.slow,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 from streamlit.testing.v1 import AppTest
 
-from tests.dashboard.conftest import healthy, markdown, page
+from tests.support.dashboard_app import healthy, markdown, page
 
 
 def _story(at: AppTest) -> pd.DataFrame:

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from streamlit.testing.v1 import AppTest
 
 from dashboard.timerange import TimeRange, minute_ceiling, parse
-from tests.dashboard.conftest import healthy, markdown, page
+from tests.support.dashboard_app import healthy, markdown, page
 
 NOW = datetime(2026, 11, 23, 8, 30, 15, tzinfo=UTC)
 

@@ -10,8 +10,8 @@ from typing import Any
 from streamlit.testing.v1 import AppTest
 
 from dgm.contracts.watched import WatchStatus
-from tests.dashboard.conftest import APP, healthy, page
-from tests.dashboard.published import build
+from tests.support.dashboard_app import APP, healthy, page
+from tests.support.published_world.publish import build
 from watch.publish import publish
 
 

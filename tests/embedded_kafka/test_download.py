@@ -86,6 +86,7 @@ def path_without(program: str, shadow: Path) -> str:
     return os.pathsep.join(folders)
 
 
+@pytest.mark.integration  # it starts a broker of its own
 @pytest.mark.slow
 def test_a_broker_starts_from_jars_fetched_from_maven_central_without_maven(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch

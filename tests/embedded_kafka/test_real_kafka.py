@@ -13,6 +13,9 @@ from confluent_kafka.admin import ConfigResource, OffsetSpec
 from dgm.util.ports import ephemeral_floor
 from dgm.util.waiting import wait_until
 
+# Every test gets its broker through `cluster` (request.getfixturevalue), where the marking by
+# fixture (tests/conftest.py) cannot see it.
+pytestmark = pytest.mark.integration
 BATCH = 5
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from confluent_kafka.admin import AdminClient
 
 from embedded_kafka.cluster import EmbeddedCluster
-from tests.conftest import KafkaUnderTest
+from tests.support.kafka_cluster import KafkaUnderTest
 
 
 def cluster_id(kafka: KafkaUnderTest) -> str:

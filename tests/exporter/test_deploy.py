@@ -15,10 +15,7 @@ from typing import Any
 import yaml
 
 from exporter.families import served_names
-
-ROOT = Path(__file__).resolve().parents[2]
-DASHBOARD = ROOT / "deploy" / "grafana" / "dgm.json"
-RULES = ROOT / "deploy" / "prometheus" / "alerts.yml"
+from tests.support.deploy_files import DASHBOARD, ROOT, RULES
 
 # PromQL words that are not metric names: aggregations, functions, operators, modifiers.
 KEYWORDS = {"and", "or", "unless", "bool", "offset", "by", "without", "on", "ignoring"}

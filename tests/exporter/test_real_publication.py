@@ -1,7 +1,8 @@
-"""`dgm exporter` as a process over the publication of a real lab run (tests/published_lab.py:
-every mode on the session's broker through SIGKILLs, collected and analyzed by the real
-`dgm analyze`): /metrics and the JSON API give the numbers `dgm verdicts --json` prints for
-the same state directory, and the lag and transaction numbers the alerts read."""
+"""`dgm exporter` as a process over the publication of a real lab run
+(tests/support/published_lab.py: every mode on the session's broker through SIGKILLs,
+collected and analyzed by the real `dgm analyze`): /metrics and the JSON API give the numbers
+`dgm verdicts --json` prints for the same state directory, and the lag and transaction
+numbers the alerts read."""
 
 from __future__ import annotations
 
@@ -23,8 +24,8 @@ from dgm.contracts.samples import SampleStore
 from dgm.util.ports import free_ports
 from dgm.util.waiting import wait_until
 from exporter.families import PIPELINE_VALUES
-from tests.exporter.serving import Scrape, by, get, get_json, scrape, single
-from tests.published_lab import PublishedLab
+from tests.support.exporter_serving import Scrape, by, get, get_json, scrape, single
+from tests.support.published_lab import PublishedLab
 
 # The first test builds the session's lab publication (six lab runs and a Spark analysis):
 # minutes on a busy 2-core machine.

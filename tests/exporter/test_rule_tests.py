@@ -22,8 +22,8 @@ import yaml
 
 from dgm.contracts.published import stale_after_s
 from exporter.snapshot import read_snapshot
-from tests.alerts.published_db import publish, verdict
-from tests.exporter.test_deploy import RULES
+from tests.support.deploy_files import RULES
+from tests.support.published_rows import publish, verdict
 
 WINDOW_S = 60
 SCRAPE_S = 60  # the test's scrape and evaluation interval: one window

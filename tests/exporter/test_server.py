@@ -1,4 +1,4 @@
-"""The exporter over a hand-made publication (tests/dashboard/published.py): every family,
+"""The exporter over a hand-made publication (tests/support/published_world/): every family,
 values read at each scrape, the health series without a publication, and the JSON API's
 answers and errors."""
 
@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import duckdb
 import pytest
@@ -15,28 +14,8 @@ from dgm import __version__
 from dgm.contracts import published
 from dgm.contracts.published import PUBLISHED_FILE, open_read_only
 from exporter.families import FAMILIES, HEALTH, served_names
-from tests.dashboard import published as builder
-from tests.exporter.serving import by, get, get_json, scrape, serving, single
-
-# The tables the exporter reads; the builder's other tables (added to the contract later)
-# are left out, so these tests do not depend on the builder knowing every table.
-READ = {
-    *("runs", "verdicts", "pipeline_windows", "topic_windows", "duplicates", "faults"),
-    *("partition_offsets", "group_lag", "group_status", "transactions"),
-}
-
-
-def build(state_dir: Path, **options: Any) -> None:
-    tables = tuple(t for t in published.TABLES if t.name in READ)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(builder, "TABLES", tables)
-        builder.build(state_dir, **options)
-
-
-def minute() -> datetime:
-    """The current minute: the builder's windows start whole minutes before its `now`, so
-    they fall on the analysis' windows (multiples of window_s), one being the last closed."""
-    return datetime.now(UTC).replace(second=0, microsecond=0)
+from tests.support.exporter_serving import by, get, get_json, scrape, serving, single
+from tests.support.published_world.exporter_tables import build, minute
 
 
 @pytest.fixture

@@ -10,8 +10,9 @@ from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 
 from lab.no_offsets import NoOffsetsSettings, run_no_offsets
 from lab.processors.position_file import format_claim, parse_claim
-from tests.conftest import KafkaUnderTest
-from tests.truth_records import delivery, read_records
+from tests.support.kafka_cluster import KafkaUnderTest
+from tests.support.truth import read_records
+from tests.support.truth_records import delivery
 
 MESSAGES = 2000
 

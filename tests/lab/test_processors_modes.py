@@ -13,7 +13,7 @@ from typing import Any
 from dgm.contracts.headers import SRC
 from lab.ledger import read_ledger
 from lab.run import LabReport, LabSettings, run_lab
-from tests.truth import read_records
+from tests.support.truth import read_records
 
 MESSAGES = 600
 RATE = 60.0  # ~10 s of production: the crashes land while the processor has work

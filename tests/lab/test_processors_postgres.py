@@ -16,8 +16,8 @@ from lab.ledger import read_ledger
 from lab.processors.postgres_sink import PostgresSink, stored_offsets
 from lab.processors.sqlite_sink import SinkRow
 from lab.run import LabReport, LabSettings, run_lab
-from tests.postgres import PostgresUnderTest
-from tests.truth import read_records
+from tests.support.postgres import PostgresUnderTest
+from tests.support.truth import read_records
 
 MESSAGES = 600
 RATE = 60.0  # ~10 s of production: the kills land while records flow

@@ -16,7 +16,7 @@ from lab.ledger import read_ledger
 from lab.pipeline import DECLARED
 from lab.processors.settings import MODES
 from lab.run import LabError, LabReport, LabSettings, fault_plan, run_lab
-from tests.truth import read_headers
+from tests.support.truth import read_headers
 
 
 def settings(kafka: Any, tmp_path: Path, mode: str = "at-least-once", **extra: Any) -> LabSettings:

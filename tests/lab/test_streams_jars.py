@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from embedded_kafka.kafka_jars import BROKER, KAFKA_VERSION, STREAMS, JarSet
-from tests.truth_records import Record, dropped_by_rule
+from tests.support.truth import Record
+from tests.support.truth_records import dropped_by_rule
 
 
 def test_the_lock_pins_kafka_streams_and_no_rocksdb() -> None:

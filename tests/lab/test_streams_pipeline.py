@@ -8,9 +8,10 @@ import pytest
 
 from lab.streams.app import Guarantee
 from lab.streams.run import StreamsLabReport, StreamsLabSettings, run_streams_lab
-from tests.conftest import KafkaUnderTest
-from tests.strength import by_strength, only_at_full_strength
-from tests.truth_records import Delivery, delivery, read_records
+from tests.support.kafka_cluster import KafkaUnderTest
+from tests.support.strength import by_strength, only_at_full_strength
+from tests.support.truth import read_records
+from tests.support.truth_records import Delivery, delivery
 
 # tests/spark_jobs/test_{streams,mirror}_verdicts.py run these apps against the same truth.
 pytestmark = [pytest.mark.integration, pytest.mark.slow, only_at_full_strength]

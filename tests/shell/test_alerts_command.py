@@ -12,7 +12,7 @@ from dgm.alerting.store import AlertStore
 from dgm.config.loader import load_config
 from dgm.util.errors import UserFacingError
 from shell.alerts_command import register
-from tests.alerts.published_db import at, publish, verdict
+from tests.support.published_rows import at, publish, verdict
 
 CONFIG = """
 state_dir = "state"

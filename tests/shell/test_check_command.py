@@ -9,11 +9,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Producer
 
 from dgm.clients.permissions import TOPIC_READ
 from shell.cli import main
-from tests.secured_kafka import DGM_USER, OIDC_CLIENT, OIDC_SECRET, SecuredKafka, acl, needed
+from tests.support.secured_kafka import (
+    DGM_USER,
+    OIDC_CLIENT,
+    OIDC_SECRET,
+    SecuredKafka,
+    acl,
+    needed,
+    topic_with_records,
+)
 
 
 def write_config(tmp_path: Path, kafka_sasl: SecuredKafka, client: dict[str, str], topic: str,
@@ -36,15 +43,6 @@ def check(config: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, list[s
     code = main(["check", "--config", str(config)])
     captured = capsys.readouterr()
     return code, captured.out.splitlines(), captured.err
-
-
-def topic_with_records(kafka_sasl: SecuredKafka, count: int = 3) -> str:
-    topic = kafka_sasl.new_topic("check")
-    producer = Producer(kafka_sasl.admin_config())
-    for i in range(count):
-        producer.produce(topic, value=f"v{i}")
-    assert producer.flush(30) == 0
-    return topic
 
 
 def test_every_permission_passes_and_the_one_removed_is_named(

@@ -15,7 +15,7 @@ import pytest
 from dgm.util.command_line import config_path
 from shell.cli import build_parser, main
 from shell.demo_command import other_shell_commands
-from tests.alerts.published_db import publish, verdict
+from tests.support.published_rows import publish, verdict
 
 
 @pytest.fixture(autouse=True)

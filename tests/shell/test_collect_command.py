@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
-import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -21,28 +18,16 @@ from dgm.util.ports import free_ports
 from dgm.util.waiting import wait_until
 from embedded_kafka.cluster import EmbeddedCluster
 from lab.topics import create_topic
+from tests.support.collect_process import (
+    ROOT,
+    collect_process,
+    dgm_command,
+    environment,
+    events,
+    write_config,
+)
 
-ROOT = Path(__file__).resolve().parents[2]
 SECRET = "hunter2-do-not-print"
-
-
-def write_config(tmp_path: Path, bootstrap: str, extra: str = "") -> Path:
-    config = tmp_path / "dgm.toml"
-    config.write_text(
-        f'state_dir = "state"\n{extra}\n[cluster]\nbootstrap_servers = "{bootstrap}"\n',
-        encoding="utf-8",
-    )
-    return config
-
-
-def dgm_command(config: Path, *args: str) -> list[str]:
-    return [sys.executable, "-m", "shell.cli", "--config", str(config), "collect", *args]
-
-
-def environment() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("DGM_BOOTSTRAP", "DGM_STATE_DIR")}
-    env["PYTHONPATH"] = str(ROOT)
-    return env
 
 
 def run(config: Path, *args: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:
@@ -55,24 +40,6 @@ def run(config: Path, *args: str, timeout: float = 90) -> subprocess.CompletedPr
         env=environment(),
         check=False,
     )
-
-
-@contextmanager
-def collect_process(
-    config: Path, stderr: Path, *args: str, stdout: Path | None = None
-) -> Iterator[subprocess.Popen[bytes]]:
-    """`dgm collect ARGS` as a real process for the block (stderr to a file); killed at the
-    end if the block did not stop it."""
-    with stderr.open("w") as err, (stdout or Path(os.devnull)).open("w") as out:
-        collector = subprocess.Popen(
-            dgm_command(config, *args), stdout=out, stderr=err, cwd=ROOT, env=environment()
-        )
-    try:
-        yield collector
-    finally:
-        if collector.poll() is None:
-            collector.kill()
-            collector.wait()
 
 
 def assert_clear_error(result: subprocess.CompletedProcess[str], *needles: str) -> None:
@@ -148,10 +115,6 @@ def private_cluster(tmp_path: Path) -> Iterator[EmbeddedCluster]:
         yield cluster
     finally:
         cluster.stop()
-
-
-def events(store: SampleStore) -> list[str]:
-    return [str(e) for e in store.read("events").column("event").to_pylist()]
 
 
 def test_collector_survives_a_broker_outage_and_stops_cleanly_on_sigterm(

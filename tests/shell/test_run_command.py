@@ -20,7 +20,7 @@ from dgm.util.ports import free_ports
 from dgm.util.waiting import wait_until
 from lab.topics import create_topic
 from shell.stack import dashboard_answers
-from tests.shell.helpers import clean_env, processes_of, published_verdicts
+from tests.support.dgm_processes import clean_env, processes_of, published_verdicts
 
 
 def dgm(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:

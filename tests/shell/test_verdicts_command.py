@@ -10,7 +10,7 @@ from pathlib import Path
 
 from dgm.contracts.published import verdicts_document
 from shell.verdicts_command import format_table, read_verdicts, sampled_rates
-from tests.dashboard.published import build
+from tests.support.published_world.publish import build
 
 
 def test_verdicts_show_the_log_integrity_counts(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 from confluent_kafka import Producer
 
 from dgm.util.waiting import wait_until
-from tests.conftest import KafkaUnderTest
+from tests.support.kafka_cluster import KafkaUnderTest
 from watch.publish import published_seen
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -17,13 +17,13 @@ from hypothesis import strategies as st
 
 from dgm.config.analysis import audit_start
 from dgm.config.cluster import ClusterConfig, is_secret_key
-from dgm.config.document import DgmConfig
 from dgm.config.external_sinks import ExternalSink
 from dgm.config.loader import append_pipeline, load_config
 from dgm.config.pipelines import CLAIMS, SEMANTICS, MessageIdRule, PipelineConfig
 from dgm.config.problems import ConfigError
 from dgm.contracts.vocabulary import DECLARABLE, ClaimKind
 from dgm.util.errors import UserFacingError
+from tests.support.config_text import load_text
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "dgm.toml"
 
@@ -43,12 +43,6 @@ def _no_env_overrides(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("DGM_STATE_DIR", raising=False)
     monkeypatch.delenv("DGM_BOOTSTRAP", raising=False)
     monkeypatch.delenv("DGM_SPARK_MASTER", raising=False)
-
-
-def load_text(tmp_path: Path, text: str) -> DgmConfig:
-    """Load `text` as <tmp_path>/dgm.toml, named 'dgm.toml' in error messages."""
-    (tmp_path / "dgm.toml").write_text(text, encoding="utf-8")
-    return load_config("dgm.toml", cwd=tmp_path)
 
 
 def error_for(tmp_path: Path, text: str) -> str:

@@ -13,7 +13,7 @@ import pytest
 
 from dgm.contracts.sample_upkeep import keep_bounded
 from dgm.contracts.samples import DAMAGED_DIR, latest_rows
-from tests.dgm.contracts.test_sample_upkeep import NOW, NOW_MS, details, event_file, filled
+from tests.support.sample_files import NOW, NOW_MS, details, event_file, filled
 
 
 def damage(path: Path, how: str) -> None:

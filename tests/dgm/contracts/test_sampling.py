@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from dgm.config.problems import ConfigError
 from dgm.contracts.sampling import kept_below, rate_interval, wilson_interval
-from tests.dgm.config.test_loader import load_text
+from tests.support.config_text import load_text
 
 
 def test_bounds_nest_and_split_the_hash_space_by_the_share() -> None:

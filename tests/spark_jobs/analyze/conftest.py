@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.spark_jobs.analyze import engine_run
+from tests.support import engine_run
 
 
 @pytest.fixture

@@ -13,11 +13,11 @@ import pyarrow as pa
 from dgm.config.document import DgmConfig
 from dgm.config.external_sinks import ExternalSink
 from dgm.contracts.vocabulary import Claim
-from spark_jobs.analyze import loss
+from spark_jobs.analyze import claims
+from spark_jobs.analyze.context import Context
 from spark_jobs.analyze.engine import deadline_reason
-from spark_jobs.analyze.per_id import Context
 from spark_jobs.analyze.pipeline_metrics import claim_of
-from tests.spark_jobs.analyze.engine_run import pipeline
+from tests.support.engine_run import pipeline
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 GROUP = pipeline("g")
@@ -35,7 +35,7 @@ def test_the_verdict_names_its_claim() -> None:
 def test_deadline_cutoffs_follow_now() -> None:
     config = DgmConfig(pipelines=(GROUP, DEADLINE))
     now_us = round(NOW.timestamp() * 1_000_000)
-    assert loss.deadline_cutoffs(config, NOW) == {"d": (now_us - 300_000_000, 300_000_000)}
+    assert claims.deadline_cutoffs(config, NOW) == {"d": (now_us - 300_000_000, 300_000_000)}
 
 
 def test_a_deadline_pipelines_group_claims_nothing() -> None:
@@ -49,18 +49,18 @@ def test_a_deadline_pipelines_group_claims_nothing() -> None:
             "committed_offset": pa.array([7], pa.int64()),
         }
     )
-    assert loss.latest_committed(offsets, config) == {("g", "s", 0): 7}
-    claims = loss.claimed_offsets(config, {("d", "s2", 0): 3, ("g", "s", 0): 7}, {})
-    assert claims == {("g", "s", 0): 7}
+    assert claims.latest_committed(offsets, config) == {("g", "s", 0): 7}
+    claimed = claims.claimed_offsets(config, {("d", "s2", 0): 3, ("g", "s", 0): 7}, {})
+    assert claimed == {("g", "s", 0): 7}
     with_table = replace(DEADLINE, external_sink=ExternalSink(Path("t.db"), "tbl", "id"))
     src = {("external:d:tbl", "s2", 0): 9}
-    assert loss.claimed_offsets(DgmConfig(pipelines=(with_table,)), {}, src) == {}
+    assert claims.claimed_offsets(DgmConfig(pipelines=(with_table,)), {}, src) == {}
 
 
 def test_moved_deadlines_name_the_newly_checked_span() -> None:
     topics = {"d": ("s2", "s3")}
-    assert loss.moved_deadlines({"d": (10, 5)}, {"d": (10, 5)}, topics) == []
-    assert loss.moved_deadlines({"d": (10, 5)}, {"d": (25, 5)}, topics) == [
+    assert claims.moved_deadlines({"d": (10, 5)}, {"d": (10, 5)}, topics) == []
+    assert claims.moved_deadlines({"d": (10, 5)}, {"d": (25, 5)}, topics) == [
         ("s2", 10, 25),
         ("s3", 10, 25),
     ]

@@ -3,35 +3,13 @@ fingerprints; every expected value is worked out by hand beside the data."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
 from dgm.contracts.vocabulary import DuplicateCause, LossCause
-from tests.spark_jobs.analyze import engine_run
-
-T0 = datetime(2026, 1, 1, tzinfo=UTC)
-
-
-def fp(
-    topic: str,
-    partition: int,
-    offset: int,
-    message_id: str | None,
-    second: int = 0,
-    producer: str | None = None,
-    seq: int | None = None,
-    lineage: str | None = None,
-    committed: bool = True,
-) -> tuple[Any, ...]:
-    """One FINGERPRINT row; src_* parsed from `lineage` the way fingerprints() does."""
-    src: tuple[Any, ...] = (None, None, None)
-    if lineage is not None:
-        src_topic, src_partition, src_offset = lineage.rsplit("/", 2)
-        src = (src_topic, int(src_partition), int(src_offset))
-    at = T0 + timedelta(seconds=second)
-    return (topic, partition, offset, at, message_id, None, producer, seq, lineage, *src, committed)
+from tests.support import engine_run
+from tests.support.fingerprint_rows import fp
 
 
 def tables(spark: Any, *rows: tuple[Any, ...], sources: tuple[str, ...] = ("s",)) -> Any:

@@ -29,15 +29,14 @@ from dgm.config.analysis import AnalysisSettings
 from dgm.config.document import DgmConfig
 from dgm.config.pipelines import MessageIdRule, PipelineConfig
 from dgm.contracts.vocabulary import LossCause
+from spark_jobs.analysis_input import Fingerprints
 from spark_jobs.analyze.engine import Engine
 from spark_jobs.audit.expected import KAFKA_SOURCE, check_predicates, with_expected
-from spark_jobs.audit.fingerprint import fingerprints
-from spark_jobs.audit.kafka_read import topic_rules
-from spark_jobs.fingerprints import Fingerprints
-from tests import reference
-from tests.spark_jobs.analyze import engine_run
-from tests.spark_jobs.analyze.test_deadline_differential import assert_agree
-from tests.spark_jobs.analyze.test_loss_differential import assert_same as assert_same_lost
+from spark_jobs.audit.id_rules import topic_rules
+from spark_jobs.audit.record_columns import fingerprints
+from tests.support import engine_run, reference
+from tests.support.deadline_comparison import assert_agree
+from tests.support.lost_comparison import assert_same as assert_same_lost
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 PREDICATE = "get_json_object(CAST(value AS STRING), '$.type') != 'heartbeat'"

@@ -37,13 +37,13 @@ from dgm.contracts.published import open_read_only, published_path
 from dgm.contracts.samples import SampleStore
 from dgm.contracts.vocabulary import GroupStatus
 from dgm.util.waiting import wait_until
+from spark_jobs.analysis_input import Fingerprints
 from spark_jobs.analyze.analysis import analyze
 from spark_jobs.analyze.publish import publish
 from spark_jobs.analyze.samples import read_samples
-from spark_jobs.fingerprints import Fingerprints
 from spark_jobs.schemas import FINGERPRINT
-from tests.collectors.transactional import in_transaction, send, transactional_producer
-from tests.dashboard.conftest import APP, markdown, no_exception, page
+from tests.support.dashboard_app import APP, markdown, no_exception, page
+from tests.support.transactional import in_transaction, send, transactional_producer
 
 WINDOW = 4  # samples judged
 STEPS = WINDOW + 2  # collector cycles after the set-up

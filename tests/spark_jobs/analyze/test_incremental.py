@@ -21,17 +21,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
+from spark_jobs.analysis_input import Fingerprints
 from spark_jobs.analyze.engine import Engine
-from spark_jobs.fingerprints import Fingerprints
-from tests import reference
-from tests.generated_fingerprints import pipeline as generated_pipeline
-from tests.spark_jobs.analyze import engine_run
-from tests.spark_jobs.analyze.test_deadline_differential import assert_agree, late_copies
-from tests.spark_jobs.analyze.test_loss_differential import assert_same as assert_same_lost
-from tests.spark_jobs.analyze.test_order_differential import canonical as canonical_order
-from tests.spark_jobs.analyze.test_reference_differential import SUMMARY, canonical
+from tests.support import engine_run, reference
+from tests.support.deadline_comparison import assert_agree, late_copies
+from tests.support.duplicate_comparison import SUMMARY, canonical
+from tests.support.generated_fingerprints import pipeline as generated_pipeline
+from tests.support.incremental_cycles import CYCLES, batches_of, canonical_all, claims
+from tests.support.lost_comparison import assert_same as assert_same_lost
+from tests.support.order_comparison import canonical as canonical_order
 
-CYCLES = 9
 RESET_AT = 4  # the group's committed offsets go back to half
 ADDED_AT = 5  # pipeline q (s2 -> k2) joins the config
 EXPIRED_AT = 7  # fingerprints older than the first tenth of the time are dropped
@@ -62,24 +61,6 @@ def late_copy(sink: pa.Table) -> pa.Table:
     return early.cast(sink.schema)
 
 
-def batches_of(table: pa.Table, rng: np.random.Generator) -> np.ndarray:
-    """A cycle per row: rows come roughly in time order, neighbouring cycles overlapping."""
-    seconds = pc.cast(table["timestamp"], pa.int64()).to_numpy()
-    rank = np.argsort(np.argsort(seconds, kind="stable"), kind="stable") / len(seconds)
-    jitter = rng.uniform(-0.8, 0.8, len(seconds))
-    return np.clip(np.floor(rank * CYCLES + jitter), 0, CYCLES - 1).astype(np.int64)
-
-
-def claims(rows: pa.Table, pipelines: dict[str, str], halve: bool) -> dict[Any, int]:
-    """(pipeline, topic, partition) -> the next offset after the rows seen (halved: a reset)."""
-    found: dict[Any, int] = {}
-    for name, topic in pipelines.items():
-        source = rows.filter(pc.equal(rows["topic"], topic))
-        for r in source.group_by("partition").aggregate([("offset", "max")]).to_pylist():
-            found[(name, topic, r["partition"])] = (r["offset_max"] + 1) // (2 if halve else 1)
-    return found
-
-
 def filtering(source: pa.Table, rng: np.random.Generator) -> pa.Table:
     """`source` with a tenth of its records filtered by pipeline p's predicate and 3%
     undecided (as the audit marks them)."""
@@ -92,11 +73,6 @@ def filtering(source: pa.Table, rng: np.random.Generator) -> pa.Table:
     )
     at = source.schema.get_field_index("filter_undecided_by")
     return source.set_column(at, "filter_undecided_by", undecided)
-
-
-def canonical_all(tables: dict[str, pa.Table], counts: pa.Table) -> dict[str, list[Any]]:
-    found = {name: canonical(t.to_pylist(), t.column_names) for name, t in tables.items()}
-    return found | {"pipeline_counts": canonical(counts.to_pylist(), counts.column_names)}
 
 
 def test_random_splits_publish_what_a_rebuild_and_the_reference_do(

@@ -17,16 +17,16 @@ import pytest
 from psycopg import sql
 
 from dgm.config.document import DgmConfig
+from spark_jobs.analysis_input import Fingerprints
 from spark_jobs.analyze.engine import Engine
-from spark_jobs.audit.fingerprint_store import FingerprintStore
+from spark_jobs.audit.incremental_load import KeptFingerprints
 from spark_jobs.audit.jdbc_audit import audit_jdbc
-from spark_jobs.audit.kept_fingerprints import KeptFingerprints
-from spark_jobs.fingerprints import Fingerprints
-from tests.generated_fingerprints import pipeline as generated_pipeline
-from tests.postgres import PostgresUnderTest
-from tests.spark_jobs.analyze import engine_run
-from tests.spark_jobs.analyze.test_incremental import batches_of, canonical_all, claims
-from tests.spark_jobs.audit.test_external_jdbc import make_table, pipeline
+from spark_jobs.audit.store import FingerprintStore
+from tests.support import engine_run
+from tests.support.generated_fingerprints import pipeline as generated_pipeline
+from tests.support.incremental_cycles import batches_of, canonical_all, claims
+from tests.support.jdbc_sink import make_table, pipeline
+from tests.support.postgres import PostgresUnderTest
 
 CYCLES = 3
 

@@ -12,7 +12,7 @@ from dgm.contracts.fingerprints import DISPLACED
 from dgm.contracts.vocabulary import Anomaly, LossCause
 from spark_jobs.analyze import integrity
 from spark_jobs.analyze.publish import conform_arrow
-from tests.spark_jobs.analyze import engine_run
+from tests.support import engine_run
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 MINUTE = 60_000_000

@@ -11,11 +11,11 @@ import pyarrow as pa
 from dgm.config.document import DgmConfig
 from dgm.config.pipelines import PipelineConfig
 from dgm.contracts.samples import rows_table
-from spark_jobs.analyze import loss
-from spark_jobs.analyze.passes import History, context
-from tests.spark_jobs.analyze import engine_run
-from tests.spark_jobs.analyze.engine_run import EXTERNAL
-from tests.spark_jobs.analyze.test_duplicates import T0, fp
+from spark_jobs.analyze import claims
+from spark_jobs.analyze.context import History, context
+from tests.support import engine_run
+from tests.support.engine_run import EXTERNAL
+from tests.support.fingerprint_rows import T0, fp
 
 CUTOFF = T0 + timedelta(seconds=100)
 
@@ -65,7 +65,7 @@ def test_latest_committed_takes_the_newest_sample_per_partition_of_the_group() -
         ("g", "s", 1, 2, 1),
         ("other", "s", 0, 100, 9),  # another group
     )
-    found = loss.latest_committed(offsets, groups(("p", "g"), ("q", "g")))
+    found = claims.latest_committed(offsets, groups(("p", "g"), ("q", "g")))
     # Two pipelines of one group share its commits.
     assert found == {("p", "s", 0): 9, ("p", "s", 1): 2, ("q", "s", 0): 9, ("q", "s", 1): 2}
 
@@ -76,8 +76,8 @@ def test_latest_committed_ignores_commits_sampled_after_the_audit_read_the_sinks
     offsets = group_offsets(("g", "s", 0, 5, 1), ("g", "s", 0, 9, 3))
     config = groups(("p", "g"))
     as_of = T0 + timedelta(seconds=2)
-    assert loss.latest_committed(offsets, config, as_of) == {("p", "s", 0): 5}
-    at_the_sample = loss.latest_committed(offsets, config, T0 + timedelta(seconds=3))
+    assert claims.latest_committed(offsets, config, as_of) == {("p", "s", 0): 5}
+    at_the_sample = claims.latest_committed(offsets, config, T0 + timedelta(seconds=3))
     assert at_the_sample == {("p", "s", 0): 9}
 
 

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Iterable, Mapping
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -19,34 +18,16 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from pyspark.sql.pandas.types import to_arrow_schema
 
-from dgm.contracts.published import LOST
-from spark_jobs.schemas import FINGERPRINT
-from tests import reference
-from tests.generated_fingerprints import pipeline
-from tests.spark_jobs.analyze import engine_run
-from tests.strength import only_at_full_strength
-
-T0 = datetime(2026, 1, 1, tzinfo=UTC)
-ARROW_FINGERPRINT = to_arrow_schema(FINGERPRINT)
-COMMITTED = pa.schema(
-    [("topic", pa.string()), ("partition", pa.int32()), ("committed_offset", pa.int64())]
+from tests.support import engine_run, reference
+from tests.support.fingerprint_rows import (
+    SOURCE,
+    T0,
+    small_tables,
 )
-# The published columns but the pipeline and the cluster (filled when the analysis publishes,
-# from the topic: spark_jobs/analyze/cluster_columns.py).
-RESULT = [c for c in LOST.names if c not in ("pipeline", "cluster")]
-
-
-def _value(v: Any) -> Any:
-    if isinstance(v, datetime):  # naive from Spark (UTC session), aware from DuckDB
-        return round(v.replace(tzinfo=UTC).timestamp() * 1_000_000)
-    return v
-
-
-def canonical(rows: Iterable[Mapping[str, Any]]) -> list[tuple[Any, ...]]:
-    tuples = [tuple(_value(row[c]) for c in RESULT) for row in rows]
-    return sorted(tuples, key=lambda t: tuple((v is None, "" if v is None else v) for v in t))
+from tests.support.generated_fingerprints import pipeline
+from tests.support.lost_comparison import assert_same, lost_per_window
+from tests.support.strength import only_at_full_strength
 
 
 def engine_lost(
@@ -70,34 +51,7 @@ def engine_lost(
     return engine_run.run(spark, fingerprints, config, commits, now)
 
 
-def assert_same(ours: list[dict[str, Any]], theirs: pa.Table) -> list[tuple[Any, ...]]:
-    mine = canonical(ours)
-    assert mine == canonical(theirs.to_pylist())
-    return mine
-
-
-def lost_per_window(theirs: pa.Table) -> dict[datetime, int]:
-    """The reference's lost counts per 60-second window of their window_at."""
-    found: dict[datetime, int] = {}
-    for r in theirs.to_pylist():
-        at = r["window_at"].astimezone(UTC)
-        start = at - timedelta(seconds=at.timestamp() % 60)
-        found[start] = found.get(start, 0) + r["missing"]
-    return found
-
-
-# (partition, second, id, producer, seq, committed, filter) of a source record, small
-# alphabets so ids, sessions, sequences and timestamps collide often; the sink copies name a
-# source offset. filter: what pipeline p's `expected` predicate said of it (None: true).
-SOURCE = st.tuples(
-    st.integers(0, 1),
-    st.integers(0, 6),
-    st.sampled_from([None, "i0", "i1", "i2", "i3", "i4"]),
-    st.sampled_from([None, "p0", "p1"]),
-    st.one_of(st.none(), st.integers(0, 5)),
-    st.sampled_from([True, True, False]),
-    st.sampled_from([None, None, "filtered", "undecided", "other"]),
-)
+# (second, id, src, committed) of a sink copy; its src names a source offset.
 SINK = st.tuples(
     st.integers(0, 8),
     st.sampled_from([None, "i0", "i1", "i2", "i3", "i4", "x"]),
@@ -105,61 +59,6 @@ SINK = st.tuples(
     st.sampled_from([True, True, False]),
 )
 COMMITS = st.dictionaries(st.integers(0, 2), st.integers(0, 10), max_size=3)
-
-
-def fingerprint_row(
-    topic: str,
-    partition: int,
-    offset: int,
-    second: int,
-    message_id: str | None,
-    producer: str | None = None,
-    seq: int | None = None,
-    src: tuple[int, int] | None = None,
-    committed: bool = True,
-    filter_state: str | None = None,
-) -> dict[str, Any]:
-    """`filter_state`: "filtered" or "undecided" by pipeline p's predicate, "other": filtered
-    by another pipeline's (p checks it), None: no predicate excluded it."""
-    lineage = None if src is None else f"s/{src[0]}/{src[1]}"
-    values = (topic, partition, offset, T0 + timedelta(seconds=second), message_id, None)
-    values += (producer, seq, lineage, *((None,) * 3 if src is None else ("s", *src)))
-    filtered_by = {"filtered": ["p"], "other": ["q"]}.get(filter_state or "")
-    undecided_by = ["p"] if filter_state == "undecided" else None
-    names = [f.name for f in FINGERPRINT.fields]
-    return dict(zip(names, (*values, committed, filtered_by, undecided_by), strict=True))
-
-
-def small_tables(
-    sources: list[tuple[Any, ...]],
-    sinks: list[tuple[Any, ...]],
-    commits: dict[int, int],
-    held_from: tuple[int, int, int] = (0, 0, 0),
-) -> tuple[pa.Table, pa.Table, pa.Table]:
-    """`held_from`: the first offset held of source partitions 0 and 1 and of the sink (the
-    ones before were deleted by retention, or never audited)."""
-    offsets: Counter[int] = Counter({0: held_from[0], 1: held_from[1]})
-    source_rows = []
-    for partition, second, message_id, producer, seq, committed, state in sources:
-        source_rows.append(
-            fingerprint_row(
-                "s", partition, offsets[partition], second, message_id, producer, seq,
-                committed=committed, filter_state=state,
-            )
-        )  # fmt: skip
-        offsets[partition] += 1
-    sink_rows = [
-        fingerprint_row("k", 0, held_from[2] + n, second, message_id, src=src, committed=committed)
-        for n, (second, message_id, src, committed) in enumerate(sinks)
-    ]
-    committed_rows = [
-        {"topic": "s", "partition": p, "committed_offset": o} for p, o in commits.items()
-    ]
-    return (
-        pa.Table.from_pylist(source_rows, schema=ARROW_FINGERPRINT),
-        pa.Table.from_pylist(sink_rows, schema=ARROW_FINGERPRINT),
-        pa.Table.from_pylist(committed_rows, schema=COMMITTED),
-    )
 
 
 @pytest.mark.filterwarnings("ignore:The recursion limit will not be reset")

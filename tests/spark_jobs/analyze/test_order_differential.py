@@ -6,9 +6,7 @@ a constructed set judged at once."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
 from dataclasses import replace
-from datetime import UTC, datetime
 from typing import Any
 
 import pyarrow as pa
@@ -16,30 +14,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dgm.contracts.published import OUT_OF_ORDER
 from dgm.contracts.vocabulary import OrderAnomaly
+from spark_jobs.analysis_input import Fingerprints
 from spark_jobs.analyze.engine import Engine
-from spark_jobs.fingerprints import Fingerprints
-from tests import reference
-from tests.spark_jobs.analyze import engine_run
-from tests.spark_jobs.analyze.engine_run import FAR
-from tests.spark_jobs.analyze.test_loss_differential import ARROW_FINGERPRINT, fingerprint_row
-
-# The published columns but the pipeline (a sink row per pipeline) and the cluster (filled
-# when the analysis publishes, from the topic).
-RESULT = [c for c in OUT_OF_ORDER.names if c not in ("pipeline", "cluster")]
-
-
-def _value(v: Any) -> Any:
-    if isinstance(v, datetime):
-        return round(v.replace(tzinfo=UTC).timestamp() * 1_000_000)
-    return v
-
-
-def canonical(rows: Iterable[Mapping[str, Any]]) -> list[tuple[Any, ...]]:
-    tuples = [tuple(_value(row[c]) for c in RESULT) for row in rows]
-    return sorted(tuples, key=lambda t: tuple((v is None, "" if v is None else v) for v in t))
-
+from tests.support import engine_run, reference
+from tests.support.engine_run import FAR
+from tests.support.fingerprint_rows import ARROW_FINGERPRINT, fingerprint_row
+from tests.support.order_comparison import canonical
 
 # (partition, producer, seq, committed) of a source record; (partition, src partition, src
 # offset, committed) of a sink record (source topic 's', or 'o', a topic p does not read).

@@ -230,7 +230,7 @@ def test_a_reader_process_keeps_its_run_and_does_not_block_the_writer(tmp_path: 
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
-        cwd=Path(__file__).resolve().parents[2],
+        cwd=Path(__file__).resolve().parents[3],
     )
     try:
         assert reader.stdout is not None and reader.stdin is not None

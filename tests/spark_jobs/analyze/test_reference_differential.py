@@ -2,13 +2,12 @@
 DuckDB reference's on the same fingerprints: on small property-based sets; on a generated set
 of 100k with injected duplicates, gaps and aborted records and every cause (whose summary a
 plain-Python count checks as well); and on 1,000,000 fingerprints of
-tests/generated_fingerprints.py read back from Parquet."""
+tests/support/generated_fingerprints.py read back from Parquet."""
 
 from __future__ import annotations
 
 import random
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -23,28 +22,14 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from dgm.contracts.vocabulary import LossCause
 from spark_jobs.analyze import duplicates
 from spark_jobs.schemas import FINGERPRINT
-from tests import reference
-from tests.generated_fingerprints import pipeline
-from tests.spark_jobs.analyze import engine_run
-from tests.strength import only_at_full_strength
+from tests.support import engine_run, reference
+from tests.support.duplicate_comparison import SUMMARY, canonical
+from tests.support.generated_fingerprints import pipeline
+from tests.support.strength import only_at_full_strength
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 ARROW_FINGERPRINT = to_arrow_schema(FINGERPRINT)
 COLUMNS = [f.name for f in FINGERPRINT.fields]
-
-
-def _value(v: Any) -> Any:
-    if isinstance(v, datetime):  # naive from Spark (local = UTC here), aware from DuckDB
-        return round(v.timestamp() * 1_000_000)
-    if isinstance(v, float):
-        return round(v, 12)
-    return v
-
-
-def canonical(rows: Iterable[Mapping[str, Any]], columns: list[str]) -> list[tuple[Any, ...]]:
-    """Rows as sorted tuples of comparable values, nulls last within a column."""
-    tuples = [tuple(_value(row[c]) for c in columns) for row in rows]
-    return sorted(tuples, key=lambda t: tuple((v is None, "" if v is None else v) for v in t))
 
 
 def assert_same(ours: list[dict[str, Any]], theirs: pa.Table, columns: list[str]) -> int:
@@ -130,10 +115,6 @@ def compare_all(
     return compared, tables
 
 
-SUMMARY = [
-    "topic", "records", "distinct_ids", "duplicate_copies", "duplicate_rate", "unidentified",
-    "aborted",
-]  # fmt: skip
 CAUSE_COLUMNS = ["topic", "message_id", "copies", "cause"]
 
 

@@ -18,14 +18,14 @@ from pyspark.sql import DataFrame
 
 from dgm.config.document import DgmConfig
 from dgm.contracts.vocabulary import LossCause
+from spark_jobs.analysis_input import Fingerprints
 from spark_jobs.analyze.analysis import analyze
-from spark_jobs.fingerprints import Fingerprints
 from spark_jobs.sampling import kept
-from tests.generated_fingerprints import pipeline
-from tests.spark_jobs.analyze import engine_run
-from tests.spark_jobs.cluster_run import config as two_pipelines
-from tests.spark_jobs.cluster_run import group_offsets
-from tests.strength import by_strength
+from tests.support import engine_run
+from tests.support.cluster_run import config as two_pipelines
+from tests.support.cluster_run import group_offsets
+from tests.support.generated_fingerprints import pipeline
+from tests.support.strength import by_strength
 
 GAP = LossCause.SEQUENCE_GAP.value
 COUNTED = ("records_checked", "duplicate_copies", "aborted_reads", "distinct_ids", "sink_records")

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 from dgm.contracts.sample_schemas import SCHEMAS
 from dgm.contracts.samples import compacted_name, file_name
 from spark_jobs.analyze.samples import SampleReader, read_samples
-from tests.spark_jobs.analyze.test_analyze import samples
+from tests.support.analysis_world import samples
 
 
 def test_samples_are_read_from_parquet_or_empty(tmp_path: Path) -> None:

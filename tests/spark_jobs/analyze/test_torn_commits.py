@@ -15,15 +15,9 @@ from typing import Any
 import pyarrow as pa
 
 from dgm.contracts.vocabulary import LossCause
-from tests import reference
-from tests.spark_jobs.analyze import engine_run
-from tests.spark_jobs.analyze.test_loss_differential import (
-    ARROW_FINGERPRINT,
-    COMMITTED,
-    T0,
-    assert_same,
-    fingerprint_row,
-)
+from tests.support import engine_run, reference
+from tests.support.fingerprint_rows import ARROW_FINGERPRINT, COMMITTED, T0, fingerprint_row
+from tests.support.lost_comparison import assert_same
 
 TORN = LossCause.TORN_COMMIT.value
 

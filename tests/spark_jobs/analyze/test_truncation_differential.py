@@ -28,16 +28,15 @@ from dgm.config.pipelines import MessageIdRule
 from dgm.contracts import headers
 from dgm.contracts.sample_schemas import SCHEMAS
 from dgm.contracts.samples import PartitionOffsets, SampleStore
+from spark_jobs.analysis_input import Fingerprints
 from spark_jobs.analyze.analysis import analyze
-from spark_jobs.audit.fingerprint import fingerprints
-from spark_jobs.audit.fingerprint_store import FingerprintStore
 from spark_jobs.audit.ranges import OffsetRange
+from spark_jobs.audit.record_columns import fingerprints
+from spark_jobs.audit.store import FingerprintStore
 from spark_jobs.audit.truncation import reread
-from spark_jobs.fingerprints import Fingerprints
 from spark_jobs.schemas import FINGERPRINT
-from tests import reference
-from tests.spark_jobs.analyze import engine_run
-from tests.strength import by_strength
+from tests.support import engine_run, reference
+from tests.support.strength import by_strength
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 ARROW_FINGERPRINT = to_arrow_schema(FINGERPRINT)

@@ -1,0 +1,234 @@
+"""The analysis on a real Spark standalone cluster — a master and two workers started from
+pyspark's own `spark-class` on loopback, executors in their own JVMs and Python workers —
+publishes the same tables as local mode (the session's Spark) does, and an incremental cycle
+there the same as a rebuild (tests/support/cluster_run.py).
+
+And docker-compose.yml's Spark cluster as its services start it: the master's and the
+worker's commands and health checks, and the analysis service's `dgm analyze`, read from the
+file, with only addresses and container paths replaced (tests/support/compose_file.py), and Python
+found as in the dgm image: by PATH, the installed dgm's Python first, no PYSPARK_PYTHON."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import urllib.request
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.find_spark_home import _find_spark_home
+
+from dgm.contracts.published import TABLES, open_read_only, published_path
+from dgm.util.ports import free_ports
+from dgm.util.waiting import wait_until
+from tests.support.cluster_run import publish_rebuilt
+from tests.support.compose_file import command, compose_services, healthcheck, in_test
+from tests.support.small_pipeline import DUPLICATED, collected
+
+# Run as a module from the repository root, where `tests.support` is importable as it is.
+RUNNER = "tests.support.cluster_run"
+REPO = Path(__file__).resolve().parents[2]
+# Every process stays on loopback (master, workers, the driver's RPC and block manager), and
+# the executors' Python workers run this interpreter (it has pyspark's pandas and pyarrow).
+LOOPBACK = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
+
+
+def _alive_workers(ui_port: int) -> int:
+    with urllib.request.urlopen(f"http://127.0.0.1:{ui_port}/json/", timeout=5) as answer:
+        state: dict[str, Any] = json.load(answer)
+    return sum(1 for w in state.get("workers", []) if w.get("state") == "ALIVE")
+
+
+@contextmanager
+def standalone(
+    commands: list[list[str]], env: dict[str, str], ready: Callable[[], bool], logs: Path
+) -> Iterator[None]:
+    """The Spark daemons `commands` start, each logging to logs/process-N.log, until `ready()`
+    holds (two minutes at most); terminated on exit, killed when they linger."""
+    processes = []
+    outputs = []
+    try:
+        for n, command in enumerate(commands):
+            outputs.append((logs / f"process-{n}.log").open("w"))
+            processes.append(
+                subprocess.Popen(command, stdout=outputs[-1], stderr=subprocess.STDOUT, env=env)
+            )
+
+        def up() -> bool:
+            for n, process in enumerate(processes):
+                if process.poll() is not None:
+                    said = (logs / f"process-{n}.log").read_text()[-3000:]
+                    raise AssertionError(f"{commands[n]} exited with {process.returncode}: {said}")
+            return ready()
+
+        wait_until(up, 120, "the standalone master and its workers", interval=0.5)
+        yield
+    finally:
+        for process in processes:
+            process.terminate()
+        for process in processes:
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        for output in outputs:
+            output.close()
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """spark://127.0.0.1:port of a standalone master with two one-core workers."""
+    spark_class = Path(_find_spark_home()) / "bin" / "spark-class"
+    logs = tmp_path_factory.mktemp("cluster")
+    port, ui = free_ports(2)
+    master = f"spark://127.0.0.1:{port}"
+    commands = [
+        [str(spark_class), "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
+         "--port", str(port), "--webui-port", str(ui)],
+        *(
+            [str(spark_class), "org.apache.spark.deploy.worker.Worker", master,
+             "--host", "127.0.0.1", "--cores", "1", "--memory", "1g", "--webui-port", "0",
+             "--work-dir", str(logs / f"work-{n}")]
+            for n in range(2)
+        ),
+    ]  # fmt: skip
+
+    def ready() -> bool:
+        try:
+            return _alive_workers(ui) == 2
+        except OSError:
+            return False
+
+    with standalone(commands, LOOPBACK, ready, logs):
+        yield master
+
+
+def _run(master: str, out: Path) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", RUNNER, master, str(out)],
+        cwd=REPO,
+        env=LOOPBACK,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    return done.stdout
+
+
+def _tables(out: Path) -> dict[str, list[tuple[Any, ...]]]:
+    with open_read_only(published_path(out)) as connection:
+        return {
+            t.name: sorted(connection.execute(f'SELECT * FROM "{t.name}"').fetchall(), key=repr)
+            for t in TABLES
+            if t.name != "runs"  # its spark_master says where it ran
+        }
+
+
+@pytest.mark.slow
+def test_a_standalone_cluster_publishes_what_local_mode_does(
+    cluster: str, spark: Any, tmp_path: Path
+) -> None:
+    said = _run(cluster, tmp_path / "cluster")
+    assert "executors+driver 3" in said  # two executors on the workers, and the driver
+    assert "second cycle: " in said and "message ids touched" in said  # not a rebuild
+    assert "incremental equals rebuild: True" in said
+    publish_rebuilt(spark, tmp_path / "local")
+    on_cluster, local = _tables(tmp_path / "cluster"), _tables(tmp_path / "local")
+    assert on_cluster == local
+    verdicts = {row[0]: row for row in on_cluster["verdicts"]}
+    assert set(verdicts) == {"a", "b"}
+    assert len(on_cluster["duplicates"]) > 100 and len(on_cluster["lost"]) > 50
+    with open_read_only(published_path(tmp_path / "cluster")) as connection:
+        master = connection.execute("SELECT spark_master FROM runs").fetchone()
+    assert master == (cluster,)
+
+
+# --- docker-compose.yml's Spark cluster --------------------------------------------------
+
+COMPOSE_SPARK = ("spark-master", "spark-worker")
+# What the image's environment holds that a test machine's may not: Java, the caches.
+PASSED = ("HOME", "JAVA_HOME", "DGM_CACHE_DIR", "XDG_CACHE_HOME")
+
+
+def image_like_env() -> dict[str, str]:
+    """The dgm image's way of finding Python: PATH, with the Python that has dgm and its
+    packages (/usr/local/bin's there, this interpreter's folder here) ahead of the system's.
+    No PYSPARK_PYTHON: the executors' Python workers are the `python3` PATH finds."""
+    env = {
+        "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
+        "SPARK_LOCAL_IP": "127.0.0.1",  # every daemon and the driver on loopback
+        **{name: os.environ[name] for name in PASSED if name in os.environ},
+    }
+    python3 = shutil.which("python3", path=env["PATH"])
+    assert python3 and Path(python3).resolve() == Path(sys.executable).resolve(), python3
+    return env
+
+
+@pytest.fixture(scope="module")
+def compose_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """(the master's URL, its logs folder) of compose's spark-master and spark-worker, ready
+    when their own health checks say so."""
+    services = compose_services()
+    logs = tmp_path_factory.mktemp("compose-cluster")
+    port, ui, worker_ui = free_ports(3)
+    addresses = {
+        "spark-master": "127.0.0.1",
+        "7077": str(port),
+        "8080": str(ui),
+        "8081": str(worker_ui),
+        "/tmp/spark-work": str(logs / "work"),
+    }
+    commands = [in_test(command(services[name]), addresses) for name in COMPOSE_SPARK]
+    checks = [in_test(healthcheck(services[name]), addresses) for name in COMPOSE_SPARK]
+    env = image_like_env()
+
+    def healthy() -> bool:
+        return all(
+            subprocess.run(check, env=env, capture_output=True, timeout=60).returncode == 0
+            for check in checks
+        )
+
+    with standalone(commands, env, healthy, logs):
+        yield f"spark://127.0.0.1:{port}", logs
+
+
+@pytest.mark.slow
+def test_composes_spark_cluster_runs_the_analysis_services_command(
+    compose_cluster: tuple[str, Path], kafka: Any, tmp_path: Path
+) -> None:
+    master, logs = compose_cluster
+    pipeline, config = collected(kafka, tmp_path)
+    analysis = compose_services()["analysis"]
+    argv = in_test(
+        command(analysis),
+        {
+            "/etc/dgm/dgm.toml": str(config),
+            "spark-master": "127.0.0.1",
+            "7077": master.split(":")[-1],
+        },
+    )
+    assert argv[0] == "dgm" and argv[argv.index("--master") + 1] == master, argv
+    env = {**image_like_env(), "PYTHONPATH": str(REPO)}  # the driver runs this tree's dgm
+    done = subprocess.run([*argv, "--once"], env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    state = config.parent / "state"
+    with open_read_only(published_path(state)) as db:
+        assert db.execute("SELECT spark_master FROM runs").fetchall() == [(master,)]
+        verdicts = db.execute("SELECT pipeline, achieved FROM verdicts").fetchall()
+        copies = db.execute("SELECT count(*) FROM duplicates WHERE topic = ?", [pipeline.sink])
+        assert copies.fetchone() == (2 * DUPLICATED,)
+    assert verdicts == [("crashy", "at-least-once")]
+    # The Python work ran in an executor the worker started, not in the driver.
+    executors = list((logs / "work").glob("app-*/*/stderr"))
+    assert executors, f"no executor ran under {logs / 'work'}"
+    # The analysis service's health check sees this publication as fresh.
+    check = in_test(healthcheck(analysis), {"/etc/dgm/dgm.toml": str(config)})
+    assert subprocess.run(check, env=env, capture_output=True, timeout=60).returncode == 0

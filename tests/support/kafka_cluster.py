@@ -1,0 +1,58 @@
+"""The Kafka cluster a test talks to: an external one (DGM_BOOTSTRAP) or dgm's embedded one,
+started on loopback and stopped after (tests/conftest.py's session fixtures hand them out)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka.admin import AdminClient
+
+from embedded_kafka.cluster import EmbeddedCluster
+from lab.topics import create_topic
+
+
+@dataclass
+class KafkaUnderTest:
+    """The cluster a test talks to; `embedded` is None when it is an external one."""
+
+    bootstrap_servers: str
+    embedded: EmbeddedCluster | None
+    _admin: AdminClient | None = None
+
+    def admin(self) -> AdminClient:
+        # One client for the session: a dropped AdminClient never resolves its futures.
+        if self._admin is None:
+            self._admin = AdminClient({"bootstrap.servers": self.bootstrap_servers})
+        return self._admin
+
+    def client_config(self, **extra: Any) -> dict[str, Any]:
+        return {"bootstrap.servers": self.bootstrap_servers, **extra}
+
+    def new_topic(
+        self,
+        prefix: str = "t",
+        partitions: int = 1,
+        replication_factor: int = -1,
+        config: Mapping[str, str] | None = None,
+    ) -> str:
+        name = f"{prefix}-{uuid.uuid4().hex[:10]}"
+        return create_topic(self.admin(), name, partitions, replication_factor, config)
+
+    def require_embedded(self) -> EmbeddedCluster:
+        if self.embedded is None:
+            pytest.skip("needs dgm's embedded cluster (DGM_BOOTSTRAP names an external one)")
+        return self.embedded
+
+
+def embedded(tmp: Path, brokers: int) -> Iterator[KafkaUnderTest]:
+    cluster = EmbeddedCluster(tmp, brokers=brokers, die_with_parent=True)
+    cluster.start(fresh=True)
+    try:
+        yield KafkaUnderTest(cluster.bootstrap_servers, cluster)
+    finally:
+        cluster.stop()
