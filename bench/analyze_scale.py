@@ -37,7 +37,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -192,7 +192,7 @@ def run_reference(world: generated.World) -> dict[str, float]:
     for name in world.names:
         reference.duplicate_causes(folder / f"s-{name}.parquet", folder / f"k-{name}.parquet")
     timings["duplicate_causes"] = time.perf_counter() - mark
-    cutoff = world.now - generated.timedelta(seconds=generated.GRACE_S)
+    cutoff = world.now - timedelta(seconds=generated.GRACE_S)
     mark = time.perf_counter()
     for name in world.names:
         reference.lost(

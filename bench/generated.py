@@ -25,9 +25,8 @@ from dgm.config.document import DgmConfig
 from dgm.config.pipelines import PipelineConfig
 from dgm.contracts.sample_schemas import SCHEMAS
 from dgm.contracts.samples import samples_dir
-from tests.support.generated_fingerprints import T0, Pipeline, pipeline
+from tests.support.generated_fingerprints import Pipeline, pipeline
 
-__all__ = ["T0", "World", "build", "config", "write_samples"]
 GRACE_S = 30.0
 
 

@@ -29,13 +29,10 @@ from dgm.util.errors import UserFacingError
 from dgm.util.waiting import wait_until
 from embedded_kafka.cluster import EmbeddedCluster
 from lab import runner
-from lab.faults import CRASH_WAIT, FAULT_KINDS, FaultDone, FaultKind, do_fault, drop_acks
+from lab.faults import FAULT_KINDS, FaultDone, FaultKind, do_fault, drop_acks
 from lab.offsets import group_offsets, source_lso
 from lab.pipeline import (
     DECLARED,
-    DEFAULT_ABORT_EVERY,
-    DEFAULT_AIM,
-    SINK_TABLE,
     PipelineNames,
     add_to_config,
     create_topics,
@@ -54,23 +51,6 @@ from lab.proxy import FaultProxy
 from lab.supervisor import KILL_AIMS, KillAim, Supervisor
 
 # Re-exported: callers import these from here.
-__all__ = [
-    "CRASH_WAIT",
-    "DECLARED",
-    "DEFAULT_ABORT_EVERY",
-    "DEFAULT_AIM",
-    "FAULT_KINDS",
-    "SINK_TABLE",
-    "FaultDone",
-    "FaultKind",
-    "LabError",
-    "LabReport",
-    "LabSettings",
-    "fault_plan",
-    "group_offsets",
-    "run_lab",
-    "source_lso",
-]
 
 PROGRESS_EVERY = 5.0  # seconds between progress lines
 Progress = Callable[[str], None]

@@ -100,6 +100,27 @@ def test_every_name_has_one_import_path() -> None:
     assert problems == [], "imports of a name from a module that only imports it"
 
 
+def exported_but_not_defined(path: Path) -> list[str]:
+    """Names an `__all__` of `path` lists that `path` does not define (it only imports them)."""
+    for node in ast.parse(path.read_text(), filename=str(path)).body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets
+        ):
+            listed = [e.value for e in ast.walk(node.value) if isinstance(e, ast.Constant)]
+            return [str(n) for n in listed if n not in defined_names(path)]
+    return []
+
+
+def test_no_module_exports_what_it_imports() -> None:
+    problems = [
+        f"{path.relative_to(ROOT)}: {name}"
+        for top in IMPORTERS
+        for path in sorted((ROOT / top).rglob("*.py"))
+        for name in exported_but_not_defined(path)
+    ]
+    assert problems == [], "__all__ lists names the module only imports"
+
+
 def test_a_reexport_is_seen(tmp_path: Path) -> None:
     importer = tmp_path / "importer.py"
     # dgm.config.loader imports PipelineConfig from its home, dgm.config.pipelines.
@@ -109,3 +130,6 @@ def test_a_reexport_is_seen(tmp_path: Path) -> None:
         "from dgm.config.pipelines import PipelineConfig as P\n"
     )
     assert reexported_imports(importer) == ["1: dgm.config.loader.PipelineConfig"]
+    exporter = tmp_path / "exporter.py"
+    exporter.write_text("from os import sep\nHERE = 1\n__all__ = ['HERE', 'sep']\n")
+    assert exported_but_not_defined(exporter) == ["sep"]
