@@ -49,6 +49,8 @@ LATEST_OFFSETS_SQL = "SELECT topic, {aggregate} FROM latest_partition_offsets GR
 HANGING_SQL = "SELECT topic, count(*) FILTER (WHERE hanging) FROM transactions GROUP BY topic"
 # Per group, summed over its partitions at the group's latest sample.
 GROUP_LAG_SQL = "SELECT group_id, sum(lag_from_lso) FROM latest_group_lag GROUP BY group_id"
+# Per group, its oldest uncommitted record's age: the largest lag in seconds of its partitions.
+GROUP_LAG_SECONDS_SQL = "SELECT group_id, max(lag_s) FROM latest_group_lag GROUP BY group_id"
 # Per group, the severity of its worst partition (the group's own row of group_status).
 GROUP_STATUS_SQL = "SELECT group_id, severity FROM group_status_by_group"
 # Seconds since the epoch of the newest sample the run read, or of the run's end without one.
@@ -118,6 +120,12 @@ def consumer_lag_from_lso(db: Connection) -> Values:
     return _rows(db, GROUP_LAG_SQL)
 
 
+def lag_seconds(db: Connection) -> Values:
+    """The age of the oldest record the group has not committed, in seconds (docs/design.md,
+    "Lag in seconds"); a group whose lag in seconds is unknown has no value."""
+    return _rows(db, GROUP_LAG_SECONDS_SQL)
+
+
 def group_status(db: Connection) -> Values:
     """The group's status as a number: its severity (dgm.contracts.vocabulary.GroupStatus)."""
     return _rows(db, GROUP_STATUS_SQL)
@@ -147,6 +155,7 @@ READERS: dict[str, Reader] = {
     "lso_stuck_s": lambda db, _rule, _now: lso_stuck_s(db),
     "hanging_transactions": lambda db, _rule, _now: hanging_transactions(db),
     "consumer_lag_from_lso": lambda db, _rule, _now: consumer_lag_from_lso(db),
+    "lag_seconds": lambda db, _rule, _now: lag_seconds(db),
     "group_status": lambda db, _rule, _now: group_status(db),
     "staleness_s": lambda db, _rule, now: staleness_s(db, now),
 }

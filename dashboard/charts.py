@@ -151,6 +151,26 @@ def lag_both_ways(latest: pd.DataFrame) -> go.Figure:
     return fig
 
 
+def lag_seconds_over_time(lag: pd.DataFrame) -> go.Figure:
+    """A group's lag in seconds over time: its oldest uncommitted record's age at each sample."""
+    title = "Lag in seconds over time"
+    known = lag[lag["lag_s"].notna()] if "lag_s" in lag else lag.iloc[0:0]
+    if known.empty:
+        return _empty(title, "no lag in seconds known for this group yet")
+    oldest = known.groupby("sampled_at")["lag_s"].max().reset_index()
+    fig = go.Figure(
+        [
+            go.Scatter(
+                x=oldest["sampled_at"], y=oldest["lag_s"], name="seconds", line={"color": BLUE}
+            )
+        ]
+    )
+    fig.update_layout(
+        title=title, height=260, margin=_MARGIN, yaxis_rangemode="tozero", yaxis_title="s"
+    )
+    return fig
+
+
 def lag_over_time(lag: pd.DataFrame) -> go.Figure:
     """A group's total lag over time, both ways."""
     title = "Total lag over time"

@@ -254,6 +254,34 @@ TOPIC_LAG_FROM_LSO = Family(
     "LSO - committed offset (transaction-correct), summed over the group's partitions of the topic",
     GROUP_TOPIC,
 )
+# Lag in seconds at the group's newest sample (group_lag.lag_s; docs/design.md, "Lag in
+# seconds"): the oldest uncommitted record's age, so the largest over the partitions, as
+# kafka-lag-exporter's kafka_consumergroup_group_max_lag_seconds.
+GROUP_MAX_LAG_SECONDS = Family(
+    "dgm_consumer_group_max_lag_seconds",
+    "Age of the oldest record the group has not committed (from the LSO), the largest over "
+    "its partitions",
+    GROUP,
+)
+TOPIC_MAX_LAG_SECONDS = Family(
+    "dgm_consumer_group_topic_max_lag_seconds",
+    "Age of the oldest record the group has not committed (from the LSO), the largest over "
+    "its partitions of the topic",
+    GROUP_TOPIC,
+)
+# Over the group's status window (group_status): the catch-up estimate at the window's rates.
+GROUP_CATCH_UP_SECONDS = Family(
+    "dgm_consumer_group_catch_up_seconds",
+    "Estimated seconds until the group's lag reaches 0 at its recent rates; absent when it is "
+    "not catching up",
+    GROUP,
+)
+GROUP_CATCHING_UP = Family(
+    "dgm_consumer_group_catching_up",
+    "1 when the group commits faster than records arrive or has nothing left, 0 when it is "
+    "not catching up",
+    GROUP,
+)
 
 # Per partition: served with exporter.granularity = "partition" only.
 LSO_LAG = Family("dgm_partition_lso_lag", "High watermark - last stable offset", PARTITION)
@@ -272,7 +300,18 @@ PARTITION_LAG_FROM_LSO = Family(
     "LSO - committed offset (transaction-correct)",
     GROUP_PARTITION,
 )
-PER_PARTITION = (LSO_LAG, LSO_STUCK, PARTITION_LAG_FROM_HW, PARTITION_LAG_FROM_LSO)
+PARTITION_LAG_SECONDS = Family(
+    "dgm_consumer_group_topic_partition_lag_seconds",
+    "Age of the oldest record the group has not committed on the partition (from the LSO)",
+    GROUP_PARTITION,
+)
+PER_PARTITION = (
+    LSO_LAG,
+    LSO_STUCK,
+    PARTITION_LAG_FROM_HW,
+    PARTITION_LAG_FROM_LSO,
+    PARTITION_LAG_SECONDS,
+)
 
 # Per group, its worst partition's status by Burrow's rules over lag from the LSO
 # (group_status; docs/design.md, "Consumer-group status"): the number in one series per group
@@ -310,6 +349,10 @@ PUBLISHED = (
     GROUP_LAG_FROM_LSO,
     TOPIC_LAG_FROM_HW,
     TOPIC_LAG_FROM_LSO,
+    GROUP_MAX_LAG_SECONDS,
+    TOPIC_MAX_LAG_SECONDS,
+    GROUP_CATCH_UP_SECONDS,
+    GROUP_CATCHING_UP,
     *PER_PARTITION,
     GROUP_STATUS,
     GROUP_STATUS_INFO,

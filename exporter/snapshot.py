@@ -55,11 +55,13 @@ SELECT topic, "partition", lso_lag, lso_stuck_ms / 1000.0, cluster FROM latest_p
 """
 # Each group's own row of group_status: the worst partition's status.
 GROUP_STATUS_SQL = (
-    "SELECT group_id, status, severity, cluster FROM group_status_by_group ORDER BY group_id"
+    "SELECT group_id, status, severity, cluster, catch_up_s, catching_up "
+    "FROM group_status_by_group ORDER BY group_id"
 )
 # Every partition of a group at the group's newest sample.
 GROUP_LAG_SQL = """
-SELECT group_id, topic, "partition", lag_from_hw, lag_from_lso, cluster FROM latest_group_lag
+SELECT group_id, topic, "partition", lag_from_hw, lag_from_lso, cluster, lag_s
+FROM latest_group_lag
 """
 # The transactions table holds the last sample only.
 TRANSACTIONS_SQL = """
@@ -90,6 +92,13 @@ class Snapshot:
     def set(self, family: f.Family, labels: Iterable[Any], value: Any) -> None:
         if value is not None:
             self.series[family.name][tuple(str(v) for v in labels)] = float(value)
+
+    def largest(self, family: f.Family, labels: Iterable[Any], value: Any) -> None:
+        """Keep the largest `value` of the series (SQL's max(): nulls skipped)."""
+        if value is not None:
+            key = tuple(str(v) for v in labels)
+            series = self.series[family.name]
+            series[key] = max(series.get(key, float(value)), float(value))
 
     def add(self, family: f.Family, labels: Iterable[Any], value: Any) -> None:
         """Sum `value` into the series (SQL's sum(): a null is skipped, and a series of only
@@ -215,7 +224,7 @@ def _max(a: float | None, b: float | None) -> float | None:
 
 
 def add_group_lag(db: Connection, snapshot: Snapshot, granularity: Granularity) -> None:
-    for group_id, topic, partition, lag_hw, lag_lso, cluster in db.execute(
+    for group_id, topic, partition, lag_hw, lag_lso, cluster, lag_s in db.execute(
         GROUP_LAG_SQL
     ).fetchall():
         group, cluster = on_cluster(group_id, cluster)
@@ -224,6 +233,9 @@ def add_group_lag(db: Connection, snapshot: Snapshot, granularity: Granularity) 
             at = [group, plain, partition, cluster]
             snapshot.set(f.PARTITION_LAG_FROM_HW, at, lag_hw)
             snapshot.set(f.PARTITION_LAG_FROM_LSO, at, lag_lso)
+            snapshot.set(f.PARTITION_LAG_SECONDS, at, lag_s)
+        snapshot.largest(f.TOPIC_MAX_LAG_SECONDS, [group, plain, cluster], lag_s)
+        snapshot.largest(f.GROUP_MAX_LAG_SECONDS, [group, cluster], lag_s)
         snapshot.add(f.TOPIC_LAG_FROM_HW, [group, plain, cluster], lag_hw)
         snapshot.add(f.TOPIC_LAG_FROM_LSO, [group, plain, cluster], lag_lso)
         snapshot.add(f.GROUP_LAG_FROM_HW, [group, cluster], lag_hw)
@@ -231,10 +243,14 @@ def add_group_lag(db: Connection, snapshot: Snapshot, granularity: Granularity) 
 
 
 def add_group_status(db: Connection, snapshot: Snapshot) -> None:
-    for group_id, status, severity, cluster in db.execute(GROUP_STATUS_SQL).fetchall():
+    rows = db.execute(GROUP_STATUS_SQL).fetchall()
+    for group_id, status, severity, cluster, catch_up_s, catching_up in rows:
         group, cluster = on_cluster(group_id, cluster)
         snapshot.set(f.GROUP_STATUS, [group, cluster], severity)
         snapshot.set(f.GROUP_STATUS_INFO, [group, status, cluster], 1)
+        snapshot.set(f.GROUP_CATCH_UP_SECONDS, [group, cluster], catch_up_s)
+        if catching_up is not None:
+            snapshot.set(f.GROUP_CATCHING_UP, [group, cluster], int(catching_up))
 
 
 def add_transactions(db: Connection, snapshot: Snapshot) -> None:

@@ -1,12 +1,12 @@
-"""Consumer groups: status by Burrow's rules, lag from the high watermark next to lag from the
-LSO, and faults."""
+"""Consumer groups: status by Burrow's rules, lag in seconds with the catch-up estimate, lag
+from the high watermark next to lag from the LSO, and faults."""
 
 from __future__ import annotations
 
 import streamlit as st
 
 from dashboard import queries, ui
-from dashboard.panels import group_faults, group_lag, group_status
+from dashboard.panels import group_faults, group_lag, group_status, lag_seconds
 
 
 def render() -> None:
@@ -26,6 +26,7 @@ def render() -> None:
     state = latest["group_state"].dropna()
     st.caption(f"State at the newest sample: {state.iloc[0] if not state.empty else 'unknown'}")
     group_status.render(group)
+    lag_seconds.render(group, latest)
     group_lag.render(group, latest)
     group_faults.render(group)
 

@@ -83,6 +83,9 @@ METRICS: tuple[AlertMetric, ...] = (
     AlertMetric("lso_stuck_s", ("topic",), "seconds the LSO has not moved"),
     AlertMetric("hanging_transactions", ("topic",), "hanging transactions"),
     AlertMetric("consumer_lag_from_lso", ("group",), "LSO - committed offset, records"),
+    AlertMetric(
+        "lag_seconds", ("group",), "age of the oldest record not committed (from the LSO), s"
+    ),
     AlertMetric("group_status", ("group",), f"worst partition status: {severity_legend()}"),
     AlertMetric("staleness_s", ("run",), "seconds since the newest sample the analysis read"),
 )

@@ -57,7 +57,8 @@ class AlertRule:
     name: str
     # One of ALERT_METRICS: duplicate_rate, loss_rate, lost, aborted_reads, verdict_violates
     # (1 when a pipeline's verdict does not meet its declared semantic), lso_lag (records),
-    # lso_stuck_s, hanging_transactions (count), consumer_lag_from_lso (records), group_status
+    # lso_stuck_s, hanging_transactions (count), consumer_lag_from_lso (records), lag_seconds
+    # (the age of the oldest record a group has not committed), group_status
     # (the group's worst partition status by severity: 0 OK, 1 WARN, 2 STALL, 3 STOP, 4 ERR,
     # 5 REWIND), staleness_s (seconds since the newest sample the published analysis read).
     metric: str

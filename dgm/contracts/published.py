@@ -438,6 +438,24 @@ GROUP_LAG = _table(
     ("group_state", "VARCHAR", "group state"),
     ("lag_from_hw", "BIGINT", "high watermark - committed (what other tools show)"),
     ("lag_from_lso", "BIGINT", "LSO - committed (transaction-correct)"),
+    (
+        "lag_s",
+        "DOUBLE",
+        "lag in seconds: how long ago the oldest record not yet committed became readable "
+        "(passed the LSO), interpolated between offsets samples (docs/design.md, \"Lag in "
+        "seconds\"); 0 with nothing left to commit; null when unknown",
+    ),
+    (
+        "lag_s_at_least",
+        "BOOLEAN",
+        "the record arrived before the first retained offsets sample: lag_s is a lower bound",
+    ),
+    (
+        "lag_s_resolution",
+        "DOUBLE",
+        "seconds between the two offsets samples the record's arrival lies between: lag_s is "
+        "exact to within it",
+    ),
     ("cluster", "VARCHAR", _CLUSTER_DOC),
 )
 
@@ -471,6 +489,35 @@ GROUP_STATUS = _table(
         "BIGINT",
         "high watermark - committed at window_end (the group row: summed); above lso_lag_end "
         "when records past the LSO count as lag",
+    ),
+    ("lag_s_start", "DOUBLE", "lag in seconds at window_start (the group row: the largest)"),
+    (
+        "lag_s_end",
+        "DOUBLE",
+        "lag in seconds at window_end: the age of the oldest record not yet committed (the "
+        "group row: the largest); null when unknown",
+    ),
+    ("lag_s_at_least", "BOOLEAN", "lag_s_end is a lower bound (see group_lag.lag_s_at_least)"),
+    (
+        "lag_s_trend",
+        "DOUBLE",
+        "seconds of lag gained per second over the window (least squares); below 0 the lag "
+        "shrinks (the group row: the largest)",
+    ),
+    ("consume_rate", "DOUBLE", "records committed per second over the window (group: summed)"),
+    ("produce_rate", "DOUBLE", "records per second passing the LSO over the window (summed)"),
+    (
+        "catch_up_s",
+        "DOUBLE",
+        "estimated seconds until lag reaches 0 at the window's rates: (LSO - committed) / "
+        "(consume_rate - produce_rate); 0 when caught up; null when not catching up (the group "
+        "row: its slowest partition's)",
+    ),
+    (
+        "catching_up",
+        "BOOLEAN",
+        "nothing left to commit, or commits outpace arrivals; null with fewer than 2 samples "
+        "(the group row: every partition)",
     ),
     (
         "last_commit_at",

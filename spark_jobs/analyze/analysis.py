@@ -26,6 +26,7 @@ from spark_jobs.analyze.cluster_columns import with_cluster_columns
 from spark_jobs.analyze.engine import Engine
 from spark_jobs.analyze.faults import faults
 from spark_jobs.analyze.group_status import group_status
+from spark_jobs.analyze.lag_seconds import lagged_group_offsets
 from spark_jobs.analyze.pipeline_metrics import counted_faults, pipeline_tables
 from spark_jobs.analyze.publish import Published
 from spark_jobs.analyze.runs import runs
@@ -76,16 +77,15 @@ def analyze(
         config, verdicts, record_tables[tables.TOPIC_WINDOWS.name], record_tables[tables.LOST.name]
     )
     master = str(spark.sparkContext.master)
+    lagged = lagged_group_offsets(samples["group_offsets"], samples["offsets"])
     found: dict[str, Published] = {
         tables.RUNS.name: runs(config, fingerprints.counted(), samples, master),
         tables.VERDICTS.name: verdicts,
         tables.PIPELINE_WINDOWS.name: pipeline_windows,
         tables.PIPELINE_STAGES.name: stages,
         **record_tables,
-        **sample_tables(samples),
-        tables.GROUP_STATUS.name: group_status(
-            samples["group_offsets"], config.analysis.group_status_window
-        ),
+        **sample_tables({**samples, "group_offsets": lagged}),
+        tables.GROUP_STATUS.name: group_status(lagged, config.analysis.group_status_window),
         tables.FAULTS.name: fault_rows,
     }
     return with_cluster_columns(found, config)

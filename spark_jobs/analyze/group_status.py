@@ -23,6 +23,7 @@ import pyarrow as pa
 
 from dgm.contracts import published as tables
 from dgm.contracts.vocabulary import GroupStatus
+from spark_jobs.analyze.lag_seconds import catch_up
 from spark_jobs.analyze.publish import arrow_of
 
 # The statuses and their severities (the group_status alert metric) are dgm.contracts.vocabulary's
@@ -170,6 +171,14 @@ def _partition_row(rows: Any, size: int, last_commit_at: Any) -> dict[str, Any]:
     }
     status, reason = evaluate(windows["lso"])
     newest = rows.iloc[-1]
+    window = rows.tail(size)
+    lag_s = window["lag_s"].tolist()
+    pace = catch_up(
+        window["sampled_at"].tolist(),
+        window["committed_offset"].tolist(),
+        (window["committed_offset"] + window["lag_from_lso"]).tolist(),
+        lag_s,
+    )
     return {
         "group_id": newest["group_id"],
         "topic": newest["topic"],
@@ -186,6 +195,14 @@ def _partition_row(rows: Any, size: int, last_commit_at: Any) -> dict[str, Any]:
         "lso_lag_start": windows["lso"].lag_start,
         "lso_lag_end": windows["lso"].lag_end,
         "hw_lag_end": windows["hw"].lag_end,
+        "lag_s_start": _present(lag_s[0]),
+        "lag_s_end": _present(lag_s[-1]),
+        "lag_s_at_least": bool(newest["lag_s_at_least"]),
+        "lag_s_trend": pace.lag_s_trend,
+        "consume_rate": pace.consume_rate,
+        "produce_rate": pace.produce_rate,
+        "catch_up_s": pace.catch_up_s,
+        "catching_up": pace.catching_up,
         "last_commit_at": last_commit_at,
         "member_id": _present(newest["member_id"]),
         "group_state": _present(newest["group_state"]),
@@ -218,8 +235,31 @@ def _group_row(group_id: str, partitions: list[dict[str, Any]]) -> dict[str, Any
         "lso_lag_start": sum(p["lso_lag_start"] for p in partitions),
         "lso_lag_end": sum(p["lso_lag_end"] for p in partitions),
         "hw_lag_end": sum(p["hw_lag_end"] for p in partitions),
+        **group_pace(partitions),
         "last_commit_at": max(p["last_commit_at"] for p in partitions),
         "group_state": newest["group_state"],
+    }
+
+
+def group_pace(partitions: list[dict[str, Any]]) -> dict[str, Any]:
+    """A group's lag in seconds and pace: its oldest uncommitted record's (the largest lag),
+    rates summed, and the time until its slowest partition catches up; not catching up when
+    any partition is not."""
+
+    def largest(key: str) -> Any:
+        return max((p[key] for p in partitions if p[key] is not None), default=None)
+
+    catching = [p["catching_up"] for p in partitions]
+    known = None not in catching
+    return {
+        "lag_s_start": largest("lag_s_start"),
+        "lag_s_end": largest("lag_s_end"),
+        "lag_s_at_least": any(p["lag_s_at_least"] for p in partitions),
+        "lag_s_trend": largest("lag_s_trend"),
+        "consume_rate": sum(p["consume_rate"] or 0.0 for p in partitions) if known else None,
+        "produce_rate": sum(p["produce_rate"] or 0.0 for p in partitions) if known else None,
+        "catch_up_s": largest("catch_up_s") if known and all(catching) else None,
+        "catching_up": all(catching) if known else None,
     }
 
 
@@ -230,6 +270,10 @@ def group_status(group_offsets: pa.Table, size: int) -> pa.Table:
     Worked out on the driver: the samples are a few rows per partition and collector cycle,
     and each partition's window is `size` rows; a Spark query cost ~1.7 s per cycle."""
     frame = group_offsets.select([*_READ, "lag_from_lso", "lag_from_hw"]).to_pandas()
+    # Lag in seconds where the samples were given it (lag_seconds.lagged_group_offsets).
+    for column, unknown in (("lag_s", float("nan")), ("lag_s_at_least", False)):
+        present = column in group_offsets.column_names
+        frame[column] = group_offsets[column].to_pandas() if present else unknown
     frame = frame[frame["lag_from_lso"].notna()]
     if frame.empty:
         return arrow_of([], tables.GROUP_STATUS)

@@ -7,9 +7,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pandas as pd
 from streamlit.testing.v1 import AppTest
 
+from dashboard.panels.lag_seconds import seconds
 from dashboard.pipeline_queries import why_not_judged
 from tests.support.dashboard_app import badges, healthy, markdown, no_exception, page
 from tests.support.published_world.publish import Expected, build
@@ -277,9 +279,39 @@ def test_groups_page_shows_both_lags(app: AppTest) -> None:
     assert metrics["Lag from HW (other tools)"] == metrics["Lag from LSO (transaction-correct)"]
     at.selectbox[0].select("ledger-auditor").run()
     healthy(at)
-    lags = {m.label: int(str(m.value).replace(",", "")) for m in at.metric}
+    lags = {
+        m.label: int(str(m.value).replace(",", ""))
+        for m in at.metric
+        if m.label.startswith("Lag from")
+    }
     assert lags["Lag from HW (other tools)"] > lags["Lag from LSO (transaction-correct)"]
     assert any("control markers" in t for t in markdown(at))
+
+
+def test_groups_page_shows_lag_in_seconds_and_the_catch_up(
+    app: AppTest, published: Expected
+) -> None:
+    at = page(app, "groups")
+    at.selectbox[0].select("orders-enricher").run()
+    healthy(at)
+    metrics = {m.label: str(m.value) for m in at.metric}
+    with duckdb.connect(str(published.path), read_only=True) as db:
+        lag_row = db.execute(
+            "SELECT lag_s, lag_s_resolution FROM latest_group_lag "
+            "WHERE group_id = 'orders-enricher' ORDER BY lag_s DESC LIMIT 1"
+        ).fetchone()
+        pace_row = db.execute(
+            "SELECT catching_up, catch_up_s FROM group_status_by_group "
+            "WHERE group_id = 'orders-enricher'"
+        ).fetchone()
+    assert lag_row is not None and pace_row is not None
+    (oldest, resolution), (catching_up, catch_up_s) = lag_row, pace_row
+    # The world's consumer trails by 15-24 records at 40 records per 30 s sample.
+    assert 0 < oldest < 60 and resolution == 30
+    shown = metrics["Lag in seconds (oldest record not committed)"]
+    assert shown == f"{oldest:.0f} s (± 30 s)"
+    expected = "caught up" if catch_up_s == 0 else f"catching up in ~{seconds(catch_up_s)}"
+    assert metrics["Catch-up estimate"] == (expected if catching_up else "not catching up")
 
 
 def test_topic_param_on_the_overview_opens_the_drill_down(app: AppTest) -> None:

@@ -3,10 +3,13 @@ status judged from it, the ledger's open and hanging transactions, and the fault
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
-from spark_jobs.analyze.group_status import Sample, evaluate, summarize, worst
+import pandas as pd
+
+from spark_jobs.analyze.group_status import Sample, evaluate, group_pace, summarize, worst
+from spark_jobs.analyze.lag_seconds import catch_up, with_lag_seconds
 from tests.support.published_world.shape import SAMPLE_EVERY_S, TOPICS, WINDOW_S, WINDOWS, Row
 
 
@@ -57,7 +60,22 @@ def offsets_and_lag(now: datetime) -> tuple[list[Row], list[Row]]:
                             "lag_from_lso": lso - committed,
                         }
                     )
-    return offsets, lag
+    return offsets, lagged(offsets, lag, now)
+
+
+def lagged(offsets: list[Row], lag: list[Row], now: datetime) -> list[Row]:
+    """The lag rows with their lag in seconds, as the analysis works it out from the offsets
+    samples (sampled_at is seconds ago here)."""
+
+    def frame(rows: list[Row]) -> pd.DataFrame:
+        found = pd.DataFrame(rows)
+        return found.assign(sampled_at=[now - timedelta(seconds=a) for a in found["sampled_at"]])
+
+    seconds = with_lag_seconds(frame(lag), frame(offsets))
+    columns = ("lag_s", "lag_s_at_least", "lag_s_resolution")
+    return [
+        {**row, **{c: seconds[c].iloc[i].item() for c in columns}} for i, row in enumerate(lag)
+    ]
 
 
 def group_status(lag: list[Row], size: int = 10) -> list[Row]:
@@ -78,6 +96,12 @@ def group_status(lag: list[Row], size: int = 10) -> list[Row]:
 
         by_lso, by_hw = judged("lag_from_lso"), judged("lag_from_hw")
         status, reason = evaluate(by_lso)
+        pace = catch_up(
+            [pd.Timestamp(-r["sampled_at"], unit="s", tz="UTC") for r in found],
+            [r["committed_offset"] for r in found],
+            [r["committed_offset"] + r["lag_from_lso"] for r in found],
+            [r["lag_s"] for r in found],
+        )
         rows.append({"group_id": group, "topic": topic, "partition": partition,
                      "status": status, "severity": status.severity, "reason": reason,
                      "status_from_hw": evaluate(by_hw)[0], "samples": by_lso.samples,
@@ -85,6 +109,11 @@ def group_status(lag: list[Row], size: int = 10) -> list[Row]:
                      "committed_start": by_lso.committed_start,
                      "committed_end": by_lso.committed_end, "lso_lag_start": by_lso.lag_start,
                      "lso_lag_end": by_lso.lag_end, "hw_lag_end": by_hw.lag_end,
+                     "lag_s_start": found[0]["lag_s"], "lag_s_end": found[-1]["lag_s"],
+                     "lag_s_at_least": found[-1]["lag_s_at_least"],
+                     "lag_s_trend": pace.lag_s_trend, "consume_rate": pace.consume_rate,
+                     "produce_rate": pace.produce_rate, "catch_up_s": pace.catch_up_s,
+                     "catching_up": pace.catching_up,
                      "member_id": f"{group}-0", "group_state": "Stable"})  # fmt: skip
     for group in sorted({r["group_id"] for r in rows}):
         mine = [r for r in rows if r["group_id"] == group]
@@ -96,7 +125,7 @@ def group_status(lag: list[Row], size: int = 10) -> list[Row]:
                      "window_start": mine[0]["window_start"], "window_end": mine[0]["window_end"],
                      **{k: sum(r[k] for r in mine)
                         for k in ("lso_lag_start", "lso_lag_end", "hw_lag_end")},
-                     "group_state": "Stable"})  # fmt: skip
+                     **group_pace(mine), "group_state": "Stable"})  # fmt: skip
     return rows
 
 
