@@ -44,12 +44,12 @@ def _group_status() -> tuple[str, str]:
     """(CTE, column) adding each group's status (its own row, group_status_by_group), when
     the contract has the consumer-group status table."""
     if not has_group_status():
-        return "", "NULL::VARCHAR AS group_status"
+        return "", "NULL::VARCHAR AS group_status, NULL::DOUBLE AS consumer_lag_s"
     cte = (
-        ",\ngroups AS (SELECT group_id, any_value(status) AS group_status "
-        "FROM group_status_by_group GROUP BY group_id)"
+        ",\ngroups AS (SELECT group_id, any_value(status) AS group_status, "
+        "max(lag_s_end) AS consumer_lag_s FROM group_status_by_group GROUP BY group_id)"
     )
-    return cte, "groups.group_status"
+    return cte, "groups.group_status, groups.consumer_lag_s"
 
 
 def overview(text: str = "", violating_only: bool = False) -> pd.DataFrame:

@@ -91,6 +91,12 @@ COLUMNS = {
     "group_status": st.column_config.TextColumn(
         "Group status", help="the consumer group's status by Burrow's rules (its worst partition)"
     ),
+    "consumer_lag_s": st.column_config.NumberColumn(
+        "Lag (s)",
+        help="the consumer group's lag in seconds: the age of the oldest record it has not "
+        "committed, at the newest sample (± the sampling interval)",
+        format="%.0f",
+    ),
     "why_not_judged": st.column_config.TextColumn(
         "Not judged because", help="why some counts have no verdict yet", width="large"
     ),
@@ -146,7 +152,7 @@ def render(stale: bool) -> pd.DataFrame:
         for _, r in rows.iterrows()
     ]
     if not pipeline_queries.has_group_status():
-        rows = rows.drop(columns=["group_status"])
+        rows = rows.drop(columns=["group_status", "consumer_lag_s"])
     total = len(rows)
     violating_count = int((rows["meets_declared"] == False).sum())  # noqa: E712 (nullable)
     st.caption(

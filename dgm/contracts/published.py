@@ -685,10 +685,23 @@ def verdicts_document(
     }
 
 
+# Beside each verdict, its consumer group's lag in seconds and pace (its group_status row;
+# docs/design.md, "Lag in seconds"): null without a group or before two samples.
+_GROUP_PACE = (
+    "g.lag_s_end AS consumer_lag_s, g.catching_up AS consumer_catching_up, "
+    "g.catch_up_s AS consumer_catch_up_s"
+)
+
+
 def read_verdicts(db: duckdb.DuckDBPyConnection) -> tuple[list[dict[str, Any]], datetime | None]:
     """The verdicts rows by pipeline (every column, as `dgm verdicts --json` and the exporter's
-    API show them) and when their analysis finished (None without a runs row)."""
-    cursor = db.execute(f"SELECT {', '.join(VERDICTS.names)} FROM verdicts ORDER BY pipeline")
+    API show them, with the consumer group's lag in seconds and catch-up estimate) and when
+    their analysis finished (None without a runs row)."""
+    cursor = db.execute(
+        f"SELECT {', '.join(f'v.{name}' for name in VERDICTS.names)}, {_GROUP_PACE} "
+        f"FROM verdicts v LEFT JOIN {GROUP_STATUS.name} g "
+        "ON g.group_id = v.consumer_group AND g.topic IS NULL ORDER BY v.pipeline"
+    )
     names = [d[0] for d in cursor.description]
     rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
     finished = db.execute("SELECT max(finished_at) FROM runs").fetchone()

@@ -8,7 +8,9 @@ import re
 from datetime import UTC, datetime
 from pathlib import Path
 
-from dgm.contracts.published import verdicts_document
+import duckdb
+
+from dgm.contracts.published import PUBLISHED_FILE, verdicts_document
 from shell.verdicts_command import format_table, read_verdicts, sampled_rates
 from tests.support.published_world.publish import build
 
@@ -50,3 +52,24 @@ def test_a_sampled_pipeline_says_its_share_and_its_rates_intervals(tmp_path: Pat
     by_name = {p["pipeline"]: p for p in document["pipelines"]}
     assert by_name["orders-alo"]["sample_one_in"] == 10
     assert by_name["orders-alo"]["loss_rate_high"] > 0 == by_name["orders-alo"]["loss_rate"]
+
+
+def test_the_json_carries_each_consumer_groups_lag_in_seconds(tmp_path: Path) -> None:
+    build(tmp_path)
+    rows, finished, _, _ = read_verdicts(tmp_path)
+    document = verdicts_document(rows, finished, 60.0, datetime.now(UTC), [])
+    by_name = {p["pipeline"]: p for p in json.loads(json.dumps(document, default=str))["pipelines"]}
+    with duckdb.connect(str(tmp_path / PUBLISHED_FILE), read_only=True) as db:
+        groups = dict(
+            db.execute(
+                "SELECT group_id, lag_s_end FROM group_status_by_group WHERE lag_s_end IS NOT NULL"
+            ).fetchall()
+        )
+    with_group = [p for p in by_name.values() if p["consumer_group"] in groups]
+    assert with_group, "the world's pipelines have consumer groups with a lag in seconds"
+    for pipeline in with_group:
+        assert pipeline["consumer_lag_s"] == groups[pipeline["consumer_group"]]
+        assert pipeline["consumer_catching_up"] in (True, False)
+    assert all(
+        p["consumer_lag_s"] is None for p in by_name.values() if p["consumer_group"] not in groups
+    )
