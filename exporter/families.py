@@ -272,8 +272,8 @@ TOPIC_MAX_LAG_SECONDS = Family(
 # Over the group's status window (group_status): the catch-up estimate at the window's rates.
 GROUP_CATCH_UP_SECONDS = Family(
     "dgm_consumer_group_catch_up_seconds",
-    "Estimated seconds until the group's lag reaches 0 at its recent rates; absent when it is "
-    "not catching up",
+    "Estimated seconds until the group's lag reaches 0 at its recent rates; absent when it "
+    "keeps pace or is not catching up",
     GROUP,
 )
 GROUP_CATCHING_UP = Family(

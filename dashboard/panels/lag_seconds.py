@@ -34,13 +34,16 @@ def lag_label(latest: pd.DataFrame) -> str:
 
 
 def catch_up_label(own: pd.DataFrame) -> str:
-    """From the group's own group_status row: `caught up`, `catching up in ~N`, `not
-    catching up`, or `n/a` before two samples."""
+    """From the group's own group_status row: `caught up`, `catching up in ~N`, `keeping up`
+    (it committed everything within the window), `not catching up`, or `n/a` before two
+    samples."""
     if own.empty or pd.isna(own["catching_up"].iloc[0]):
         return "n/a (fewer than 2 samples)"
     row = own.iloc[0]
     if not bool(row["catching_up"]):
         return "not catching up"
+    if pd.isna(row["catch_up_s"]):
+        return "keeping up"
     if float(row["catch_up_s"]) == 0:
         return "caught up"
     return f"catching up in ~{seconds(row['catch_up_s'])}"

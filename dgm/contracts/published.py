@@ -510,14 +510,15 @@ GROUP_STATUS = _table(
         "catch_up_s",
         "DOUBLE",
         "estimated seconds until lag reaches 0 at the window's rates: (LSO - committed) / "
-        "(consume_rate - produce_rate); 0 when caught up; null when not catching up (the group "
-        "row: its slowest partition's)",
+        "(consume_rate - produce_rate); 0 when caught up; null when keeping pace or not "
+        "catching up (the group row: its slowest partition's)",
     ),
     (
         "catching_up",
         "BOOLEAN",
-        "nothing left to commit, or commits outpace arrivals; null with fewer than 2 samples "
-        "(the group row: every partition)",
+        "nothing left to commit, commits outpace arrivals, or everything was committed at "
+        "some sample of the window (keeping pace); null with fewer than 2 samples (the group "
+        "row: every partition)",
     ),
     (
         "last_commit_at",

@@ -131,7 +131,8 @@ class CatchUp:
     lag_s_trend: float | None  # seconds of lag gained per second (least squares); < 0 shrinking
     consume_rate: float | None  # committed records per second
     produce_rate: float | None  # records per second passing the LSO
-    catch_up_s: float | None  # seconds until lag reaches 0 at these rates; None if not catching up
+    # Seconds until lag reaches 0 at these rates; None when not catching up, or keeping pace.
+    catch_up_s: float | None
     catching_up: bool | None  # None: fewer than 2 samples
 
 
@@ -139,8 +140,9 @@ def catch_up(
     at: Sequence[pd.Timestamp], committed: Sequence[int], lso: Sequence[int], lag_s: Sequence[float]
 ) -> CatchUp:
     """The pace over one partition's window (oldest first): lag in records is lso - committed.
-    Catching up when nothing is left to commit, or when the group commits faster than records
-    arrive; then the time to catch up is the lag in records over the difference of rates."""
+    Catching up when nothing is left to commit, when the group commits faster than records
+    arrive (then the time to catch up is the lag in records over the difference of rates), or
+    when it keeps pace: it had committed everything at some sample of the window."""
     if len(at) < 2:
         return CatchUp(None, None, None, None, None)
     at_ns = _ns(pd.Series(at))
@@ -161,6 +163,10 @@ def catch_up(
         return CatchUp(trend, consume, produce, 0.0, True)
     if consume > produce:
         return CatchUp(trend, consume, produce, left / (consume - produce), True)
+    # Keeping pace: a consumer that committed everything at some sample of the window holds
+    # only what arrived since (Burrow's OK: "lag reached 0 within the window").
+    if min(e - c for e, c in zip(lso, committed, strict=True)) <= 0:
+        return CatchUp(trend, consume, produce, None, True)
     return CatchUp(trend, consume, produce, None, False)
 
 

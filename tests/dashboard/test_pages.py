@@ -310,7 +310,13 @@ def test_groups_page_shows_lag_in_seconds_and_the_catch_up(
     assert 0 < oldest < 60 and resolution == 30
     shown = metrics["Lag in seconds (oldest record not committed)"]
     assert shown == f"{oldest:.0f} s (± 30 s)"
-    expected = "caught up" if catch_up_s == 0 else f"catching up in ~{seconds(catch_up_s)}"
+    expected = (
+        "keeping up"
+        if catch_up_s is None
+        else "caught up"
+        if catch_up_s == 0
+        else f"catching up in ~{seconds(catch_up_s)}"
+    )
     assert metrics["Catch-up estimate"] == (expected if catching_up else "not catching up")
 
 

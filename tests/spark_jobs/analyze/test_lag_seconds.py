@@ -89,4 +89,7 @@ def test_catching_up_and_falling_behind() -> None:
     assert pace.lag_s_trend == pytest.approx(-1.0)
     behind = catch_up(at, [0, 50, 100], [1000, 1100, 1200], [50.0, 55.0, 60.0])
     assert behind.catching_up is False and behind.catch_up_s is None
+    # Keeping pace: everything committed at the middle sample, a few records since.
+    pace = catch_up(at, [995, 1100, 1190], [1000, 1100, 1200], [2.0, 0.0, 1.0])
+    assert pace.catching_up is True and pace.catch_up_s is None
     assert catch_up(at[:1], [0], [5], [1.0]).catching_up is None
