@@ -258,9 +258,19 @@ def group_pace(partitions: list[dict[str, Any]]) -> dict[str, Any]:
         "lag_s_trend": largest("lag_s_trend"),
         "consume_rate": sum(p["consume_rate"] or 0.0 for p in partitions) if known else None,
         "produce_rate": sum(p["produce_rate"] or 0.0 for p in partitions) if known else None,
-        "catch_up_s": largest("catch_up_s") if known and all(catching) else None,
+        "catch_up_s": _group_catch_up([p["catch_up_s"] for p in partitions])
+        if known and all(catching)
+        else None,
         "catching_up": all(catching) if known else None,
     }
+
+
+def _group_catch_up(estimates: list[float | None]) -> float | None:
+    """A catching-up group's estimate: its slowest partition's; None (keeping pace) when no
+    partition has time left to catch up but one keeps pace; 0 when all are caught up."""
+    if any(e for e in estimates if e is not None):
+        return max(e for e in estimates if e is not None)
+    return None if None in estimates else 0.0
 
 
 def group_status(group_offsets: pa.Table, size: int) -> pa.Table:

@@ -140,9 +140,9 @@ def catch_up(
     at: Sequence[pd.Timestamp], committed: Sequence[int], lso: Sequence[int], lag_s: Sequence[float]
 ) -> CatchUp:
     """The pace over one partition's window (oldest first): lag in records is lso - committed.
-    Catching up when nothing is left to commit, when the group commits faster than records
-    arrive (then the time to catch up is the lag in records over the difference of rates), or
-    when it keeps pace: it had committed everything at some sample of the window."""
+    Catching up when nothing is left to commit, when it keeps pace (it had committed
+    everything at some sample of the window), or when it commits faster than records arrive:
+    then the time to catch up is the lag in records over the difference of rates."""
     if len(at) < 2:
         return CatchUp(None, None, None, None, None)
     at_ns = _ns(pd.Series(at))
@@ -161,12 +161,13 @@ def catch_up(
     left = max(lso[-1] - committed[-1], 0)
     if left == 0:
         return CatchUp(trend, consume, produce, 0.0, True)
-    if consume > produce:
-        return CatchUp(trend, consume, produce, left / (consume - produce), True)
     # Keeping pace: a consumer that committed everything at some sample of the window holds
-    # only what arrived since (Burrow's OK: "lag reached 0 within the window").
+    # only what arrived since (Burrow's OK: "lag reached 0 within the window"); an estimate
+    # from its rates' small difference would be noise.
     if min(e - c for e, c in zip(lso, committed, strict=True)) <= 0:
         return CatchUp(trend, consume, produce, None, True)
+    if consume > produce:
+        return CatchUp(trend, consume, produce, left / (consume - produce), True)
     return CatchUp(trend, consume, produce, None, False)
 
 
