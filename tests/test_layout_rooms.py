@@ -12,6 +12,7 @@ import path (docs/design.md, "Layout").
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 
@@ -90,13 +91,18 @@ def test_the_core_holds_rooms_only() -> None:
         assert init_module.body[0].lineno == 1
 
 
-def test_every_name_has_one_import_path() -> None:
-    problems = [
-        f"{path.relative_to(ROOT)}:{where}"
+def everywhere(check: Callable[[Path], list[str]]) -> list[str]:
+    """`check`'s findings over every file of IMPORTERS, as 'path: finding'."""
+    return [
+        f"{path.relative_to(ROOT)}: {found}"
         for top in IMPORTERS
         for path in sorted((ROOT / top).rglob("*.py"))
-        for where in reexported_imports(path)
+        for found in check(path)
     ]
+
+
+def test_every_name_has_one_import_path() -> None:
+    problems = everywhere(reexported_imports)
     assert problems == [], "imports of a name from a module that only imports it"
 
 
@@ -112,12 +118,7 @@ def exported_but_not_defined(path: Path) -> list[str]:
 
 
 def test_no_module_exports_what_it_imports() -> None:
-    problems = [
-        f"{path.relative_to(ROOT)}: {name}"
-        for top in IMPORTERS
-        for path in sorted((ROOT / top).rglob("*.py"))
-        for name in exported_but_not_defined(path)
-    ]
+    problems = everywhere(exported_but_not_defined)
     assert problems == [], "__all__ lists names the module only imports"
 
 
