@@ -129,11 +129,16 @@ def audit_progress_line(now: datetime | None = None) -> str | None:
 def ago(when: datetime | None, now: datetime | None = None) -> str:
     if when is None:
         return "never"
-    seconds = ((now or datetime.now(UTC)) - when).total_seconds()
+    return f"{span((now or datetime.now(UTC)) - when)} ago"
+
+
+def span(length: timedelta) -> str:
+    """A length of time as people read it: `42 s`, `3.5 min`, `2.1 h`, `1.0 d`."""
+    seconds = length.total_seconds()
     for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
         if seconds >= size:
-            return f"{seconds / size:.1f} {unit} ago"
-    return f"{max(seconds, 0):.0f} s ago"
+            return f"{seconds / size:.1f} {unit}"
+    return f"{max(seconds, 0):.0f} s"
 
 
 def when(moment: datetime | None) -> str:
@@ -202,7 +207,7 @@ def duration_ms(value: object) -> str:
     seconds = float(value) / 1000  # type: ignore[arg-type]
     if not math.isfinite(seconds):
         return "n/a"
-    return ago(datetime.now(UTC) - timedelta(seconds=seconds)).removesuffix(" ago")
+    return span(timedelta(seconds=seconds))
 
 
 def guarded(render: Callable[[], None], where: str) -> None:

@@ -6,18 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from dashboard import charts, queries, timerange
-
-
-def seconds(value: object) -> str:
-    """A lag in seconds as people read it: `0 s`, `42 s`, `3.5 min`, `2.1 h`; `n/a`."""
-    if value is None or pd.isna(value):  # type: ignore[arg-type]
-        return "n/a"
-    number = float(value)  # type: ignore[arg-type]
-    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
-        if number >= size:
-            return f"{number / size:.1f} {unit}"
-    return f"{number:.0f} s"
+from dashboard import charts, queries, timerange, ui
 
 
 def lag_label(latest: pd.DataFrame) -> str:
@@ -29,8 +18,10 @@ def lag_label(latest: pd.DataFrame) -> str:
     oldest = known.loc[known["lag_s"].idxmax()]
     at_least = "≥ " if bool(oldest["lag_s_at_least"]) else ""
     width = oldest["lag_s_resolution"]
-    within = f" (± {seconds(width)})" if oldest["lag_s"] > 0 and pd.notna(width) else ""
-    return f"{at_least}{seconds(oldest['lag_s'])}{within}"
+    within = (
+        f" (± {ui.duration_ms(width * 1000)})" if oldest["lag_s"] > 0 and pd.notna(width) else ""
+    )
+    return f"{at_least}{ui.duration_ms(oldest['lag_s'] * 1000)}{within}"
 
 
 def catch_up_label(own: pd.DataFrame) -> str:
@@ -46,7 +37,7 @@ def catch_up_label(own: pd.DataFrame) -> str:
         return "keeping up"
     if float(row["catch_up_s"]) == 0:
         return "caught up"
-    return f"catching up in ~{seconds(row['catch_up_s'])}"
+    return f"catching up in ~{ui.duration_ms(row['catch_up_s'] * 1000)}"
 
 
 def render(group: str, latest: pd.DataFrame) -> None:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 _PARTITION = ["topic", "partition"]
 
@@ -107,7 +108,9 @@ def lagged_group_offsets(group_offsets: pa.Table, offsets: pa.Table) -> pa.Table
     """The group_offsets samples with their lag in seconds (`with_lag_seconds`), as Arrow."""
     read = ["sampled_at", *_PARTITION, "committed_offset", "lag_from_lso"]
     frame = group_offsets.select(read).to_pandas()
-    series = offsets.select(["sampled_at", *_PARTITION, "lso"]).to_pandas()
+    # Only the topics a group reads: the offsets samples span every sampled topic.
+    read_topics = pc.is_in(offsets["topic"], value_set=group_offsets["topic"].unique())
+    series = offsets.filter(read_topics).select(["sampled_at", *_PARTITION, "lso"]).to_pandas()
     lagged = with_lag_seconds(frame, series)
     table = group_offsets
     for column, kind in _LAG_COLUMNS.items():

@@ -11,8 +11,8 @@ import duckdb
 import pandas as pd
 from streamlit.testing.v1 import AppTest
 
-from dashboard.panels.lag_seconds import seconds
 from dashboard.pipeline_queries import why_not_judged
+from dashboard.ui import duration_ms
 from tests.support.dashboard_app import badges, healthy, markdown, no_exception, page
 from tests.support.published_world.publish import Expected, build
 
@@ -315,7 +315,7 @@ def test_groups_page_shows_lag_in_seconds_and_the_catch_up(
         if catch_up_s is None
         else "caught up"
         if catch_up_s == 0
-        else f"catching up in ~{seconds(catch_up_s)}"
+        else f"catching up in ~{duration_ms(catch_up_s * 1000)}"
     )
     assert metrics["Catch-up estimate"] == (expected if catching_up else "not catching up")
 
