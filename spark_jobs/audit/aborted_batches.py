@@ -45,6 +45,7 @@ FETCH_BYTES = 16 << 20
 FETCH_VERSION = 12
 REQUEST_TIMEOUT_S = 30.0
 ABORT = 0  # a control record's type: 0 abort, 1 commit
+LOG_APPEND_TIME = 1  # a batch's timestamp type: 0 CreateTime, 1 LogAppendTime
 # Per partition: the aborted spans (first, last offset, inclusive).
 Spans = dict[int, list[tuple[int, int]]]
 
@@ -52,13 +53,18 @@ Spans = dict[int, list[tuple[int, int]]]
 @dataclass(frozen=True)
 class BatchHeader:
     """What the walk needs of one record batch: its offsets, producer and kind. `marker` is
-    the control record's type (ABORT or commit) for a control batch, else None."""
+    the control record's type (ABORT or commit) for a control batch, else None. The producer
+    session (epoch) and first sequence, -1 when the batch has none, and whether the broker
+    stamped its timestamps (LogAppendTime) tell who wrote a copy (copy_producers.py)."""
 
     base_offset: int
     last_offset: int
     producer_id: int
     transactional: bool
     marker: int | None = None
+    producer_epoch: int = -1
+    base_sequence: int = -1
+    log_append_time: bool = False
 
 
 @dataclass
@@ -92,15 +98,20 @@ def batch_headers(records: bytes) -> Iterator[BatchHeader]:
     batches = MemoryRecords(records)
     batch = batches.next_batch()
     while batch is not None:
+        # kafka-python: 0 CreateTime, 1 LogAppendTime, None for magic 0 (no timestamps)
+        log_append_time = batch.timestamp_type == LOG_APPEND_TIME
         if batch.magic < 2:  # the old formats have no producer ids, so no transactions
-            yield BatchHeader(batch.base_offset, batch.last_offset, -1, False)
+            yield BatchHeader(
+                batch.base_offset, batch.last_offset, -1, False, log_append_time=log_append_time
+            )
         else:
             marker = None
             if batch.is_control_batch:
                 marker = next(iter(batch)).type
             yield BatchHeader(
                 batch.base_offset, batch.last_offset, batch.producer_id,
-                batch.is_transactional, marker,
+                batch.is_transactional, marker, batch.producer_epoch, batch.base_sequence,
+                log_append_time,
             )  # fmt: skip
         batch = batches.next_batch()
 
@@ -109,11 +120,22 @@ class UntoldAborts(Exception):
     """The walk could not tell a range's aborted records; the topic is read twice instead."""
 
 
+class FetchError(UntoldAborts):
+    """A Fetch the broker answered with an error: `error_code` tells a log start moved past
+    the offset (OFFSET_OUT_OF_RANGE) from the rest."""
+
+    def __init__(self, message: str, error_code: int) -> None:
+        super().__init__(message)
+        self.error_code = error_code
+
+
 class MarkerWalker:
     """Walks the ranges of one cluster with one kafka-python admin client."""
 
-    def __init__(self, settings: Mapping[str, Any]) -> None:
-        config = kafka_python_config(settings, REQUEST_TIMEOUT_S, client_id="dgm-audit")
+    def __init__(
+        self, settings: Mapping[str, Any], request_timeout_s: float = REQUEST_TIMEOUT_S
+    ) -> None:
+        config = kafka_python_config(settings, request_timeout_s, client_id="dgm-audit")
         self.admin = KafkaAdminClient(**config)
         self.leaders: dict[tuple[str, int], int] = {}
 
@@ -127,15 +149,18 @@ class MarkerWalker:
                     self.leaders[(topic, p["partition_index"])] = p["leader_id"]
         return self.leaders[(topic, partition)]
 
-    def fetch(self, topic: str, partition: int, offset: int) -> tuple[bytes, int]:
-        """The raw batches from `offset` on, and the partition's high watermark."""
+    def fetch(
+        self, topic: str, partition: int, offset: int, max_bytes: int = FETCH_BYTES
+    ) -> tuple[bytes, int]:
+        """The raw batches from `offset` on (about `max_bytes`, at least the first whole
+        batch), and the partition's high watermark."""
         fetching = FetchRequest.FetchTopic.FetchPartition
         request = FetchRequest(
-            max_wait_ms=10, min_bytes=1, max_bytes=FETCH_BYTES, isolation_level=0,
+            max_wait_ms=10, min_bytes=1, max_bytes=max_bytes, isolation_level=0,
             session_id=0, session_epoch=-1, forgotten_topics_data=[], rack_id="",
             topics=[FetchRequest.FetchTopic(topic=topic, partitions=[fetching(
                 partition=partition, current_leader_epoch=-1, fetch_offset=offset,
-                last_fetched_epoch=-1, partition_max_bytes=FETCH_BYTES,
+                last_fetched_epoch=-1, partition_max_bytes=max_bytes,
             )])],
             max_version=FETCH_VERSION,
         )  # fmt: skip
@@ -149,7 +174,10 @@ class MarkerWalker:
         answer = self.admin._manager.run(send).responses[0].partitions[0]
         if answer.error_code != 0:
             self.leaders.clear()  # a moved leader is found again on the next range
-            raise UntoldAborts(f"{topic}[{partition}] at {offset}: Fetch error {answer.error_code}")
+            raise FetchError(
+                f"{topic}[{partition}] at {offset}: Fetch error {answer.error_code}",
+                answer.error_code,
+            )
         return answer.records or b"", answer.high_watermark
 
     def aborted(self, r: OffsetRange) -> list[tuple[int, int]]:
