@@ -17,18 +17,24 @@ _ABORTED_READ = DuplicateCause.ABORTED_READ.value
 
 _STORY = f"""
 WITH copy AS MATERIALIZED (
-  SELECT d.*,
+  SELECT d.* EXCLUDE (producer_id, producer_epoch),
+    d.producer_id AS batch_producer_id, d.producer_epoch AS batch_producer_epoch,
+    -- when the copy became readable where the samples tell it; else its record timestamp
+    -- (which Kafka Streams and MirrorMaker 2 copy forward from the source record)
+    coalesce(d.arrived_at, d."timestamp") AS seen_at,
     coalesce(d.pipeline, (SELECT min(pipeline) FROM verdicts
       WHERE list_contains(source_topics, d.topic))) AS of_pipeline,
-    -- a sink copy's source record is its lineage; a copy in a source topic is its own.
+    -- a sink copy's source record is its lineage, else the id join's; a copy in a source
+    -- topic is its own.
     CASE WHEN d.pipeline IS NULL THEN d.topic
-      ELSE nullif(regexp_extract(d.lineage, '{_SRC}', 1), '') END AS src_topic,
+      ELSE coalesce(nullif(regexp_extract(d.lineage, '{_SRC}', 1), ''), d.source_topic)
+      END AS src_topic,
     CASE WHEN d.pipeline IS NULL THEN d."partition"
-      ELSE TRY_CAST(nullif(regexp_extract(d.lineage, '{_SRC}', 2), '') AS INTEGER)
-      END AS src_partition,
+      ELSE coalesce(TRY_CAST(nullif(regexp_extract(d.lineage, '{_SRC}', 2), '') AS INTEGER),
+        d.source_partition) END AS src_partition,
     CASE WHEN d.pipeline IS NULL THEN d."offset"
-      ELSE TRY_CAST(nullif(regexp_extract(d.lineage, '{_SRC}', 3), '') AS BIGINT)
-      END AS src_offset
+      ELSE coalesce(TRY_CAST(nullif(regexp_extract(d.lineage, '{_SRC}', 3), '') AS BIGINT),
+        d.source_offset) END AS src_offset
   FROM duplicates d WHERE d.topic = $topic AND d.message_id = $id),
 copies AS MATERIALIZED (SELECT copy.*, v.consumer_group AS group_id
   FROM copy LEFT JOIN verdicts v ON v.pipeline = copy.of_pipeline),
@@ -45,23 +51,26 @@ before AS (SELECT c.copy_number, g.sampled_at AS commit_before_at,
     g.committed_offset AS committed_before, g.group_state AS group_state_before
   FROM with_txn c ASOF LEFT JOIN commits g ON g.group_id = c.group_id
     AND g.topic = c.src_topic AND g."partition" = c.src_partition
-    AND g.sampled_at <= c."timestamp"),
+    AND g.sampled_at <= c.seen_at),
 after AS (SELECT c.copy_number, g.sampled_at AS commit_after_at,
     g.committed_offset AS committed_after, g.group_state AS group_state_after
   FROM with_txn c ASOF LEFT JOIN commits g ON g.group_id = c.group_id
     AND g.topic = c.src_topic AND g."partition" = c.src_partition
-    AND g.sampled_at >= c."timestamp"),
+    AND g.sampled_at >= c.seen_at),
 log AS (SELECT c.copy_number, o.high_watermark, o.lso
   FROM with_txn c ASOF LEFT JOIN offsets o ON o.topic = c.topic
-    AND o."partition" = c."partition" AND o.sampled_at <= c."timestamp"),
+    AND o."partition" = c."partition" AND o.sampled_at <= c.seen_at),
 fault AS (SELECT c.copy_number, f."at" AS fault_at, f.event AS fault,
-    f.detail AS fault_detail, epoch(f."at") - epoch(c."timestamp") AS fault_after_s
+    f.detail AS fault_detail, epoch(f."at") - epoch(c.seen_at) AS fault_after_s
   FROM with_txn c JOIN faults f ON (f.pipeline = c.of_pipeline OR f.group_id = c.group_id
     OR (f.pipeline IS NULL AND f.group_id IS NULL))
   QUALIFY row_number() OVER (PARTITION BY c.copy_number
-    ORDER BY abs(epoch(f."at") - epoch(c."timestamp"))) = 1)
-SELECT c.copy_number, c.copies, c.cause, c."partition", c."offset", c."timestamp", c."key",
-  c.producer, c.seq, c.producer_id, c.producer_epoch, c.transactional_id,
+    ORDER BY abs(epoch(f."at") - epoch(c.seen_at))) = 1)
+SELECT c.copy_number, c.copies, c.cause, c.evidence, c."partition", c."offset", c."timestamp",
+  c.arrived_at, c.arrival_resolution_s, c."key", c.producer, c.seq,
+  coalesce(c.batch_producer_id, c.producer_id) AS producer_id,
+  coalesce(c.batch_producer_epoch, c.producer_epoch) AS producer_epoch, c.producer_sequence,
+  c.transactional_id,
   CASE WHEN c.producer_id IS NOT NULL THEN 'open at the newest sample'
     WHEN c.cause = '{_ABORTED_READ}' THEN 'committed (its source record: aborted only)'
     ELSE 'committed' END AS transaction_state,

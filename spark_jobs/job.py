@@ -24,8 +24,10 @@ from dgm.util.errors import UserFacingError
 from dgm.util.waiting import next_delay
 
 if TYPE_CHECKING:  # imported where used: Spark's modules load only once a run starts
+    import pyarrow as pa
     from pyspark.sql import SparkSession
 
+    from spark_jobs.analyze.copy_batches import CopyBatches
     from spark_jobs.analyze.engine import Engine
     from spark_jobs.analyze.samples import SampleReader
     from spark_jobs.audit.incremental_load import KeptFingerprints
@@ -81,6 +83,7 @@ class AnalysisJob:
         self._samples: SampleReader | None = None  # each cycle reads only new sample files
         self._kept: KeptFingerprints | None = None  # each cycle reads only new batches
         self._engine: Engine | None = None  # each cycle recomputes what new records touch
+        self._copy_batches: CopyBatches | None = None  # each duplicate copy's batch read once
 
     @property
     def spark(self) -> SparkSession:
@@ -100,7 +103,16 @@ class AnalysisJob:
             self.progress(f"analyze: Spark ready in {time.monotonic() - began:.1f}s")
         return self._spark
 
+    def _batch_reader(self) -> Callable[[pa.Table], pa.Table]:
+        """Reads the batch headers of duplicate copies from each copy's cluster."""
+        from spark_jobs.audit.cluster_sources import kafka_sources
+        from spark_jobs.audit.copy_producers import producers_of
+
+        sources = kafka_sources(self.config, self.bootstrap_servers)
+        return lambda coordinates: producers_of(sources, coordinates)
+
     def run_once(self, now: datetime | None = None) -> RunSummary:
+        from spark_jobs.analyze.copy_batches import CopyBatches
         from spark_jobs.analyze.engine import Engine
         from spark_jobs.analyze.samples import SampleReader
         from spark_jobs.audit.incremental_load import KeptFingerprints
@@ -112,6 +124,8 @@ class AnalysisJob:
             self._engine = Engine()
         if self._samples is None:
             self._samples = SampleReader(self.config.state_dir)
+        if self._copy_batches is None:
+            self._copy_batches = CopyBatches(self._batch_reader())
         try:
             return self._run(spark, now, self._kept, self._engine, self._samples)
         except BaseException:
@@ -170,7 +184,10 @@ class AnalysisJob:
             analyzed_at = min(analyzed_at, audit_horizon)
         # Only what the new fingerprints touch is recomputed (the Engine of analyze/engine.py).
         tables = stage(
-            "analyze", lambda: analyze(spark, config, fingerprints, samples, analyzed_at, engine)
+            "analyze",
+            lambda: analyze(
+                spark, config, fingerprints, samples, analyzed_at, engine, self._copy_batches
+            ),
         )
         self.progress(f"analyze: {engine.last}")
         audited_records = sum(audited.records.values())

@@ -16,8 +16,10 @@ COPY = ["cause", "partition", "offset", "timestamp", "key", "producer", "seq"]
 COLUMNS = [
     "copy_number",
     *COPY,
+    "arrived_at",
     "producer_id",
     "producer_epoch",
+    "producer_sequence",
     "transaction_state",
     "lineage",
     "group_commit",
@@ -32,10 +34,19 @@ CONFIG = {
     ),
     "producer": st.column_config.TextColumn("Producer (dgm-producer)"),
     "seq": st.column_config.NumberColumn("Seq (dgm-seq)"),
+    "arrived_at": st.column_config.DatetimeColumn(
+        "Readable at",
+        format="YYYY-MM-DD HH:mm:ss.SSS",
+        timezone="UTC",
+        help="when the LSO passed it, between two offsets samples (not its record timestamp)",
+    ),
     "producer_id": st.column_config.NumberColumn(
-        "Producer id", help="known while its transaction is open at the newest sample"
+        "Producer id", help="from the copy's record batch, or its open transaction"
     ),
     "producer_epoch": st.column_config.NumberColumn("Epoch"),
+    "producer_sequence": st.column_config.NumberColumn(
+        "Sequence", help="the record's sequence number in its producer session"
+    ),
     "transaction_state": st.column_config.TextColumn("Transaction"),
     "lineage": st.column_config.TextColumn("Source record (dgm-src)"),
     "group_commit": st.column_config.TextColumn("Consumer group's commit around it", width="large"),
@@ -76,15 +87,28 @@ def _narrative(message_id: str, topic: str, copies: pd.DataFrame) -> str:
         f"**{first['cause']}**"
         + (f" (pipeline {first['pipeline']})" if pd.notna(first["pipeline"]) else "")
     ]
+    told = copies["evidence"].dropna().unique() if "evidence" in copies else []
+    lines += [f"- evidence: {e}" for e in told]
     for _, c in copies.iterrows():
         at = (
             pd.Timestamp(c["timestamp"]).strftime("%H:%M:%S.%f")[:-3]
             if pd.notna(c["timestamp"])
             else "?"
         )
+        readable = (
+            f", readable at {pd.Timestamp(c['arrived_at']).strftime('%H:%M:%S')}"
+            f" (±{float(c['arrival_resolution_s']):.0f} s)"
+            if pd.notna(c.get("arrived_at")) and pd.notna(c.get("arrival_resolution_s"))
+            else ""
+        )
+        session = (
+            f", producer id {int(c['producer_id'])} epoch {int(c['producer_epoch'])}"
+            if pd.notna(c.get("producer_id")) and pd.notna(c.get("producer_epoch"))
+            else ""
+        )
         lines.append(
             f"- copy {c['copy_number']}: partition {c['partition']}, offset "
-            f"{ui.count(c['offset'])}, at {at}, {c['transaction_state']}; "
+            f"{ui.count(c['offset'])}, at {at}{readable}{session}, {c['transaction_state']}; "
             f"{c['group_commit']}; nearest fault: {c['nearest_fault']}"
         )
     return "\n".join(lines)

@@ -8,7 +8,19 @@ import streamlit as st
 from dashboard import charts, queries, timerange
 from dashboard.panels import duplicate_story, record_table
 
-COLUMNS = ["message_id", "copy_number", "copies", *duplicate_story.COPY, "lineage", "pipeline"]
+COLUMNS = [
+    "message_id",
+    "copy_number",
+    "copies",
+    *duplicate_story.COPY,
+    "evidence",
+    "producer_id",
+    "producer_epoch",
+    "lineage",
+    "source_partition",
+    "source_offset",
+    "pipeline",
+]
 
 
 def render(topic: str, within: timerange.TimeRange) -> None:

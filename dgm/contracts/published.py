@@ -310,6 +310,33 @@ DUPLICATES = _table(
     ("seq", "BIGINT", "dgm-seq header"),
     ("lineage", "VARCHAR", "dgm-src header"),
     ("cause", "VARCHAR", listing(DuplicateCause)),
+    (
+        "evidence",
+        "VARCHAR",
+        "what names the cause, in one line (docs/design.md, \"Causes without dgm's headers\"); "
+        "null when nothing was found",
+    ),
+    (
+        "source_topic",
+        "VARCHAR",
+        "the source record the id joins to: the id's one committed record in the pipeline's "
+        "source topics; null when none or several",
+    ),
+    ("source_partition", "INTEGER", "partition of that source record"),
+    ("source_offset", "BIGINT", "offset of that source record"),
+    ("producer_id", "BIGINT", "producer id in this copy's record batch; null if none was read"),
+    ("producer_epoch", "INTEGER", "producer epoch in this copy's record batch"),
+    (
+        "producer_sequence",
+        "BIGINT",
+        "this record's sequence number in its producer session (batch base sequence + delta)",
+    ),
+    (
+        "arrived_at",
+        "TIMESTAMPTZ",
+        "when this copy became readable (the LSO passed it), interpolated between samples",
+    ),
+    ("arrival_resolution_s", "DOUBLE", "seconds between the two samples arrived_at lies between"),
     ("cluster", "VARCHAR", _CLUSTER_DOC),
 )
 

@@ -23,7 +23,9 @@ from spark_jobs.analysis_input import Fingerprints
 from spark_jobs.analyze import integrity
 from spark_jobs.analyze.claims import latest_committed
 from spark_jobs.analyze.cluster_columns import with_cluster_columns
+from spark_jobs.analyze.copy_batches import CopyBatches
 from spark_jobs.analyze.engine import Engine
+from spark_jobs.analyze.explain_table import explained_duplicates
 from spark_jobs.analyze.faults import faults
 from spark_jobs.analyze.group_status import group_status
 from spark_jobs.analyze.lag_seconds import lagged_group_offsets
@@ -42,6 +44,7 @@ def analyze(
     samples: Mapping[str, pa.Table],
     now: datetime,
     engine: Engine | None = None,
+    copy_batches: CopyBatches | None = None,
 ) -> dict[str, Published]:
     """Every table of dgm.contracts.published (name -> its rows: a DataFrame of its columns for the
     fingerprint-wide tables, Arrow or row dicts for the rest) from FINGERPRINT rows of all
@@ -49,7 +52,9 @@ def analyze(
     kind counts as empty). `now` is aware UTC, the time the fingerprints are complete up to
     (the audit's horizon): losses need `now - grace_s` and group commits sampled by `now`.
     A long-running caller passes its `engine`, and fingerprints that say how they changed
-    since its last call (audit.incremental_load); without them every table is rebuilt."""
+    since its last call (audit.incremental_load); without them every table is rebuilt.
+    `copy_batches` reads the batch headers of duplicate copies (explain.py); a long-running
+    caller keeps one, so each copy is read once."""
     samples = with_every_kind(samples)
     # A sampled pipeline's kept ids only: the external sinks' snapshots are whole, and
     # batches audited at another share may hold more (dgm/contracts/sampling.py).
@@ -68,6 +73,9 @@ def analyze(
         fingerprints.whole,
         ctx.window_us,
         integrity.cutoffs(config, ctx.cutoff_us, ctx.deadlines),
+    )
+    record_tables[tables.DUPLICATES.name] = explained_duplicates(
+        config, record_tables[tables.DUPLICATES.name], samples, copy_batches or CopyBatches()
     )
     fault_rows = faults(config, samples["events"], samples["producers"])
     verdicts, pipeline_windows = pipeline_tables(

@@ -66,6 +66,10 @@ SCHEMA = pa.schema(
         ("last_checked_us", pa.int64()),
         # a torn commit's first aborted sink copy, 'topic/partition/offset'
         ("aborted_copy", pa.string()),
+        # a duplicate's source record by the id join (per_id.joined_sources)
+        ("source_topic", pa.string()),
+        ("source_partition", pa.int64()),
+        ("source_offset", pa.int64()),
     ]
 )
 # Taken from the fingerprints as they are (exact types), not rebuilt from pandas.

@@ -75,6 +75,9 @@ def causes(
                 "message_id": pd.Series(dtype="int64"),
                 "pipeline": pd.Series(dtype="int64"),
                 "cause": pd.Series(dtype=object),
+                "source_topic": pd.Series(dtype="float64"),
+                "source_partition": pd.Series(dtype="float64"),
+                "source_offset": pd.Series(dtype="float64"),
             }
         )
     # The sink-side evidence, for copies only: taken from the records, not carried by all.
@@ -93,14 +96,17 @@ def causes(
     routed = sink_side.merge(routes, on="topic").merge(
         source, on=["source_topic", "message_id"], how="left"
     )
+    routed = routed.fillna({"committed_copies": 0, "records": 0})
+    # The source topic holding the id committed, for the id join (joined_sources).
+    routed["holding"] = routed["source_topic"].where(routed["committed_copies"] > 0)
     per_key = (
-        routed.fillna({"committed_copies": 0, "records": 0})
-        .groupby(["topic", "message_id", "pipeline"])
+        routed.groupby(["topic", "message_id", "pipeline"])
         .agg(
             committed_copies=("committed_copies", "sum"),
             records=("records", "sum"),
             repeated_send=("repeated_send", "first"),
             repeated_source=("repeated_source", "first"),
+            source_topic=("holding", "max"),
         )
         .reset_index()
     )
@@ -110,7 +116,29 @@ def causes(
         per_key["repeated_send"],
         per_key["repeated_source"],
     )
-    return per_key[["topic", "message_id", "pipeline"]].assign(cause=cause)
+    found = per_key[["topic", "message_id", "pipeline"]].assign(cause=cause)
+    return found.join(joined_sources(held, per_key))
+
+
+def joined_sources(held: pd.DataFrame, per_key: pd.DataFrame) -> pd.DataFrame:
+    """(source_topic, source_partition, source_offset) per row of `per_key`: the id's one
+    committed record in the pipeline's source topics (docs/design.md, "the id join"); null
+    when it holds none or more than one (which one a copy was made from cannot be told)."""
+    unique = per_key["committed_copies"] == 1
+    keys = per_key.loc[unique, ["source_topic", "message_id"]]
+    committed = held[held["committed"]][["topic", "message_id", "partition", "offset"]]
+    found = keys.reset_index().merge(
+        committed.rename(columns={"topic": "source_topic"}), on=["source_topic", "message_id"]
+    )
+    found = found.set_index("index")
+    return pd.DataFrame(
+        {
+            "source_topic": found["source_topic"],
+            "source_partition": found["partition"],
+            "source_offset": found["offset"],
+        },
+        index=per_key.index,
+    )
 
 
 def duplicates(
@@ -119,7 +147,12 @@ def duplicates(
     """(copies, duplicates): every copy, and every copy once per cause row of its id."""
     copied = duplicate_rules.copies(frame)
     found = causes(frame, batch, copied, context, names)
-    return copied, copied.merge(found, on=["topic", "message_id"])
+    rows = copied.merge(found, on=["topic", "message_id"])
+    codes = rows["source_topic"]
+    joined = codes.notna()
+    source_topic = pd.Series(None, index=rows.index, dtype=object)
+    source_topic[joined] = names.topic_names(codes[joined].astype("int64"))
+    return copied, rows.assign(source_topic=source_topic)
 
 
 def deadlines(context: Context, names: Names) -> pd.DataFrame:
