@@ -26,21 +26,30 @@ def _die_with_parent() -> None:
 
 
 def spawn(
-    command: Sequence[str], stderr_path: Path, stdin: int, env: Mapping[str, str] | None = None
+    command: Sequence[str],
+    stderr_path: Path,
+    stdin: int,
+    env: Mapping[str, str] | None = None,
+    stdout: int = subprocess.PIPE,
 ) -> subprocess.Popen[str]:
     """Start `command` in its own session (Ctrl-C of the lab must not reach it: the lab stops
-    it), its stdout a text pipe, its stderr appended to `stderr_path`."""
-    return _SPAWNER.submit(_popen, list(command), stderr_path, stdin, env).result()
+    it), its stdout a text pipe (or the file descriptor `stdout`), its stderr appended to
+    `stderr_path`."""
+    return _SPAWNER.submit(_popen, list(command), stderr_path, stdin, env, stdout).result()
 
 
 def _popen(
-    command: list[str], stderr_path: Path, stdin: int, env: Mapping[str, str] | None
+    command: list[str],
+    stderr_path: Path,
+    stdin: int,
+    env: Mapping[str, str] | None,
+    stdout: int,
 ) -> subprocess.Popen[str]:
     with stderr_path.open("a") as stderr:
         return subprocess.Popen(
             command,
             stdin=stdin,
-            stdout=subprocess.PIPE,
+            stdout=stdout,
             stderr=stderr,
             text=True,
             bufsize=1,

@@ -1,5 +1,6 @@
 """SIGKILLs of a lab Java application (lab.java_child) at drawn moments of its work, and the
-report's fields about them: what the Kafka Streams and MirrorMaker 2 runners share."""
+report's fields about them: what the Kafka Streams, MirrorMaker 2 and console relay runners
+share (the relay has its own report fields)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,15 @@ import dataclasses
 import random
 import time
 from collections.abc import Callable
-from typing import Any, TypedDict
+from typing import Any, Protocol, TypedDict
 
 from lab.java_child import JavaSupervisor
+
+
+class Restartable(Protocol):
+    """What kills and restarts the application (lab.java_child, lab.console.relay)."""
+
+    def kill_and_restart(self) -> object: ...
 
 
 class Kills(TypedDict):
@@ -21,7 +28,7 @@ class Kills(TypedDict):
 
 
 def kill_while_working(
-    supervisor: JavaSupervisor,
+    supervisor: Restartable,
     kills: int,
     working: Callable[[int], None],
     after: tuple[float, float],

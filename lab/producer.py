@@ -1,5 +1,6 @@
-"""The stamped source producer: every message carries dgm-id, dgm-producer and dgm-seq, and
-the ledger records what was sent before it is sent and what the broker acknowledged after.
+"""The stamped source producer: every message carries dgm-id, dgm-producer and dgm-seq (or, with
+stamp_headers off, no header at all: the id is then only in the JSON value), and the ledger
+records what was sent before it is sent and what the broker acknowledged after.
 
 Runnable as its own process (so a supervisor can SIGKILL it):
     python -m lab.producer --settings-json '<ProducerSettings as JSON>'   ('-' reads stdin)
@@ -54,6 +55,8 @@ class ProducerSettings:
     abort_every: int = 0  # abort every k-th transaction (0 = never)
     key_spread: int = 100  # keys key-0..key-(n-1), spread over partitions
     session: str = ""  # the dgm-producer value; "" = a fresh uuid4 hex
+    # False: no headers at all, as most real producers send; ids only in the value's "id".
+    stamp_headers: bool = True
     # Extra librdkafka settings (security, request.timeout.ms, ...); may hold secrets: no repr.
     client: dict[str, str] = field(default_factory=dict, repr=False)
 
@@ -181,11 +184,13 @@ class _Run:
 
     def produce(self, s: _Stamp, on_delivery: Callable[[KafkaError | None, Message], None]) -> None:
         value = json.dumps({"id": s.message_id, "n": s.n}).encode()
-        stamped: list[tuple[str, str | bytes | None]] = [
-            (headers.ID, s.message_id.encode()),
-            (headers.PRODUCER, self.session.encode()),
-            (headers.SEQ, str(s.seq).encode()),
-        ]
+        stamped: list[tuple[str, str | bytes | None]] | None = None
+        if self.settings.stamp_headers:
+            stamped = [
+                (headers.ID, s.message_id.encode()),
+                (headers.PRODUCER, self.session.encode()),
+                (headers.SEQ, str(s.seq).encode()),
+            ]
         while True:
             try:
                 self.producer.produce(

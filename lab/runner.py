@@ -81,7 +81,7 @@ class LabRun:
         return cls(names, run_dir, progress or say_on_stderr, time.time())
 
     def producer(
-        self, bootstrap_servers: str, messages: int, rate: float | None
+        self, bootstrap_servers: str, messages: int, rate: float | None, stamp_headers: bool = True
     ) -> ProducerSettings:
         """The stamped producer of the run's source topic, its ledger in the run folder."""
         return ProducerSettings(
@@ -90,6 +90,7 @@ class LabRun:
             messages=messages,
             ledger_path=self.run_dir / "ledger.jsonl",
             rate=rate,
+            stamp_headers=stamp_headers,
         )
 
     def produce(

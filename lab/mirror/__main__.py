@@ -28,6 +28,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--policy", choices=POLICIES, default="default", help="replica name: a.<topic> or same"
     )
     add_production_options(parser, "MirrorMaker 2")
+    parser.add_argument(
+        "--no-headers", action="store_true", help="the source records carry no dgm header"
+    )
     add_folder_options(parser, "fault moments")
     args = parser.parse_args(argv)
     settings = MirrorLabSettings(
@@ -40,6 +43,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         messages=args.messages,
         rate=args.rate or None,
         kills=args.kills,
+        stamp_headers=not args.no_headers,
         seed=args.seed,
     )
     report = run_and_print(parser, settings, run_mirror_lab)

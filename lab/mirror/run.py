@@ -2,8 +2,9 @@
 SIGKILLs, or stopped for good, with a report.
 
 Creates the source topic on a, starts MirrorMaker 2 (dedicated mode, lab.mirror.config),
-produces a known set of stamped JSON records to it (lab.producer: `{"id": ..., "n": ...}` with
-the dgm-id header) and meanwhile, once MirrorMaker 2 is writing to b's replica:
+produces a known set of stamped JSON records to it (lab.producer: `{"id": ..., "n": ...}`, with
+the dgm-id header unless `stamp_headers` is off) and meanwhile, once MirrorMaker 2 is writing
+to b's replica:
 - "kill": SIGKILLs it `kills` times at random moments, restarting it each time, then waits
   until the replica has caught up (lab.mirror.tails) and stops it;
 - "stop": stops it for good; the records produced after that never reach b.
@@ -56,6 +57,7 @@ class MirrorLabSettings:
     rate: float | None = 100.0  # source messages/s; None = as fast as possible
     kills: int = 3
     partitions: int = 3
+    stamp_headers: bool = True  # False: the source records carry no dgm header
     catch_up_timeout: float = 120.0
     seed: int | None = None
     progress: Progress | None = field(default=None, compare=False)
@@ -125,7 +127,9 @@ def run_mirror_lab(settings: MirrorLabSettings) -> MirrorLabReport:
         mirror_command(classpath, run_dir / "mm2.properties"), run_dir / "logs", "mm2", task_started
     )
     supervisor = JavaSupervisor(spec, say)
-    producer = run.producer(settings.source_bootstrap, settings.messages, settings.rate)
+    producer = run.producer(
+        settings.source_bootstrap, settings.messages, settings.rate, settings.stamp_headers
+    )
     replica = TopicTail(settings.target_bootstrap, mirror.replica_topic, settings.partitions)
 
     def replicating(number: int) -> None:

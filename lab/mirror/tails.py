@@ -19,7 +19,8 @@ from dgm.contracts.headers import ID, header_map
 
 class TopicTail:
     """Follows a topic from its start (read_committed), remembering each partition's last
-    record's dgm-id; a topic that does not exist yet counts as empty until it does."""
+    record's dgm-id (or, for a record without one, its value: the source producer's values
+    are unique too); a topic that does not exist yet counts as empty until it does."""
 
     def __init__(self, bootstrap_servers: str, topic: str, partitions: int) -> None:
         self.topic, self.partitions = topic, partitions
@@ -53,7 +54,8 @@ class TopicTail:
                 raise RuntimeError(f"reading {self.topic}: {error}")
             partition = message.partition()
             assert partition is not None
-            self.last[partition] = header_map(message.headers()).get(ID, b"").decode()
+            found = header_map(message.headers()).get(ID) or message.value() or b""
+            self.last[partition] = found.decode(errors="replace")
             read += 1
         self.records += read
         return read

@@ -23,6 +23,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="the application drops every record whose JSON field n is a multiple of 10",
     )
     add_production_options(parser, "the application")
+    parser.add_argument(
+        "--no-headers", action="store_true", help="the source records carry no dgm header"
+    )
     parser.add_argument("--commit-interval-ms", type=int, help="default: Kafka Streams' own")
     add_folder_options(parser, "kill moments")
     args = parser.parse_args(argv)
@@ -35,6 +38,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         rate=args.rate or None,
         kills=args.kills,
         commit_interval_ms=args.commit_interval_ms,
+        stamp_headers=not args.no_headers,
         seed=args.seed,
     )
     report = run_and_print(parser, settings, run_streams_lab)

@@ -2,7 +2,8 @@
 flow, with a report.
 
 Creates a source and a sink topic, starts the application, produces a known set of stamped
-JSON records (lab.producer: `{"id": ..., "n": ...}` with the dgm-id header), SIGKILLs the
+JSON records (lab.producer: `{"id": ..., "n": ...}`, with the dgm-id header unless
+`stamp_headers` is off; the application forwards headers as they are), SIGKILLs the
 application `kills` times at random moments while it is processing (restarting it each time),
 waits until its consumer group (the application.id) has committed the whole source and the
 sink holds no open transaction, stops it and writes a JSON report. What reached the sink is
@@ -49,6 +50,7 @@ class StreamsLabSettings:
     kills: int = 3
     partitions: int = 3
     commit_interval_ms: int | None = None
+    stamp_headers: bool = True  # False: the source records carry no dgm header
     catch_up_timeout: float = 120.0
     seed: int | None = None
     progress: Progress | None = field(default=None, compare=False)
@@ -105,7 +107,9 @@ def run_streams_lab(settings: StreamsLabSettings) -> StreamsLabReport:
     )
     run.say(f"streams lab: {settings.guarantee}, source {names.source}, app {names.group}")
     supervisor = streams_supervisor(app_command(classpath, app), run_dir / "logs", run.say)
-    producer = run.producer(settings.bootstrap_servers, settings.messages, settings.rate)
+    producer = run.producer(
+        settings.bootstrap_servers, settings.messages, settings.rate, settings.stamp_headers
+    )
     sink_end = functools.partial(_sink_end, admin, names.sink, settings.partitions)
     result, while_producing, caught_up = run.supervise(
         supervisor,

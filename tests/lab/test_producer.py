@@ -114,7 +114,7 @@ def test_bad_settings_are_refused_clearly(change: dict[str, Any], complaint: str
 def test_settings_json_round_trip_and_errors() -> None:
     original = ProducerSettings(
         "127.0.0.1:1", "t", 10, Path("/x/l.jsonl"), rate=5.0, client={"sasl.password": "s3cret"},
-        enable_idempotence=False, max_in_flight=5,
+        enable_idempotence=False, max_in_flight=5, stamp_headers=False,
     )  # fmt: skip
     assert settings_from_json(settings_to_json(original)) == original
     assert librdkafka_config(original)["max.in.flight.requests.per.connection"] == 5
@@ -153,6 +153,25 @@ def test_every_message_is_stamped_and_the_ledger_matches_the_topic(
     ledger = read_ledger(tmp_path / "ledger.jsonl")
     assert ledger.acked == found
     assert len(ledger.sent_ids) == 300 and not ledger.failed_ids
+
+
+def test_without_stamping_no_record_carries_a_header(kafka: Any, tmp_path: Path) -> None:
+    topic = kafka.new_topic("bare", partitions=3)
+    result = run_producer(settings(kafka, topic, tmp_path, session="b-1", stamp_headers=False))
+    assert (result.sent, result.acked, result.failed) == (300, 300, 0)
+
+    records = read_topic(kafka, topic, "read_uncommitted")
+    assert len(records) == 300
+    assert [r for r in records if r.headers()] == []
+    # The id is in the value only; the key is what a stamped run sends; the ledger unchanged.
+    values = [json.loads(r.value()) for r in records]
+    assert {v["id"] for v in values} == {f"b-1-{n}" for n in range(300)}
+    assert all(
+        r.key() == f"key-{v['n'] % 100}".encode() for r, v in zip(records, values, strict=True)
+    )
+    ledger = read_ledger(tmp_path / "ledger.jsonl")
+    ids = {json.loads(r.value())["id"]: (r.partition(), r.offset()) for r in records}
+    assert ledger.acked == ids and len(ledger.sent_ids) == 300
 
 
 def test_aborted_ids_are_what_only_read_uncommitted_sees(kafka: Any, tmp_path: Path) -> None:

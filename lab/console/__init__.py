@@ -1,0 +1,1 @@
+"""Kafka's console consumer piped into its console producer, SIGKILLed while records flow."""
