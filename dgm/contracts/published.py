@@ -574,6 +574,23 @@ TRANSACTIONS = _table(
     ("cluster", "VARCHAR", _CLUSTER_DOC),
 )
 
+PRODUCER_SESSIONS = _table(
+    "producer_sessions",
+    "Every producer session the brokers held state for on a monitored partition (the "
+    "collectors' DescribeProducers samples: what the partition's record batch headers said), "
+    "one row per partition, producer id and epoch.",
+    ("topic", "VARCHAR", "topic"),
+    ("partition", "INTEGER", "partition"),
+    ("producer_id", "BIGINT", "producer id (PID)"),
+    ("producer_epoch", "INTEGER", "producer epoch"),
+    ("first_seen", "TIMESTAMPTZ", "first sample holding this id and epoch on the partition"),
+    ("last_seen", "TIMESTAMPTZ", "last sample holding it"),
+    ("last_sequence", "BIGINT", "highest last sequence number sampled; -1 if none"),
+    ("last_timestamp", "TIMESTAMPTZ", "timestamp of its newest write sampled"),
+    ("transactional_id", "VARCHAR", "transactional.id, when the coordinator knows it"),
+    ("cluster", "VARCHAR", _CLUSTER_DOC),
+)
+
 LOG_ANOMALIES = _table(
     "log_anomalies",
     "Every truncated record and inconsistent offset the re-reads of audited offsets found "
@@ -629,6 +646,7 @@ TABLES: tuple[Table, ...] = (
     GROUP_LAG,
     GROUP_STATUS,
     TRANSACTIONS,
+    PRODUCER_SESSIONS,
     FAULTS,
     OUT_OF_ORDER,
     LOG_ANOMALIES,

@@ -19,6 +19,7 @@ NAMED_BY = {
     tables.GROUP_LAG: "group_id",
     tables.GROUP_STATUS: "group_id",  # its group rows name no topic
     tables.TRANSACTIONS: "topic",
+    tables.PRODUCER_SESSIONS: "topic",
     tables.OUT_OF_ORDER: "topic",
     tables.LOG_ANOMALIES: "topic",
 }

@@ -122,8 +122,9 @@ def causes(
 
 def joined_sources(held: pd.DataFrame, per_key: pd.DataFrame) -> pd.DataFrame:
     """(source_topic, source_partition, source_offset) per row of `per_key`: the id's one
-    committed record in the pipeline's source topics (docs/design.md, "the id join"); null
-    when it holds none or more than one (which one a copy was made from cannot be told)."""
+    committed record in the pipeline's source topics, the id join of docs/design.md,
+    "Causes without dgm's headers"; null when it holds none or more than one (which one a
+    copy was made from cannot be told)."""
     unique = per_key["committed_copies"] == 1
     keys = per_key.loc[unique, ["source_topic", "message_id"]]
     committed = held[held["committed"]][["topic", "message_id", "partition", "offset"]]

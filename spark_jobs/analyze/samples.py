@@ -86,7 +86,8 @@ def last_sample_at(samples: Mapping[str, pa.Table]) -> object:
 
 
 def sample_tables(samples: Mapping[str, pa.Table]) -> dict[str, pa.Table]:
-    """partition_offsets, group_lag and transactions (open ones at the last producers sample)."""
+    """partition_offsets, group_lag, transactions (open ones at the last producers sample) and
+    producer_sessions."""
     producers = latest_sample(samples["producers"])
     producers = producers.filter(pc.is_valid(producers["txn_start_offset"]))
     producers = producers.append_column("age_ms", producers["idle_ms"])
@@ -94,4 +95,29 @@ def sample_tables(samples: Mapping[str, pa.Table]) -> dict[str, pa.Table]:
         tables.PARTITION_OFFSETS.name: conform_arrow(samples["offsets"], tables.PARTITION_OFFSETS),
         tables.GROUP_LAG.name: conform_arrow(samples["group_offsets"], tables.GROUP_LAG),
         tables.TRANSACTIONS.name: conform_arrow(producers, tables.TRANSACTIONS),
+        tables.PRODUCER_SESSIONS.name: producer_sessions(samples["producers"]),
     }
+
+
+def producer_sessions(producers: pa.Table) -> pa.Table:
+    """One row per partition, producer id and epoch of the producers samples, with the
+    first and last sample holding it (tables.PRODUCER_SESSIONS)."""
+    keys = ["cluster_id", "topic", "partition", "producer_id", "producer_epoch"]
+    found = producers.group_by(keys).aggregate(
+        [
+            ("sampled_at", "min"),
+            ("sampled_at", "max"),
+            ("last_sequence", "max"),
+            ("last_timestamp", "max"),
+            ("transactional_id", "max"),
+        ]
+    )
+    named = {
+        "sampled_at_min": "first_seen",
+        "sampled_at_max": "last_seen",
+        "last_sequence_max": "last_sequence",
+        "last_timestamp_max": "last_timestamp",
+        "transactional_id_max": "transactional_id",
+    }
+    found = found.rename_columns([named.get(n, n) for n in found.column_names])
+    return conform_arrow(found, tables.PRODUCER_SESSIONS)
