@@ -52,6 +52,13 @@ def _group_status() -> tuple[str, str]:
     return cte, "groups.group_status, groups.consumer_lag_s"
 
 
+# The sink's extra copies per cause, most first: "reprocessing 83, producer retry 2".
+_CAUSES = """causes AS (SELECT pipeline,
+    string_agg(cause || ' ' || copies, ', ' ORDER BY copies DESC, cause) AS duplicate_causes
+  FROM (SELECT pipeline, cause, count(*) AS copies FROM duplicates
+    WHERE is_extra_copy AND pipeline IS NOT NULL GROUP BY ALL) GROUP BY pipeline)"""
+
+
 def overview(text: str = "", violating_only: bool = False) -> pd.DataFrame:
     """Every pipeline: violating first (then unjudged, then meeting), then by name.
 
@@ -60,13 +67,13 @@ def overview(text: str = "", violating_only: bool = False) -> pd.DataFrame:
     cte, status = _group_status()
     join = "LEFT JOIN groups ON groups.group_id = v.consumer_group" if cte else ""
     return read(
-        f"""WITH {_SINCE}, {_LSO}{cte}
-        SELECT v.*, lso.lso_lag, since.window_verdict, since.holds_since,
+        f"""WITH {_SINCE}, {_LSO}{cte}, {_CAUSES}
+        SELECT v.*, lso.lso_lag, since.window_verdict, since.holds_since, causes.duplicate_causes,
           coalesce(commits.group_commits, 0) AS group_commits, {status},
           stages.producer_achieved, stages.producer_duplicate_rate,
           stages.producer_sequence_gaps, stages.end_to_end_achieved, stages.chain
         FROM verdicts v LEFT JOIN since USING (pipeline) LEFT JOIN lso USING (pipeline)
-        LEFT JOIN pipeline_stages stages USING (pipeline)
+        LEFT JOIN pipeline_stages stages USING (pipeline) LEFT JOIN causes USING (pipeline)
         LEFT JOIN commits ON commits.group_id = v.consumer_group {join}
         WHERE ($text = '' OR contains(lower(concat_ws(' ', v.pipeline, v.consumer_group,
             array_to_string(v.source_topics, ' '), array_to_string(v.sink, ' '))), lower($text)))

@@ -40,6 +40,7 @@ _SHOWN = (
     ("records_checked", "records"),
     ("filtered", "filtered"),
     ("duplicate_copies", "duplicates"),
+    ("causes_shown", "by cause"),
     ("lost", "lost"),
     ("aborted_reads", "aborted reads"),
     ("beyond_retention", "beyond retention"),
@@ -104,6 +105,9 @@ def _cell(row: dict[str, Any], column: str) -> str:
     if column == "sample_shown":
         one_in = row.get("sample_one_in") or 1
         return "all" if one_in == 1 else f"1 in {one_in}"
+    if column == "causes_shown":
+        causes = row.get("duplicate_causes") or {}
+        return ", ".join(f"{cause} {copies}" for cause, copies in causes.items())
     if column == "claim_shown":
         claim, detail = row.get("claim"), row.get("claim_detail")
         return "" if claim is None else f"{claim} ({detail})" if detail else str(claim)

@@ -35,6 +35,11 @@ COLUMNS = {
         "source records the pipeline's `expected` predicate excludes: never checked, never lost",
     ),
     "duplicate_rate": _rate("Duplicate rate"),
+    "duplicate_causes": st.column_config.TextColumn(
+        "Duplicates by cause",
+        help="the sink's extra copies per cause, with or without dgm's headers "
+        '(docs/design.md, "Causes without dgm\'s headers")',
+    ),
     "loss_rate": _rate("Loss rate"),
     "aborted_reads": _count("Aborted reads"),
     "torn_commits": _count(

@@ -741,8 +741,9 @@ _GROUP_PACE = (
 
 def read_verdicts(db: duckdb.DuckDBPyConnection) -> tuple[list[dict[str, Any]], datetime | None]:
     """The verdicts rows by pipeline (every column, as `dgm verdicts --json` and the exporter's
-    API show them, with the consumer group's lag in seconds and catch-up estimate) and when
-    their analysis finished (None without a runs row)."""
+    API show them, with the consumer group's lag in seconds and catch-up estimate, and
+    `duplicate_causes`: the sink's extra copies per cause) and when their analysis finished
+    (None without a runs row)."""
     cursor = db.execute(
         f"SELECT {', '.join(f'v.{name}' for name in VERDICTS.names)}, {_GROUP_PACE} "
         f"FROM verdicts v LEFT JOIN {GROUP_STATUS.name} g "
@@ -750,5 +751,13 @@ def read_verdicts(db: duckdb.DuckDBPyConnection) -> tuple[list[dict[str, Any]], 
     )
     names = [d[0] for d in cursor.description]
     rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+    causes: dict[str, dict[str, int]] = {}
+    for pipeline, cause, copies in db.execute(
+        f"SELECT pipeline, cause, count(*) FROM {DUPLICATES.name} WHERE is_extra_copy "
+        "AND pipeline IS NOT NULL GROUP BY ALL ORDER BY 3 DESC, 2"
+    ).fetchall():
+        causes.setdefault(pipeline, {})[cause] = copies
+    for row in rows:
+        row["duplicate_causes"] = causes.get(row["pipeline"], {})
     finished = db.execute("SELECT max(finished_at) FROM runs").fetchone()
     return rows, finished[0] if finished else None
