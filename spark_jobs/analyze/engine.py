@@ -41,6 +41,7 @@ from spark_jobs.analysis_input import Fingerprints
 from spark_jobs.analyze import claims, order
 from spark_jobs.analyze import counts as tally
 from spark_jobs.analyze.context import Context, History, Routes, context, routes
+from spark_jobs.analyze.lineage import relinks, unstamped_sinks
 from spark_jobs.analyze.passes import by_id, sessions_of, split_streams, stream_records, streams
 from spark_jobs.analyze.per_session import COLUMNS as SESSION_COLUMNS
 from spark_jobs.analyze.per_session import gap_rows, intervals_of, runs, runs_frame
@@ -68,6 +69,8 @@ class State:
     runs: pd.DataFrame  # per_session.RUNS
     behind: pd.DataFrame  # the records out of order (order.judge's)
     marks: pd.DataFrame  # every order stream's mark (order.judge's)
+    # The sink topics whose records the id join places (lineage.unstamped_sinks)
+    unstamped: frozenset[str] = frozenset()
 
 
 def _union(first: DataFrame, second: DataFrame | None) -> DataFrame:
@@ -223,11 +226,13 @@ def _rebuilt(
     with _timed(timings, "per id"):
         rows = by_id(whole, ctx, count).toArrow()
     with _timed(timings, "runs and order"):
-        runs_rows, order_rows = split_streams(streams(whole, ctx, count).toArrow())
+        unstamped = unstamped_sinks(whole, ctx)
+        runs_rows, order_rows = split_streams(streams(whole, ctx, count, unstamped).toArrow())
         found = runs_frame(runs_rows)
         behind, marks = order.split(order_rows)
     counts = tally.summed(tally.count_rows(rows))
-    return State(ctx, kept_routes, known, _records(rows), counts, found, behind, marks)
+    records = _records(rows)
+    return State(ctx, kept_routes, known, records, counts, found, behind, marks, unstamped)
 
 
 def _records(rows: pa.Table) -> pa.Table:
@@ -292,11 +297,18 @@ def _advanced(
         .withColumn("sign", F.lit(1))
         .unionByName(by_id(was, state.ctx, held).withColumn("sign", F.lit(-1)))
     )
-    with _timed(timings, "recompute"):
-        try:
+    try:
+        with _timed(timings, "recompute"):
             rows = sides.toArrow()
-        finally:
-            common.unpersist()
+        with _timed(timings, "stream records"):
+            # While common is held: the new sink records' source records (the id join,
+            # lineage.py) are among the rows of their ids, kept or new.
+            lacking = unstamped_sinks(fingerprints.added, ctx)
+            held_rows = common.unionByName(fingerprints.added)
+            new_records = stream_records(fingerprints.added, ctx, held_rows, lacking).toArrow()
+            relinked = relinks(common, fingerprints.added, ctx, state.unstamped)
+    finally:
+        common.unpersist()
     with _timed(timings, "merge"):
         now_rows = rows.filter(pc.equal(rows["sign"], 1)).drop_columns(["sign"])
         was_rows = rows.filter(pc.equal(rows["sign"], -1)).drop_columns(["sign"])
@@ -306,26 +318,35 @@ def _advanced(
             state.counts, tally.count_rows(now_rows), tally.count_rows(was_rows, sign=-1)
         )
     with _timed(timings, "runs and order"):
-        new_records = stream_records(fingerprints.added, ctx).toArrow()
         found = runs(
             pd.concat([state.runs, intervals_of(sessions_of(new_records))], ignore_index=True)
         )
-        behind, marks = _ordered_on(state, new_records, fingerprints, ctx)
-    advanced = State(ctx, kept_routes, known, records, counts, found, behind, marks)
+        unstamped = state.unstamped | lacking
+        behind, marks = _ordered_on(state, new_records, fingerprints, ctx, relinked, unstamped)
+    advanced = State(ctx, kept_routes, known, records, counts, found, behind, marks, unstamped)
     return advanced, len(touched)
 
 
 def _ordered_on(
-    state: State, new_records: pa.Table, fingerprints: Fingerprints, ctx: Context
+    state: State,
+    new_records: pa.Table,
+    fingerprints: Fingerprints,
+    ctx: Context,
+    relinked: bool,
+    unstamped: frozenset[str],
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(behind, marks) with the committed `new_records` (passes.stream_records) judged against
     the kept marks; judged again from every record when some new one does not lie above its
     stream's mark (an audit reads a partition's offsets in increasing ranges; records that
-    came otherwise are judged right, at the cost of a pass)."""
+    came otherwise are judged right, at the cost of a pass), or when `relinked` (lineage.
+    relinks: a new source record moved a kept sink record into or out of its stream)."""
     new = order.records_of(new_records.filter(new_records["committed"]))
-    if not order.above(new, state.marks):
-        log.info("order: new records below their streams' marks, judged again from all")
-        return order.split(split_streams(streams(fingerprints.whole, ctx).toArrow())[1])
+    if relinked or not order.above(new, state.marks):
+        why = "kept sink copies' source positions changed"
+        why = why if relinked else "new records below their streams' marks"
+        log.info("order: %s, judged again from all", why)
+        judged = streams(fingerprints.whole, ctx, unstamped=unstamped).toArrow()
+        return order.split(split_streams(judged)[1])
     behind, marks = order.judge(new, state.marks)
     return pd.concat([state.behind, behind], ignore_index=True), marks
 

@@ -2,7 +2,8 @@
 verdict and never part of it.
 
 A **stream** is a producer session in a source partition (its position: dgm-seq), or the
-copies of one source partition in a sink partition (its position: the dgm-src offset). A
+copies of one source partition in a sink partition (its position: the dgm-src offset, else the
+offset of the one source record holding the copy's id, lineage.py). A
 committed record is out of order when its position is lower than that of a record of its
 stream at a lower offset: the record is **behind**. The anomaly is `out of order` for a
 producer session, `sink out of order` for a sink.
@@ -60,8 +61,9 @@ def kafka_topics(topics: Iterable[str]) -> list[str]:
 
 
 def source_topic_of(stream: str) -> str:
-    """The source topic a sink stream names, as dgm-src names it (plain: lineage is not
-    qualified with a cluster, docs/design.md "Several clusters")."""
+    """The source topic a sink stream names: plain as dgm-src names it (lineage is not
+    qualified with a cluster, docs/design.md "Several clusters"), qualified when the id join
+    (lineage.py) found it."""
     return stream.rsplit("/", 1)[0]
 
 
@@ -200,7 +202,7 @@ def per_pipeline(
     """`behind` once per pipeline it counts against (column `pipeline`): a producer
     session's record for every pipeline reading its topic, a sink's for the pipelines
     writing that sink from the source topic its stream names (by its plain name: dgm-src
-    does not say the cluster)."""
+    does not say the cluster, the id join does)."""
     parts = []
     producer = behind[behind["anomaly"] == OrderAnomaly.OUT_OF_ORDER.value]
     for topic, names in sources.items():
@@ -208,7 +210,7 @@ def per_pipeline(
         parts += [mine.assign(pipeline=name) for name in names if not mine.empty]
     sink = behind[behind["anomaly"] == OrderAnomaly.SINK_OUT_OF_ORDER.value]
     if not sink.empty:
-        read_from = sink["stream"].map(source_topic_of)
+        read_from = sink["stream"].map(lambda stream: plain(source_topic_of(stream)))
         for topic, names in sinks.items():
             for name in names:
                 reads = [plain(t) for t in source_topics.get(name, ())]

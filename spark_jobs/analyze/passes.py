@@ -11,7 +11,7 @@ fingerprints of the ids a cycle touches otherwise.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -21,6 +21,7 @@ from pyspark.sql import functions as F
 from dgm.contracts.vocabulary import OrderAnomaly
 from spark_jobs.analyze import order
 from spark_jobs.analyze.context import Context
+from spark_jobs.analyze.lineage import with_id_lineage
 from spark_jobs.analyze.output import SCHEMA
 from spark_jobs.analyze.per_id import COLUMNS as ID_COLUMNS
 from spark_jobs.analyze.per_id import per_id_rows
@@ -75,11 +76,18 @@ def _shipped(column: str) -> Column:
     return F.array_join(column, ",").alias(column) if column in _JOINED else F.col(column)
 
 
-def stream_records(fingerprints: DataFrame, ctx: Context) -> DataFrame:
+def stream_records(
+    fingerprints: DataFrame,
+    ctx: Context,
+    held: DataFrame | None = None,
+    unstamped: Collection[str] | None = None,
+) -> DataFrame:
     """The records of every stream (STREAM_COLUMNS): the stamped records of source topics,
     committed or aborted (a session's runs count aborted records as present, its order only
     committed ones), streams of their producer session; and the committed records of Kafka
-    sink topics made from a source record (dgm-src), streams of that record's partition."""
+    sink topics made from a source record (dgm-src, else the id join of lineage.py over
+    `held`, default the fingerprints; `unstamped`: its sinks, when known), streams of that
+    record's partition."""
     stamped = F.col("producer").isNotNull() & F.col("seq").isNotNull()
     common = ["topic", "partition", "offset", "timestamp", "message_id"]
     sources = [t for t in ctx.sources if t not in ctx.sampled]  # Context.sampled: why
@@ -93,7 +101,8 @@ def stream_records(fingerprints: DataFrame, ctx: Context) -> DataFrame:
     made = F.col("src_topic").isNotNull() & F.col("src_partition").isNotNull()
     made &= F.col("src_offset").isNotNull() & F.col("committed")
     sinks = [t for t in order.kafka_topics(ctx.sinks) if t not in ctx.sampled]
-    sink = fingerprints.where(F.col("topic").isin(*sinks) & made).select(
+    linked = with_id_lineage(fingerprints, ctx, held, unstamped)
+    sink = linked.where(F.col("topic").isin(*sinks) & made).select(
         F.lit(OrderAnomaly.SINK_OUT_OF_ORDER.value).alias("anomaly"),
         *common,
         F.concat_ws("/", "src_topic", F.col("src_partition").cast("string")).alias("stream"),
@@ -144,13 +153,18 @@ def split_streams(rows: pa.Table) -> tuple[pa.Table, pa.Table]:
     return runs, judged
 
 
-def streams(fingerprints: DataFrame, ctx: Context, rows: int | None = None) -> DataFrame:
+def streams(
+    fingerprints: DataFrame,
+    ctx: Context,
+    rows: int | None = None,
+    unstamped: Collection[str] | None = None,
+) -> DataFrame:
     """The runs of every source producer session, every record out of order and every
     stream's mark (STREAM_ROWS): one shuffle of stream_records by stream (`rows` as in
-    by_id). Not the partitions as they lie, though runs merge: the source records may all lie
-    in a few of them, and their runs took 2.1 s for 5M rows in one partition, 0.2 s for
-    1.2M."""
-    shuffled = stream_records(fingerprints, ctx).repartition(
+    by_id; `unstamped` as there). Not the partitions as they lie, though runs merge: the
+    source records may all lie in a few of them, and their runs took 2.1 s for 5M rows in
+    one partition, 0.2 s for 1.2M."""
+    shuffled = stream_records(fingerprints, ctx, unstamped=unstamped).repartition(
         _partitions(fingerprints, rows), "topic", "partition", "stream"
     )
     return shuffled.mapInArrow(_in_partitions(stream_rows), STREAM_SPARK)
