@@ -74,10 +74,11 @@ def test_the_true_lag_lies_within_the_resolution(gaps, sample_gaps, data) -> Non
             assert row.lag_s == 0.0
             continue
         true_lag = s - arrivals[c]
+        # Sample times are whole microseconds (timedelta): a few of them of rounding.
         if row.lag_s_at_least:
-            assert row.lag_s <= true_lag + 1e-6
+            assert row.lag_s <= true_lag + 1e-5
         else:
-            assert abs(row.lag_s - true_lag) <= row.lag_s_resolution + 1e-6
+            assert abs(row.lag_s - true_lag) <= row.lag_s_resolution + 1e-5
 
 
 def test_catching_up_and_falling_behind() -> None:
