@@ -33,6 +33,8 @@ HEADER_EVIDENCE = {
     DuplicateCause.UPSTREAM.value: "the source holds the id in more than one committed record",
 }
 _UNKNOWN = DuplicateCause.UNKNOWN.value
+RESENT_BATCH = "a resent batch: the same record timestamp, no producer id, no group event between"
+ONE_SEND = "one send at two offsets: "
 _COPY = ["pipeline", "topic", "message_id"]
 
 
@@ -157,13 +159,12 @@ def _rules(extra: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     restarted = "the writer's session changed: " + was + " -> " + now
     retry, reprocessing = DuplicateCause.PRODUCER_RETRY.value, DuplicateCause.REPROCESSING.value
     choices = [
-        (same_send, retry, "one send at two offsets: " + now + " sequence " + _text(seq)),
+        (same_send, retry, ONE_SEND + now + " sequence " + _text(seq)),
         (sink & has_event & new_session, reprocessing, event + "; " + restarted),
         (sink & has_event, reprocessing, event),
         (sink & new_session, reprocessing, restarted),
         (new_session, retry, "resent by a new producer session: " + was + " -> " + now),
-        (unstamped & same_time & ~has_event, retry,
-         "a resent batch: the same record timestamp, no producer id, no group event between"),
+        (~sink & unstamped & same_time & ~has_event, retry, RESENT_BATCH),
     ]  # fmt: skip
     cause = np.select([c for c, _, _ in choices], [k for _, k, _ in choices], _UNKNOWN)
     headers = np.where(known, "one producer session", "batch headers not read")
@@ -252,12 +253,17 @@ def explained(
     )[open_["copy_number"] > 1]  # fmt: skip
     extra["event"] = _latest_events(extra, timeline, groups, slack_s * 1e9)
     cause, told = _rules(extra)
-    open_or_reprocessed = np.isin(cause, [_UNKNOWN, DuplicateCause.REPROCESSING.value])
-    runs = replay_runs(extra[open_or_reprocessed]).reindex(extra.index, fill_value="")
-    in_run = (runs != "").to_numpy()
+    # A run is a processor's replay: sink copies only, and never one send at two offsets
+    # (a resent batch of a processor without idempotence reads as a run too: the log
+    # cannot tell them apart, docs/design.md).
+    exact = pd.Series(told, index=extra.index).str.startswith(ONE_SEND).to_numpy()
+    candidates = extra["pipeline"].notna().to_numpy() & ~exact
+    runs = replay_runs(extra[candidates]).reindex(extra.index, fill_value="").to_numpy()
+    in_run = runs != ""
+    weak = (cause == _UNKNOWN) | (told == RESENT_BATCH)
+    kept = np.where(weak, "", "; " + told.astype(object))
+    told = np.where(in_run, runs + kept, told)
     cause = np.where(in_run, DuplicateCause.REPROCESSING.value, cause)
-    told = np.where(in_run & (cause == DuplicateCause.REPROCESSING.value),
-                    runs + np.where(told != "", "; ", "") + told, told)  # fmt: skip
     rows.loc[extra.index, "cause"] = cause
     rows.loc[extra.index, "evidence"] = told
     # The first copy reads as the id's second: the cause of the id's first extra copy.

@@ -81,6 +81,12 @@ def events(*rows: tuple[float, str]) -> pd.DataFrame:
     return group_timeline(frame, offsets)
 
 
+def judged_plain(
+    copies: list[dict[str, object]], found: pd.DataFrame, timeline: pd.DataFrame
+) -> pd.DataFrame:
+    return judged([c | {"pipeline": None} for c in copies], found, timeline)
+
+
 def judged(
     copies: list[dict[str, object]], found: pd.DataFrame, timeline: pd.DataFrame
 ) -> pd.DataFrame:
@@ -126,7 +132,8 @@ def test_one_send_at_two_offsets_is_a_producer_retry() -> None:
 
 def test_a_resent_batch_without_producer_ids_is_a_retry_by_its_timestamp() -> None:
     same = _at(10)
-    rows = judged(
+    # In a topic that is no pipeline's sink (a producer's): pipeline None.
+    rows = judged_plain(
         [copy("id-1", 1, 10, timestamp=same), copy("id-1", 2, 12, timestamp=same),
          copy("id-2", 1, 11), copy("id-2", 2, 13), copy("id-3", 1, 14), copy("id-3", 2, 15)],
         batches((10, None, None, None), (12, None, None, None)),
@@ -173,3 +180,23 @@ def test_a_commit_that_moved_back_is_an_event_of_the_group() -> None:
     assert timeline[["event", "detail"]].to_dict("records") == [
         {"event": "commit_backwards", "detail": "in[0] committed offset 60 -> 30"}
     ]
+
+
+def test_a_run_of_copies_with_their_timestamps_forward_is_a_replay_not_a_retry() -> None:
+    # MirrorMaker 2 copies the source timestamp: the copies of each id share it.
+    firsts = [copy(f"id-{n}", 1, n, timestamp=_at(n)) for n in range(100, 104)]
+    replayed = [copy(f"id-{n}", 2, 20 + n, timestamp=_at(n)) for n in range(100, 104)]
+    rows = judged(firsts + replayed, batches(), events())
+    assert {rows.loc[(f"id-{n}", 2), "cause"] for n in range(100, 104)} == {"reprocessing"}
+    assert rows.loc[("id-100", 2), "evidence"].startswith("replay run: ")
+    assert "resent batch" not in rows.loc[("id-100", 2), "evidence"]
+
+
+def test_equal_timestamps_in_a_sink_name_nothing_without_a_run() -> None:
+    same = _at(10)
+    rows = judged(
+        [copy("id-1", 1, 10, timestamp=same), copy("id-1", 2, 12, timestamp=same)],
+        batches((10, None, None, None), (12, None, None, None)),
+        events(),
+    )
+    assert rows.loc[("id-1", 2), "cause"] == "unknown"
