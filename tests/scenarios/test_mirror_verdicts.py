@@ -3,7 +3,10 @@ judged by a real `dgm analyze` with claim = "deadline", each topic read from its
 and both clusters sampled by one collector process, against the truth (a plain read of the
 source on cluster a and the replica on cluster b):
 
-- SIGKILLed mid-replication: duplicates = the truth's extra copies, 0 lost;
+- SIGKILLed mid-replication, its source stamping no dgm header (ids in the JSON values):
+  duplicates = the truth's extra copies, 0 lost, every one reprocessing, and every block of
+  three or more extra copies at consecutive replica offsets named as a replay run with its
+  ranges (docs/design.md, "Causes without dgm's headers");
 - SIGKILLed with exactly-once source support (KIP-618): exactly-once, 0 duplicates, 0 lost;
 - stopped for good: its missing records are not lost before max_delay has passed since the
   first of them, and all of them are lost ("not in sink within max_delay") after.
@@ -28,15 +31,22 @@ import pytest
 from collectors.several import cluster_collectors, run_each_forever
 from dgm.config.document import DgmConfig
 from dgm.config.loader import append_pipeline, load_config
-from dgm.config.pipelines import PipelineConfig
+from dgm.config.pipelines import MessageIdRule, PipelineConfig
+from dgm.contracts.published import PUBLISHED_FILE
 from dgm.contracts.vocabulary import Achieved, LossCause
 from dgm.util.waiting import wait_until
 from lab.mirror.run import Fault, MirrorLabReport, MirrorLabSettings, run_mirror_lab
 from spark_jobs.job import AnalysisJob
+from tests.support.header_free import (
+    delivery_by_json_id,
+    duplicates_rows,
+    id_of,
+    replayed_blocks,
+)
 from tests.support.kafka_cluster import KafkaUnderTest
 from tests.support.published_lab import offsets_samples, pipeline_verdict
 from tests.support.strength import by_strength
-from tests.support.truth import read_records
+from tests.support.truth import Record, read_records
 from tests.support.truth_records import Delivery, delivery
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -77,6 +87,7 @@ def mirror(
     exactly_once: bool,
     messages: int,
     kills: int,
+    stamp_headers: bool = True,
 ) -> MirrorLabReport:
     report = run_mirror_lab(
         MirrorLabSettings(
@@ -90,6 +101,7 @@ def mirror(
             kills=kills,
             seed=27,
             name=f"mirror-{fault}{'-eos' if exactly_once else ''}",
+            stamp_headers=stamp_headers,
             progress=lambda line: None,
         )
     )
@@ -103,14 +115,19 @@ def mirror(
 
 
 def truth(
-    kafka: KafkaUnderTest, second_kafka: KafkaUnderTest, report: MirrorLabReport
+    kafka: KafkaUnderTest, second_kafka: KafkaUnderTest, report: MirrorLabReport, stamped: bool
 ) -> tuple[Delivery, dict[str, int]]:
     """What the replica holds of the source, and each source id's timestamp (ms)."""
     source = read_records(kafka.bootstrap_servers, report.source_topic)
     replica = read_records(second_kafka.bootstrap_servers, report.replica_topic)
-    found = delivery(source, replica, sink_by_key=False, filtered=False)
+    if stamped:
+        found = delivery(source, replica, sink_by_key=False, filtered=False)
+        sent = {r.header_id: r.timestamp_ms or 0 for r in source}
+    else:
+        found = delivery_by_json_id(source, replica)
+        sent = {id_of(r): r.timestamp_ms or 0 for r in source}
     assert found.unexpected == frozenset()
-    return found, {r.header_id: r.timestamp_ms or 0 for r in source}
+    return found, sent
 
 
 def judge_mirror_maker(
@@ -134,12 +151,13 @@ def judge_mirror_maker(
         "mm2-eos": ("kill", True, kills, messages, "exactly-once"),
         "mm2-stopped": ("stop", False, 0, 2 * messages, "at-least-once"),
     }
+    plain = "mm2-killed"  # its source stamps no dgm header
     began = time.monotonic()
     with collecting(config, servers), ThreadPoolExecutor(len(runs)) as pool:
         # Three MirrorMaker 2 instances side by side: each run has its own topics, Connect
         # group and internal topics; most of a run is waiting for a worker to start.
         started = {
-            name: pool.submit(mirror, kafka, second_kafka, lab, fault, eos, count, n)
+            name: pool.submit(mirror, kafka, second_kafka, lab, fault, eos, count, n, name != plain)
             for name, (fault, eos, n, count, _) in runs.items()
         }
         reports = {name: (done.result(), runs[name][4]) for name, done in started.items()}
@@ -158,9 +176,12 @@ def judge_mirror_maker(
                 declared_semantic=declared,  # type: ignore[arg-type]
                 claim="deadline",
                 max_delay="5s",
+                message_id=MessageIdRule("json_field", "id") if name == plain else MessageIdRule(),
             ),
         )
-    truths = {name: truth(kafka, second_kafka, r) for name, (r, _) in reports.items()}
+    truths = {
+        name: truth(kafka, second_kafka, r, name != plain) for name, (r, _) in reports.items()
+    }
     stop_truth, sent_at = truths["mm2-stopped"]
     assert stop_truth.lost and len(stop_truth.sink_copies) > 0  # stopped mid-run
     first_missing_ms = min(sent_at[i] for i in stop_truth.lost)
@@ -189,6 +210,8 @@ def judge_mirror_maker(
         assert row["lost"] == len(found.lost), name
     killed_row = pipeline_verdict(state_dir, "mm2-killed")
     assert killed_row["lost"] == 0
+    replica = read_records(second_kafka.bootstrap_servers, reports[plain][0].replica_topic)
+    replays_named(state_dir, f"{TARGET}/{reports[plain][0].replica_topic}", replica)
     killed_achieved = (
         Achieved.AT_LEAST_ONCE if killed_row["duplicate_copies"] else Achieved.EXACTLY_ONCE
     )
@@ -207,6 +230,26 @@ def judge_mirror_maker(
         f"stopped: {early['records_checked']} checked and 0 lost before max_delay, "
         f"{late['lost']} lost after (truth {len(stop_truth.lost)})"
     )
+
+
+def replays_named(state_dir: Path, topic: str, replica: list[Record]) -> None:
+    """Each block of three or more extra copies of `topic` at consecutive offsets is named a
+    replay run with exactly its replica offsets; the copies of shorter blocks (neither a
+    producer id nor a group to tell by) stay unknown."""
+    extra = [r for r in duplicates_rows(state_dir / PUBLISHED_FILE, topic) if r["is_extra_copy"]]
+    named = {(r["partition"], r["offset"]): r["evidence"] for r in extra}
+    blocks = [b for b in replayed_blocks(replica) if b[2] - b[1] >= 2]
+    in_blocks = {(p, o) for p, first, last in blocks for o in range(first, last + 1)}
+    for r in extra:
+        wanted = "reprocessing" if (r["partition"], r["offset"]) in in_blocks else "unknown"
+        assert r["cause"] == wanted, r
+    for partition, first, last in blocks:
+        wanted = f"rewritten at {topic}/{partition} offsets {first}-{last} "
+        assert all(wanted in named[(partition, o)] for o in range(first, last + 1)), (
+            wanted,
+            named.get((partition, first)),
+        )
+    print(f"MirrorMaker 2 replays named: {[named[(p, f)].split(';')[0] for p, f, _ in blocks]}")
 
 
 def test_mirror_maker_verdicts_by_deadline(
