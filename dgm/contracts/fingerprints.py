@@ -44,6 +44,14 @@ FINGERPRINT = pa.schema(
         pa.field("filtered_by", pa.list_(pa.string())),
         # The pipelines whose predicate is NULL for the record (filter undecided: checked).
         pa.field("filter_undecided_by", pa.list_(pa.string())),
+        # When the record became readable to a read_committed consumer (the LSO passed it),
+        # interpolated between the collectors' offsets samples around it (docs/design.md, "Lag
+        # in seconds"; spark_jobs/audit/arrivals.py). Null when they do not tell: the LSO had
+        # passed it at the first sample kept, no sample past it yet, an external sink's row,
+        # or a batch written before the column.
+        pa.field("arrived_at", pa.timestamp("us", tz="UTC")),
+        # The gap between those two samples (µs): arrived_at is exact to within it.
+        pa.field("arrival_resolution_us", pa.int64()),
     ]
 )
 

@@ -9,7 +9,9 @@ same ranges, and their fingerprints marked committed or aborted (only the coordi
 aborted records are joined: aborted_marking.py).
 Each chunk of the ranges is read, fingerprinted and written to Parquet in one Spark job, and
 counted from its files on the driver; a batch that needs no marking and drops no ids adopts
-those files (scratch.py), so a topic without transactions is read and written once.
+those files (scratch.py), so a topic without transactions is read and written once. The same
+job sets each record's arrival (when the LSO passed it) from the offsets samples
+(arrivals.py), whose files the audit reads once (offsets_samples.py).
 "Has seen transactions" is decided from the data: a partition whose read_uncommitted read
 returned fewer records than its range has offsets (control markers take offsets); an LSO
 sampled below the high watermark; or a transactional producer in the `producers` sample.
@@ -40,13 +42,9 @@ from spark_jobs.audit.file_sinks import snapshot_file_sinks
 from spark_jobs.audit.id_rules import topic_rules
 from spark_jobs.audit.jdbc_audit import audit_jdbc
 from spark_jobs.audit.new_ranges import audit_new_ranges
+from spark_jobs.audit.offsets_samples import OffsetsSamples
 from spark_jobs.audit.plan import planned_ranges
-from spark_jobs.audit.ranges import (
-    MAX_SAMPLE_FILES,
-    OffsetRange,
-    latest_offsets,
-    latest_topic_ids,
-)
+from spark_jobs.audit.ranges import MAX_SAMPLE_FILES, OffsetRange
 from spark_jobs.audit.recreated import drop_recreated
 from spark_jobs.audit.rejudge import rejudge_changed_predicates
 from spark_jobs.audit.reread_kafka import new_offsets, reread_audited
@@ -114,21 +112,24 @@ def audit(
     with store.writer_lock():
         sources = kafka_sources(config, bootstrap_servers)
         newest = _newest_files(sources)
-        sampled = latest_offsets(state_dir, rules, newest)
-        topic_ids = latest_topic_ids(state_dir, rules, newest)
+        # Read once: the newest files plan the ranges, older ones give their arrivals.
+        samples = OffsetsSamples(state_dir, rules, newest)
+        sampled, topic_ids = samples.latest(), samples.topic_ids()
         recreated = drop_recreated(spark, store, topic_ids, progress)
         rejudged = rejudge_changed_predicates(spark, config, store, progress)
         offsets = new_offsets(sampled, store)
         # Only around backwards moves here: they must be re-read before the audit goes on
         # from a truncated partition. The share waits until the cycle has published
         # (reread_share), off the path from a record to the dashboard.
-        rereads = reread_audited(spark, config, sources, sampled, newest, store, progress, 0.0, 0)
+        rereads = reread_audited(
+            spark, config, sources, sampled, newest, store, progress, 0.0, 0, samples
+        )
         audited = store.audited_positions()
         planned = planned_ranges(config, sources, sampled, audited, recreated, rejudged, now)
-        reaudit_damaged(spark, config, sources, sampled, topic_ids, progress)
+        reaudit_damaged(spark, config, sources, sampled, topic_ids, progress, samples)
         done = audit_new_ranges(
             spark, config, sources, planned, rules, sampled, newest, topic_ids, records,
-            progress, progress_every_s,
+            progress, progress_every_s, samples,
         )  # fmt: skip
         external = snapshot_file_sinks(config, records, progress)
         jdbc = audit_jdbc(spark, config, records, progress)
@@ -161,8 +162,9 @@ def reread_share(
     with store.writer_lock():
         sources = kafka_sources(config, bootstrap_servers)
         newest = _newest_files(sources)
-        sampled = latest_offsets(config.state_dir, topic_rules(config), newest)
+        samples = OffsetsSamples(config.state_dir, topic_rules(config), newest)
         share = config.analysis.reread_share
         return reread_audited(
-            spark, config, sources, sampled, newest, store, progress, share, new_offsets
-        )
+            spark, config, sources, samples.latest(), newest, store, progress, share,
+            new_offsets, samples,
+        )  # fmt: skip

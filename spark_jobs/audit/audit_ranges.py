@@ -14,6 +14,7 @@ from spark_jobs.audit.batches import Batch
 from spark_jobs.audit.chunked_read import CHUNK_OFFSETS, fingerprinted
 from spark_jobs.audit.cluster_sources import KafkaSources
 from spark_jobs.audit.expected import recorded_predicates
+from spark_jobs.audit.offsets_samples import OffsetsSamples
 from spark_jobs.audit.ranges import OffsetRange
 from spark_jobs.audit.store import FingerprintStore
 from spark_jobs.audit.tracker import AuditTracker
@@ -31,14 +32,17 @@ def audit_ranges(
     chunk_offsets: int = CHUNK_OFFSETS,
     reaudits: Sequence[str] = (),
     config: DgmConfig | None = None,
+    samples: OffsetsSamples | None = None,
 ) -> tuple[Batch, tuple[str, ...]]:
     """One batch for `ranges`, and the topics read as transactional; empty ranges (a first
     audit's recorded start) are stored in the manifest without a read. With `config`, source
     records are marked by the pipelines' `expected` predicates and the manifest records
-    them. Call under the store's writer lock."""
+    them; with `samples`, the records' arrivals are set from their LSO history. Call under
+    the store's writer lock."""
     found = fingerprinted(
-        spark, sources, ranges, rules, flagged, tracker, state_dir, chunk_offsets, config
-    )
+        spark, sources, ranges, rules, flagged, tracker, state_dir, chunk_offsets, config,
+        samples,
+    )  # fmt: skip
     try:
         used = {t: rules[t] for t in sorted({r.topic for r in ranges})}
         store = FingerprintStore(state_dir)

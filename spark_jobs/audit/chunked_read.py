@@ -3,7 +3,8 @@ included, one relation per id rule), fingerprinted and written to Parquet in one
 (scratch.py) and counted from its files. The aborted records of the topics that have seen
 transactions are told by their batches' markers before the read and marked in it
 (aborted_batches.py); a topic the markers could not tell is read again, read_committed,
-without headers, and its aborted records marked after (aborted_marking.py)."""
+without headers, and its aborted records marked after (aborted_marking.py). Each record's
+arrival is set in the same read from the collectors' LSO samples (arrivals.py)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -19,9 +21,11 @@ from dgm.config.pipelines import MessageIdRule
 from dgm.contracts.samples import Key
 from spark_jobs.audit.aborted_batches import Spans, told_aborts
 from spark_jobs.audit.aborted_marking import aborted_offsets, mark_aborted, mark_aborted_spans
+from spark_jobs.audit.arrivals import needed, segments, with_arrivals
 from spark_jobs.audit.cluster_sources import KafkaSources
 from spark_jobs.audit.expected import with_expected
 from spark_jobs.audit.kafka_source import read_ranges, union
+from spark_jobs.audit.offsets_samples import OffsetsSamples
 from spark_jobs.audit.ranges import OffsetRange, split_ranges
 from spark_jobs.audit.record_columns import fingerprints
 from spark_jobs.audit.scratch import Scratch
@@ -51,11 +55,13 @@ def read_chunks(
     scratch: Scratch,
     config: DgmConfig | None = None,
     aborted: DataFrame | None = None,
+    arrivals: pa.Table | None = None,
 ) -> dict[Key, int]:
     """Write the read_uncommitted fingerprints of `ranges` to `scratch`, a job per chunk,
     each counted from its files before the next is read: the tracker learns exact figures.
-    `aborted`: spans (aborted_spans_frame) whose records are written not committed. Records
-    per partition."""
+    `aborted`: spans (aborted_spans_frame) whose records are written not committed;
+    `arrivals`: the LSO's segments (arrivals.segments) the records' arrivals are set from.
+    Records per partition."""
     counts: dict[Key, int] = {}
     for chunk in split_ranges(ranges, chunk_offsets):
         # One Kafka relation per id rule, not per topic: each relation costs the driver
@@ -71,6 +77,9 @@ def read_chunks(
         )
         if aborted is not None:
             frame = mark_aborted_spans(frame, aborted)
+        # Only the chunk's segments are sent to its tasks.
+        if arrivals is not None and (mine := needed(arrivals, chunk)).num_rows:
+            frame = with_arrivals(frame, spark.createDataFrame(mine))
         counted = scratch.write(frame)
         for key, rows in counted.items():
             counts[key] = counts.get(key, 0) + rows
@@ -127,18 +136,21 @@ def fingerprinted(
     state_dir: Path,
     chunk_offsets: int = CHUNK_OFFSETS,
     config: DgmConfig | None = None,
+    samples: OffsetsSamples | None = None,
 ) -> Fingerprinted:
-    """The fingerprints of `ranges` (Fingerprinted); `flagged` topics are read twice."""
+    """The fingerprints of `ranges` (Fingerprinted); `flagged` topics are read twice. With
+    `samples`, the records' arrivals are set from their LSO history."""
     reading = [r for r in ranges if r.size > 0]
     topics = sorted({r.topic for r in reading})
     # The topics the collectors saw transactions on: their aborted records told by the
     # markers and marked in the one read; the others found gapped after it are read twice.
     told, _ = told_aborts(sources, [r for r in reading if r.topic in flagged])
+    history = samples.history({r.key: r.start for r in reading}) if samples else None
     scratch = Scratch(FingerprintStore(state_dir).folder)
     try:
         counts = read_chunks(
             spark, sources, reading, rules, tracker, chunk_offsets, scratch, config,
-            aborted_spans_frame(spark, told),
+            aborted_spans_frame(spark, told), None if history is None else segments(history),
         )  # fmt: skip
         tracker.set_phase("writing")
         uncommitted = scratch.frame(spark) if scratch.chunks else empty_fingerprints(spark)

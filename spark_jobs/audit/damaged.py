@@ -13,6 +13,7 @@ from dgm.contracts.samples import PartitionOffsets
 from spark_jobs.audit.audit_ranges import audit_ranges
 from spark_jobs.audit.cluster_sources import KafkaSources
 from spark_jobs.audit.id_rules import topic_rules
+from spark_jobs.audit.offsets_samples import OffsetsSamples
 from spark_jobs.audit.ranges import OffsetRange, transactional_topics
 from spark_jobs.audit.store import FingerprintStore
 from spark_jobs.audit.tracker import AuditTracker
@@ -27,9 +28,10 @@ def reaudit_damaged(
     sampled: Sequence[PartitionOffsets],
     topic_ids: Mapping[str, str],
     progress: Progress,
+    samples: OffsetsSamples | None = None,
 ) -> None:
     """Audit again the damaged batches' offsets Kafka still holds (from each partition's
-    sampled log start); call under the store's writer lock."""
+    sampled log start), their arrivals from `samples`; call under the store's writer lock."""
     damaged = FingerprintStore(config.state_dir).damaged_ranges()
     if not damaged:
         return
@@ -48,5 +50,5 @@ def reaudit_damaged(
     with AuditTracker(config.state_dir, sum(r.size for r in again), progress) as tracker:
         audit_ranges(
             spark, sources, again, rules, flagged, config.state_dir, tracker, topic_ids,
-            reaudits=sorted(damaged), config=config,
+            reaudits=sorted(damaged), config=config, samples=samples,
         )  # fmt: skip

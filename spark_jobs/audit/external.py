@@ -112,6 +112,9 @@ def to_fingerprints(rows: pa.Table, sink: ExternalSink, topic: str) -> pa.Table:
         # A sink's rows: no pipeline's `expected` predicate applies to them.
         "filtered_by": pa.nulls(n, pa.list_(pa.string())),
         "filter_undecided_by": pa.nulls(n, pa.list_(pa.string())),
+        # No LSO tells when a sink's row arrived.
+        "arrived_at": pa.nulls(n, ARROW_FINGERPRINT.field("arrived_at").type),
+        "arrival_resolution_us": pa.nulls(n, pa.int64()),
     }
     return pa.table(columns, schema=ARROW_FINGERPRINT)
 

@@ -247,5 +247,8 @@ def to_fingerprints(rows: DataFrame, pipeline: PipelineConfig, sink: ExternalSin
         # A sink's rows: no pipeline's `expected` predicate applies to them.
         "filtered_by": F.lit(None),
         "filter_undecided_by": F.lit(None),
+        # No LSO tells when a sink's row arrived.
+        "arrived_at": F.lit(None),
+        "arrival_resolution_us": F.lit(None),
     }
     return rows.select(*(columns[f.name].cast(f.dataType).alias(f.name) for f in FINGERPRINT))

@@ -17,6 +17,7 @@ from spark_jobs.audit.audit_ranges import audit_ranges
 from spark_jobs.audit.batches import Batch
 from spark_jobs.audit.cluster_sources import KafkaSources
 from spark_jobs.audit.denials import record_refusals, refused_topics
+from spark_jobs.audit.offsets_samples import OffsetsSamples
 from spark_jobs.audit.ranges import OffsetRange, flagged_topics
 from spark_jobs.audit.tracker import AuditTracker
 
@@ -44,10 +45,12 @@ def audit_new_ranges(
     records: dict[str, int],
     progress: Progress,
     progress_every_s: float,
+    samples: OffsetsSamples | None = None,
 ) -> NewRanges:
     """Audit `planned` as one batch, a progress line at least every `progress_every_s`
     seconds; `records` gets the records per topic. `newest`: the sample files to look at
-    for transactions. Call under the store's writer lock."""
+    for transactions; `samples`: the offsets samples the records' arrivals are set from.
+    Call under the store's writer lock."""
     _report_skipped(planned, config.analysis.start, progress)
     ranges = list(planned)
     if not ranges:
@@ -62,7 +65,7 @@ def audit_new_ranges(
         try:
             batch, transactional = audit_ranges(
                 spark, sources, ranges, rules, flagged, state_dir, tracker, topic_ids,
-                config=config,
+                config=config, samples=samples,
             )  # fmt: skip
         except Exception as error:
             # Spark's error names the topic as its cluster knows it.
@@ -77,7 +80,7 @@ def audit_new_ranges(
             if ranges:
                 batch, transactional = audit_ranges(
                     spark, sources, ranges, rules, flagged, state_dir, tracker, topic_ids,
-                    config=config,
+                    config=config, samples=samples,
                 )  # fmt: skip
     for topic in sorted(topics):
         mine = [r for r in (batch.ranges if batch else []) if r["topic"] == topic]

@@ -34,6 +34,7 @@ import pyarrow.parquet as pq
 
 from dgm.contracts.sample_schemas import SCHEMAS
 from dgm.contracts.samples import Key, PartitionOffsets, SampleStore
+from spark_jobs.audit.offsets_samples import OffsetsSamples
 
 # Newest sample files read to find every monitored topic: one cycle writes one file, so the
 # newest file normally has everything; older ones only fill in a topic missing from it.
@@ -158,29 +159,9 @@ def _newest_rows(
 def latest_offsets(
     state_dir: Path, topics: Collection[str], max_files: int = MAX_SAMPLE_FILES
 ) -> list[PartitionOffsets]:
-    """The newest sampled offsets of every partition of `topics`, from the newest files only.
-
-    Files are read newest first until every topic has been seen. A partition missing from the
-    newest file (its leader was unavailable) then waits for a later cycle, unless an older file
-    was read anyway for another topic; older offsets are always safe, only less far.
-    """
-    columns = ["topic", "partition", "log_start_offset", "high_watermark", "lso"]
-    latest: dict[Key, PartitionOffsets] = {}
-    for row in _newest_rows(state_dir, "offsets", topics, columns, max_files):
-        sampled = PartitionOffsets(**row)  # type: ignore[arg-type]
-        latest.setdefault((sampled.topic, sampled.partition), sampled)
-    return sorted(latest.values(), key=lambda s: (s.topic, s.partition))
-
-
-def latest_topic_ids(
-    state_dir: Path, topics: Collection[str], max_files: int = MAX_SAMPLE_FILES
-) -> dict[str, str]:
-    """Kafka's id of each of `topics` in the newest offsets samples that name one."""
-    found: dict[str, str] = {}
-    for row in _newest_rows(state_dir, "offsets", topics, ["topic", "topic_id"], max_files):
-        if row["topic_id"] is not None:
-            found.setdefault(str(row["topic"]), str(row["topic_id"]))
-    return found
+    """The newest sampled offsets of every partition of `topics`, from the newest files only
+    (OffsetsSamples.latest)."""
+    return OffsetsSamples(state_dir, topics, max_files).latest()
 
 
 def transactional_topics(

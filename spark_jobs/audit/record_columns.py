@@ -66,6 +66,9 @@ def fingerprints(records: DataFrame, rule: MessageIdRule) -> DataFrame:
             name: F.col(name) if name in present else F.lit(None)
             for name in ("filtered_by", "filter_undecided_by")
         },
+        # Set by spark_jobs.audit.arrivals.with_arrivals from the LSO samples.
+        "arrived_at": F.lit(None),
+        "arrival_resolution_us": F.lit(None),
     }
     return records.select(
         *(columns[f.name].cast(f.dataType).alias(f.name) for f in FINGERPRINT.fields)

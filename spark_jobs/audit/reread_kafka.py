@@ -13,6 +13,7 @@ from spark_jobs.audit.chunked_read import fingerprinted
 from spark_jobs.audit.cluster_sources import KafkaSources
 from spark_jobs.audit.id_rules import topic_rules
 from spark_jobs.audit.kafka_source import read_ranges
+from spark_jobs.audit.offsets_samples import OffsetsSamples
 from spark_jobs.audit.ranges import OffsetRange, flagged_topics
 from spark_jobs.audit.store import FingerprintStore
 from spark_jobs.audit.tracker import AuditTracker
@@ -40,10 +41,12 @@ def reread_audited(
     progress: Progress,
     share: float,
     offsets: int,
+    samples: OffsetsSamples | None = None,
 ) -> RereadReport:
     """Read part of the audited offsets again (around backwards moves, and `share` of the new
     `offsets`) and rewrite the partitions found truncated (audit/truncation.py); call under
-    the store's writer lock. `newest`: the sample files to look at for transactions."""
+    the store's writer lock. `newest`: the sample files to look at for transactions;
+    `samples`: the offsets samples the rewritten records' arrivals are set from."""
     rules = topic_rules(config)
 
     def read(ranges: Sequence[OffsetRange]) -> DataFrame:
@@ -54,8 +57,9 @@ def reread_audited(
         total = sum(r.size for r in ranges)
         with AuditTracker(config.state_dir, total, progress) as tracker:
             found = fingerprinted(
-                spark, sources, ranges, rules, flagged, tracker, config.state_dir, config=config
-            )
+                spark, sources, ranges, rules, flagged, tracker, config.state_dir,
+                config=config, samples=samples,
+            )  # fmt: skip
         return found.frame, found.done
 
     return reread(

@@ -60,6 +60,8 @@ def fp(
         committed,
         None,  # filtered_by
         None,  # filter_undecided_by
+        None,  # arrived_at
+        None,  # arrival_resolution_us
     )
 
 

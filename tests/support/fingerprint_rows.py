@@ -61,7 +61,8 @@ def fingerprint_row(
     filtered_by = {"filtered": ["p"], "other": ["q"]}.get(filter_state or "")
     undecided_by = ["p"] if filter_state == "undecided" else None
     names = [f.name for f in FINGERPRINT.fields]
-    return dict(zip(names, (*values, committed, filtered_by, undecided_by), strict=True))
+    arrival = (None, None)  # arrived_at, arrival_resolution_us
+    return dict(zip(names, (*values, committed, filtered_by, undecided_by, *arrival), strict=True))
 
 
 def small_tables(

@@ -50,6 +50,8 @@ def _table(topic: str, partition: np.ndarray, columns: dict[str, Any]) -> pa.Tab
         "key": pa.nulls(n, pa.string()),
         "filtered_by": pa.nulls(n, pa.list_(pa.string())),
         "filter_undecided_by": pa.nulls(n, pa.list_(pa.string())),
+        "arrived_at": pa.nulls(n, pa.timestamp("us", tz="UTC")),
+        "arrival_resolution_us": pa.nulls(n, pa.int64()),
         **columns,
     }
     return pa.table({f.name: data[f.name] for f in ARROW_FINGERPRINT}, schema=ARROW_FINGERPRINT)

@@ -55,7 +55,8 @@ def row(
         src_topic, src_partition, src_offset = lineage.rsplit("/", 2)
         src = (src_topic, int(src_partition), int(src_offset))
     values = (topic, partition, offset, at, message_id, None, producer, seq, lineage, *src)
-    return dict(zip(COLUMNS, (*values, committed, None, None), strict=True))
+    # filtered_by, filter_undecided_by, arrived_at, arrival_resolution_us: none.
+    return dict(zip(COLUMNS, (*values, committed, None, None, None, None), strict=True))
 
 
 def next_record_times(table: pa.Table) -> dict[tuple[str, int, str, int], Any]:

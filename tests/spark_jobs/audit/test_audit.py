@@ -7,6 +7,7 @@ import dataclasses
 import sqlite3
 import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,8 @@ from tests.support.stamped_writes import (
 )
 from tests.support.transactional import in_transaction, transactional_producer
 
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
 
 @pytest.fixture
 def lines() -> Iterator[list[str]]:
@@ -47,6 +50,7 @@ def test_committed_aborted_plain_then_nothing_new_then_new_records_once(
     spark: Any, kafka: Any, tmp_path: Path, lines: list[str]
 ) -> None:
     topic = kafka.new_topic("audit")
+    sample(kafka, tmp_path, topic)  # LSO 0: the records' arrivals lie after it
     produce_committed_aborted_and_unidentified(kafka, topic)
     wait_for_stable_end(kafka, topic)
     cfg = config(tmp_path, pipeline(topic))
@@ -82,6 +86,28 @@ def test_committed_aborted_plain_then_nothing_new_then_new_records_once(
     offsets = [offset for offset, _, _ in seen(spark, tmp_path)]
     assert offsets == [0, 1, 2, 4, 5, 6, 8, 9, 10, 11, 12]  # each exactly once
     assert FingerprintStore(tmp_path).audited_positions() == {(topic, 0): 13}
+    assert arrivals_between_their_samples(spark, tmp_path, topic) == len(offsets)
+
+
+def arrivals_between_their_samples(spark: Any, state_dir: Path, topic: str) -> int:
+    """Check each stored record of `topic` arrived between the last offsets sample whose LSO
+    was at most its offset and the first whose LSO was past it, or has no arrival when no two
+    samples hold it; how many have one."""
+    offsets = SampleStore(state_dir).read("offsets").to_pylist()
+    series = sorted((r["sampled_at"], r["lso"]) for r in offsets if r["topic"] == topic)
+    stored = FingerprintStore(state_dir).load(spark).where(F.col("topic") == topic)
+    rows = stored.select("offset", F.unix_micros("arrived_at"), "arrival_resolution_us")
+    found = 0
+    for offset, at_us, width in rows.collect():
+        before = [t for t, lso in series if lso <= offset]
+        after = [t for t, lso in series if lso > offset]
+        if not before or not after:
+            assert (at_us, width) == (None, None), offset
+            continue
+        t0, t1 = ((t - EPOCH) // timedelta(microseconds=1) for t in (before[-1], after[0]))
+        assert t0 <= at_us <= t1 and width == t1 - t0, (offset, t0, at_us, t1)
+        found += 1
+    return found
 
 
 class Killed(BaseException):
@@ -296,8 +322,9 @@ def test_a_topic_without_transactions_is_read_and_written_in_one_spark_job(
 ) -> None:
     """The batch adopts the files the read wrote and is counted from them on the driver: no
     cache, no counting job, no second write (bench/HISTORY.md, "Audit: throughput against
-    the engine's floor")."""
+    the engine's floor"); the only other job sends the LSO's segments to the read."""
     topic = kafka.new_topic("audit-one-job", partitions=3)
+    sample(kafka, tmp_path, topic)
     plain(kafka, topic, *(f"r-{i}" for i in range(30)))
     cfg = config(tmp_path, pipeline(topic))
     sample(kafka, tmp_path, topic)
@@ -309,7 +336,8 @@ def test_a_topic_without_transactions_is_read_and_written_in_one_spark_job(
     finally:
         context.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
     assert result.records == {topic: 30} and result.transactional == ()
-    assert len(context.statusTracker().getJobIdsForGroup(group)) == 1
+    # And the broadcast of the LSO's segments the arrivals are set from (arrivals.py).
+    assert len(context.statusTracker().getJobIdsForGroup(group)) == 2
     assert sorted(str(id) for _, id, _ in seen(spark, tmp_path)) == sorted(
         f"r-{i}" for i in range(30)
     )
