@@ -37,6 +37,14 @@ LATEST_PIPELINE_WINDOW_SQL = """
 SELECT pipeline, {column} FROM pipeline_windows
 QUALIFY row_number() OVER (PARTITION BY pipeline ORDER BY window_start DESC) = 1
 """
+# Per pipeline, its delivery latency's 99th percentile: over the retention, or of the newest
+# window whose records have a measured latency (newer windows hold records not delivered or
+# not yet checked, which have none).
+LATENCY_SQL = "SELECT pipeline, latency_p99_s FROM verdicts"
+LATEST_LATENCY_SQL = """
+SELECT pipeline, latency_p99_s FROM pipeline_windows WHERE latency_p99_s IS NOT NULL
+QUALIFY row_number() OVER (PARTITION BY pipeline ORDER BY window_start DESC) = 1
+"""
 # Per topic (the views of dgm.contracts.published_views: one level of detail each, newest samples).
 TOPIC_CUMULATIVE_SQL = "SELECT topic, {column} FROM cumulative_topics"
 LATEST_TOPIC_WINDOW_SQL = """
@@ -100,6 +108,12 @@ def topic_metric(db: Connection, metric: str, window: str) -> Values:
     return _rows(db, sql.format(column=_TOPIC_COLUMNS[metric]))
 
 
+def latency_p99(db: Connection, window: str) -> Values:
+    """The delivery latency's 99th percentile per pipeline (docs/design.md, "Delivery
+    latency"), seconds."""
+    return _rows(db, LATENCY_SQL if window == "cumulative" else LATEST_LATENCY_SQL)
+
+
 def lso_lag(db: Connection) -> Values:
     """High watermark - LSO, the largest over the topic's partitions at its latest sample."""
     return _rows(db, LATEST_OFFSETS_SQL.format(aggregate="max(lso_lag)"))
@@ -151,6 +165,7 @@ Reader = Callable[[Connection, AlertRule, datetime], Values]
 # One reader per metric of dgm.alerting.metrics (tests/alerts/test_metrics.py holds them equal).
 READERS: dict[str, Reader] = {
     **{metric: _windowed for metric in _PIPELINE_COLUMNS},
+    "latency_p99": lambda db, rule, _now: latency_p99(db, rule.window),
     "lso_lag": lambda db, _rule, _now: lso_lag(db),
     "lso_stuck_s": lambda db, _rule, _now: lso_stuck_s(db),
     "hanging_transactions": lambda db, _rule, _now: hanging_transactions(db),

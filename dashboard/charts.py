@@ -151,6 +151,35 @@ def lag_both_ways(latest: pd.DataFrame) -> go.Figure:
     return fig
 
 
+def latency_histogram(buckets: pd.DataFrame) -> go.Figure:
+    """Checked records per delivery-latency bucket (log scale, 4 buckets a doubling): the
+    distribution that quantiles alone hide."""
+    title = "Delivery latency: checked records per bucket"
+    if buckets.empty:
+        return _empty(title, "no delivery latency measured in this range")
+    low = buckets["low_s"].clip(lower=buckets["high_s"] / 2**0.25)  # bucket 0 starts at 0
+    middle = (low * buckets["high_s"]) ** 0.5
+    fig = go.Figure(
+        [
+            go.Bar(
+                x=middle,
+                y=buckets["records"],
+                width=buckets["high_s"] - low,
+                marker_color=BLUE,
+                customdata=buckets[["low_s", "high_s"]],
+                hovertemplate="%{customdata[0]:.3g}-%{customdata[1]:.3g} s: %{y} records"
+                "<extra></extra>",
+                name="records",
+            )
+        ]
+    )
+    fig.update_layout(
+        title=title, height=260, margin=_MARGIN, xaxis_type="log", xaxis_title="s",
+        yaxis_title="records", showlegend=False,
+    )  # fmt: skip
+    return fig
+
+
 def lag_seconds_over_time(lag: pd.DataFrame) -> go.Figure:
     """A group's lag in seconds over time: its oldest uncommitted record's age at each sample."""
     title = "Lag in seconds over time"

@@ -135,6 +135,17 @@ def verdicts() -> pd.DataFrame:
     return read("SELECT * FROM verdicts ORDER BY pipeline")
 
 
+def latency_histogram(pipeline: str, within: TimeRange | None = None) -> pd.DataFrame:
+    """The pipeline's delivery-latency buckets summed over the windows in the range."""
+    return read_within(
+        f"""SELECT low_s, high_s, sum(records) AS records FROM latency_histogram
+        WHERE pipeline = $pipeline AND {WITHIN} GROUP BY ALL ORDER BY low_s""",
+        "window_start",
+        within,
+        pipeline=pipeline,
+    )
+
+
 def pipeline_windows(within: TimeRange | None = None, pipeline: str | None = None) -> pd.DataFrame:
     """Windows in the range, of every pipeline or of one."""
     return read_within(

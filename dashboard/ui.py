@@ -141,6 +141,14 @@ def span(length: timedelta) -> str:
     return f"{max(seconds, 0):.0f} s"
 
 
+def seconds(value: float | None) -> str:
+    """A measured number of seconds: `0.42 s`, `12.5 s`, else as `span` tells it; `?` when
+    unknown."""
+    if value is None or pd.isna(value):
+        return "?"
+    return f"{value:.3g} s" if value < 60 else span(timedelta(seconds=float(value)))
+
+
 def when(moment: datetime | None) -> str:
     """`2026-11-23 08:01:02 UTC (26 s ago)`, or `never` (None, or a null cell: pandas' NaT)."""
     if moment is None or pd.isna(moment):

@@ -109,6 +109,11 @@ _PIPELINE_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("duplicate_ratio", "duplicate_rate", "duplicate records / distinct sink ids"),
     ("lost_records", "lost", "Lost ids (never reached the sink, or sequence gaps)"),
     ("loss_ratio", "loss_rate", "lost records / checked records"),
+    (
+        "delivery_latency_measured_records",
+        "latency_measured",
+        "Checked records whose delivery latency was measured",
+    ),
     *(
         (
             f"{name}_ratio_{end}",
@@ -191,6 +196,21 @@ PIPELINE_VALUES: tuple[tuple[Family, str], ...] = tuple(
 PIPELINE_LAST_WINDOW_VALUES: tuple[tuple[Family, str], ...] = tuple(
     (Family(f"dgm_pipeline_last_window_{name}", f"{doc}, in the last closed window", PIPELINE), c)
     for name, c, doc in _PIPELINE_COLUMNS
+)
+
+# Delivery latency quantiles (docs/design.md, "Delivery latency"), Prometheus' summary
+# convention: one series per `quantile`, read from the histogram's buckets (4 a doubling).
+LATENCY_QUANTILES = (("0.5", "latency_p50_s"), ("0.95", "latency_p95_s"), ("0.99", "latency_p99_s"))
+DELIVERY_LATENCY = Family(
+    "dgm_pipeline_delivery_latency_seconds",
+    "Seconds from a checked source record becoming readable to its first sink copy becoming "
+    "readable, over the retention, per quantile",
+    ("pipeline", "quantile"),
+)
+LAST_WINDOW_DELIVERY_LATENCY = Family(
+    "dgm_pipeline_last_window_delivery_latency_seconds",
+    "The delivery latency of the checked records of the last closed window, per quantile",
+    ("pipeline", "quantile"),
 )
 
 # Per topic (what the topic holds: topic_windows), over the retention and in the last window.
@@ -341,6 +361,8 @@ PUBLISHED = (
     MEETS_DECLARED,
     *(family for family, _ in PIPELINE_VALUES),
     *(family for family, _ in PIPELINE_LAST_WINDOW_VALUES),
+    DELIVERY_LATENCY,
+    LAST_WINDOW_DELIVERY_LATENCY,
     *(family for family, _ in TOPIC_VALUES),
     *(family for family, _ in TOPIC_LAST_WINDOW_VALUES),
     TOPIC_LSO_LAG,

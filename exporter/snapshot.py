@@ -182,6 +182,8 @@ def add_verdicts(db: Connection, snapshot: Snapshot) -> None:
         snapshot.set(f.MEETS_DECLARED, [name], None if meets is None else int(meets))
         for family, column in f.PIPELINE_VALUES:
             snapshot.set(family, [name], row[column])
+        for quantile, column in f.LATENCY_QUANTILES:
+            snapshot.set(f.DELIVERY_LATENCY, [name, quantile], row[column])
 
 
 def add_last_window(db: Connection, snapshot: Snapshot) -> None:
@@ -191,6 +193,8 @@ def add_last_window(db: Connection, snapshot: Snapshot) -> None:
     for row in _records(db, LAST_WINDOW_PIPELINES_SQL):
         for family, column in f.PIPELINE_LAST_WINDOW_VALUES:
             snapshot.set(family, [row["pipeline"]], row[column])
+        for quantile, column in f.LATENCY_QUANTILES:
+            snapshot.set(f.LAST_WINDOW_DELIVERY_LATENCY, [row["pipeline"], quantile], row[column])
 
 
 def add_topics(db: Connection, snapshot: Snapshot) -> None:

@@ -61,7 +61,26 @@ def _card(v: pd.Series, windows: pd.DataFrame, stale: bool) -> None:
                 config={"displayModeBar": False},
                 key=f"spark-{v['pipeline']}",
             )
+        _latency(v)
         _links(v)
+
+
+def _latency(v: pd.Series) -> None:
+    """Its delivery latency's quantiles and histogram, when any record was measured."""
+    if not v.get("latency_measured"):
+        return
+    st.markdown(
+        f"**Delivery latency** (readable at the source to readable in the sink, "
+        f"{ui.count(v['latency_measured'])} records): p50 {ui.seconds(v['latency_p50_s'])}, "
+        f"p95 {ui.seconds(v['latency_p95_s'])}, p99 {ui.seconds(v['latency_p99_s'])}; each within "
+        "two collector intervals and one bucket (19%)"
+    )
+    buckets = queries.latency_histogram(str(v["pipeline"]), timerange.current())
+    st.plotly_chart(
+        charts.latency_histogram(buckets),
+        config={"displayModeBar": False},
+        key=f"latency-{v['pipeline']}",
+    )
 
 
 def _metrics(v: pd.Series) -> None:

@@ -35,6 +35,12 @@ COLUMNS = {
         "source records the pipeline's `expected` predicate excludes: never checked, never lost",
     ),
     "duplicate_rate": _rate("Duplicate rate"),
+    "latency_p99_s": st.column_config.NumberColumn(
+        "p99 latency (s)",
+        help="99th percentile of the delivery latency: readable at the source to readable in "
+        "the sink",
+        format="%.3g",
+    ),
     "duplicate_causes": st.column_config.TextColumn(
         "Duplicates by cause",
         help="the sink's extra copies per cause, with or without dgm's headers "

@@ -74,6 +74,13 @@ METRICS: tuple[AlertMetric, ...] = (
         windowed=True,
     ),
     AlertMetric(
+        "latency_p99",
+        ("pipeline",),
+        "99th percentile of the delivery latency: seconds from a source record becoming "
+        "readable to its first sink copy becoming readable",
+        windowed=True,
+    ),
+    AlertMetric(
         "sink_out_of_order",
         ("pipeline",),
         "sink records behind a higher offset of their source partition (order)",

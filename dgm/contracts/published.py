@@ -221,6 +221,16 @@ VERDICTS = _table(
         "audited offsets of its source and sink topics that hold another id now (Jepsen: "
         "inconsistent-offsets)",
     ),
+    (
+        "latency_p50_s",
+        "DOUBLE",
+        'delivery latency (docs/design.md, "Delivery latency"): median seconds from a checked '
+        "record becoming readable to its first sink copy becoming readable; null when none "
+        "was measured",
+    ),
+    ("latency_p95_s", "DOUBLE", "95th percentile of the delivery latency, seconds"),
+    ("latency_p99_s", "DOUBLE", "99th percentile of the delivery latency, seconds"),
+    ("latency_measured", "BIGINT", "checked records whose delivery latency was measured"),
     *SAMPLE_COLUMNS,
 )
 
@@ -247,7 +257,21 @@ PIPELINE_WINDOWS = _table(
     ("sink_out_of_order", "BIGINT", "as in verdicts, records timestamped in this window"),
     ("truncated_records", "BIGINT", "as in verdicts, whose record is in this window"),
     ("inconsistent_offsets", "BIGINT", "as in verdicts, whose audited record is in this window"),
+    ("latency_p50_s", "DOUBLE", "as in verdicts, of the checked records of this window"),
+    ("latency_p95_s", "DOUBLE", "as in verdicts, of the checked records of this window"),
+    ("latency_p99_s", "DOUBLE", "as in verdicts, of the checked records of this window"),
+    ("latency_measured", "BIGINT", "as in verdicts, of this window"),
     *SAMPLE_COLUMNS,
+)
+
+LATENCY_HISTOGRAM = _table(
+    "latency_histogram",
+    "Per pipeline and window: checked records per delivery-latency bucket (4 a doubling).",
+    ("pipeline", "VARCHAR", "pipeline name"),
+    ("window_start", "TIMESTAMPTZ", "window start (source record timestamps)"),
+    ("low_s", "DOUBLE", "the bucket's lower bound, seconds (inclusive)"),
+    ("high_s", "DOUBLE", "the bucket's upper bound, seconds (exclusive)"),
+    ("records", "BIGINT", "checked records whose delivery latency falls in the bucket"),
 )
 
 TOPIC_WINDOWS = _table(
@@ -313,7 +337,7 @@ DUPLICATES = _table(
     (
         "evidence",
         "VARCHAR",
-        "what names the cause, in one line (docs/design.md, \"Causes without dgm's headers\"); "
+        'what names the cause, in one line (docs/design.md, "Causes without dgm\'s headers"); '
         "null when nothing was found",
     ),
     (
@@ -469,8 +493,8 @@ GROUP_LAG = _table(
         "lag_s",
         "DOUBLE",
         "lag in seconds: how long ago the oldest record not yet committed became readable "
-        "(passed the LSO), interpolated between offsets samples (docs/design.md, \"Lag in "
-        "seconds\"); 0 with nothing left to commit; null when unknown",
+        '(passed the LSO), interpolated between offsets samples (docs/design.md, "Lag in '
+        'seconds"); 0 with nothing left to commit; null when unknown',
     ),
     (
         "lag_s_at_least",
@@ -642,6 +666,7 @@ TABLES: tuple[Table, ...] = (
     DUPLICATES,
     LOST,
     PIPELINE_STAGES,
+    LATENCY_HISTOGRAM,
     PARTITION_OFFSETS,
     GROUP_LAG,
     GROUP_STATUS,

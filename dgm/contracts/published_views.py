@@ -79,6 +79,7 @@ _PIPELINE_COUNTS = (
     "sink_out_of_order",
     "truncated_records",
     "inconsistent_offsets",
+    "latency_measured",
 )
 LAST_WINDOW_PIPELINES = View(
     "last_window_pipelines",
@@ -87,6 +88,7 @@ LAST_WINDOW_PIPELINES = View(
     "SELECT v.pipeline, w.window_start, "
     + ", ".join(f"coalesce(pw.{c}, 0) AS {c}" for c in _PIPELINE_COUNTS)
     + ", pw.duplicate_rate, pw.loss_rate, v.sample_one_in, "
+    + "pw.latency_p50_s, pw.latency_p95_s, pw.latency_p99_s, "
     + ", ".join(
         f"pw.{rate}_{end}" for rate in ("duplicate_rate", "loss_rate") for end in ("low", "high")
     )

@@ -29,6 +29,7 @@ from spark_jobs.analyze.explain_table import explained_duplicates
 from spark_jobs.analyze.faults import faults
 from spark_jobs.analyze.group_status import group_status
 from spark_jobs.analyze.lag_seconds import lagged_group_offsets
+from spark_jobs.analyze.latency_tables import with_latency
 from spark_jobs.analyze.pipeline_metrics import counted_faults, pipeline_tables
 from spark_jobs.analyze.publish import Published
 from spark_jobs.analyze.runs import runs
@@ -81,6 +82,9 @@ def analyze(
     verdicts, pipeline_windows = pipeline_tables(
         config, counts, counted_faults(config, fault_rows), truncations
     )
+    latency, verdicts, pipeline_windows = with_latency(
+        engine.state.counts, verdicts, pipeline_windows
+    )
     stages = pipeline_stages(
         config, verdicts, record_tables[tables.TOPIC_WINDOWS.name], record_tables[tables.LOST.name]
     )
@@ -91,6 +95,7 @@ def analyze(
         tables.VERDICTS.name: verdicts,
         tables.PIPELINE_WINDOWS.name: pipeline_windows,
         tables.PIPELINE_STAGES.name: stages,
+        tables.LATENCY_HISTOGRAM.name: latency,
         **record_tables,
         **sample_tables({**samples, "group_offsets": lagged}),
         tables.GROUP_STATUS.name: group_status(lagged, config.analysis.group_status_window),

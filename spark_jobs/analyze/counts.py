@@ -19,11 +19,12 @@ import pyarrow.compute as pc
 
 from dgm.contracts import published as tables
 from dgm.contracts.vocabulary import OrderAnomaly
+from spark_jobs.analyze.latency import KIND
 from spark_jobs.analyze.output import COUNTS, NO_TIME, PIPELINE_COUNTS, TOPIC_COUNTS
 from spark_jobs.analyze.publish import conform_arrow
 
 KEYS = ["kind", "pipeline", "topic", "partition", "window_us", "total"]
-COUNT_KINDS = ("pipeline", "topic", "partition")
+COUNT_KINDS = ("pipeline", "topic", "partition", KIND)
 RECORD_KINDS = ("duplicates", "lost")
 SPANS = ["first_checked_us", "last_checked_us"]
 _NONE = "\u0000"  # a null name in a key (names hold no NUL)

@@ -40,7 +40,10 @@ PIPELINE_COUNTS = (
     "producer_out_of_order",
     "sink_out_of_order",
 )
-COUNTS = tuple(dict.fromkeys((*TOPIC_COUNTS, *PIPELINE_COUNTS)))
+# Per pipeline, window and latency bucket (kind latency.KIND, the bucket in `partition`):
+# checked records whose first sink copy's arrival fell in the bucket.
+LATENCY_COUNTS = ("delivered",)
+COUNTS = tuple(dict.fromkeys((*TOPIC_COUNTS, *PIPELINE_COUNTS, *LATENCY_COUNTS)))
 SCHEMA = pa.schema(
     [
         ("kind", pa.string()),

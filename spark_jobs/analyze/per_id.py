@@ -30,14 +30,21 @@ from spark_jobs.analyze.id_frame import (
     per_pipeline,
     row_pairs,
 )
+from spark_jobs.analyze.latency import KIND as LATENCY
+from spark_jobs.analyze.latency import latency_rows
 from spark_jobs.analyze.output import rows_of
-from spark_jobs.analyze.per_id_counts import partition_counts, pipeline_counts, topic_counts
+from spark_jobs.analyze.per_id_counts import (
+    counted,
+    partition_counts,
+    pipeline_counts,
+    topic_counts,
+)
 
 # The fingerprint columns the per-id work reads (passes.by_id ships no others; src_* are
 # dgm-src parsed, which the causes compare raw as `lineage`).
 COLUMNS = (
     "topic", "partition", "offset", "timestamp", "message_id", "key", "producer", "seq",
-    "lineage", "committed", "filtered_by", "filter_undecided_by",
+    "lineage", "committed", "filtered_by", "filter_undecided_by", "arrived_at",
 )  # fmt: skip
 
 
@@ -289,4 +296,18 @@ def per_id_rows(batch: pa.Table, context: Context) -> pa.Table:
         pipeline=named(counts, names),
         topic=named(topics, names),
         partition=named(partitions, names),
+        **{LATENCY: named(latency_counts(checked, sinks, batch, w), names)},
     )
+
+
+def latency_counts(
+    checked: pd.DataFrame, sinks: pd.DataFrame, batch: pa.Table, window_us: int
+) -> pd.DataFrame:
+    """(pipeline, window_us, partition = latency bucket, delivered, total) of the checked
+    records whose delivery latency is known (latency.latency_rows)."""
+    stamps = batch.column("arrived_at").cast(pa.timestamp("us", tz="UTC")).cast(pa.int64())
+    arrived = stamps.to_pandas().astype("float64")
+    found = latency_rows(checked, sinks, arrived)
+    rows = counted(found, window_us, delivered=1).assign(partition=found["bucket"].to_numpy())
+    summed = rows.groupby(["pipeline", "window_us", "partition"], as_index=False).sum()
+    return summed.assign(total=False)

@@ -67,6 +67,18 @@ def test_overview_shows_the_producer_stage_without_a_click(app: AppTest) -> None
     assert any("Producer stage" in t and "1.00% extra copies" in t for t in markdown(at))
 
 
+def test_overview_shows_the_delivery_latency_and_the_cause_mix(app: AppTest) -> None:
+    at = app.run()
+    table = _table(at).set_index("pipeline")
+    assert table.loc["orders-alo", "latency_p99_s"] == 4.0
+    assert table.loc["payments-eos", "duplicate_causes"]  # its extra copies, by cause
+    at.query_params["pipeline"] = "orders-alo"
+    _select(at, "Details of").select("orders-alo").run()
+    told = [t for t in markdown(at) if "Delivery latency" in t]
+    assert told and "p50 0.5 s" in told[0] and "p99 4 s" in told[0], told
+    assert "4,800 records" in told[0]
+
+
 def test_overview_filters_in_the_table(app: AppTest) -> None:
     at = app.run()
     at.toggle(key="overview-violating").set_value(True).run()

@@ -37,6 +37,7 @@ from tests.support.published_world.samples import (
 )
 from tests.support.published_world.shape import WINDOW_S, Row
 from tests.support.published_world.verdicts import (
+    latency_histogram,
     stages,
     topic_and_partition_windows,
     verdicts,
@@ -112,6 +113,7 @@ def build(state_dir: Path, *, now: datetime | None = None, finished_ago_s: int =
         "runs": runs(now, finished_ago_s),
         "verdicts": judged,
         "pipeline_windows": windows(judged),
+        "latency_histogram": latency_histogram(judged),
         "topic_windows": topic_windows,
         "partition_windows": partition_windows,
         "duplicates": dups,

@@ -73,9 +73,7 @@ def lagged(offsets: list[Row], lag: list[Row], now: datetime) -> list[Row]:
 
     seconds = with_lag_seconds(frame(lag), frame(offsets))
     columns = ("lag_s", "lag_s_at_least", "lag_s_resolution")
-    return [
-        {**row, **{c: seconds[c].iloc[i].item() for c in columns}} for i, row in enumerate(lag)
-    ]
+    return [{**row, **{c: seconds[c].iloc[i].item() for c in columns}} for i, row in enumerate(lag)]
 
 
 def group_status(lag: list[Row], size: int = 10) -> list[Row]:

@@ -33,8 +33,13 @@ def _with_intervals(row: Row) -> Row:
     }
 
 
+# Delivery latency quantiles (bucket upper bounds, seconds) of every pipeline and window.
+LATENCY: Row = {"latency_p50_s": 0.5, "latency_p95_s": 2.0, "latency_p99_s": 4.0}
+
+
 def verdicts() -> list[Row]:
-    return [_with_intervals(row) for row in _exact_verdicts()]
+    rows = [_with_intervals(row) for row in _exact_verdicts()]
+    return [row | {"latency_measured": row["records_checked"]} for row in rows]
 
 
 def _exact_verdicts() -> list[Row]:
@@ -44,6 +49,7 @@ def _exact_verdicts() -> list[Row]:
     common |= {"filtered": 0, "filter_undecided": 0}
     common |= {"torn_commits": 0, "producer_out_of_order": 0, "sink_out_of_order": 0}
     common |= {"truncated_records": 0, "inconsistent_offsets": 0}
+    common |= LATENCY
     return [
         {
             **common,
@@ -170,6 +176,8 @@ def windows(judged: list[Row]) -> list[Row]:
                 "sink_out_of_order": sum(1 for r in shown if r["pipeline"] == v["pipeline"]),
                 "truncated_records": v["truncated_records"] if w == TRUNCATED_WINDOW else 0,
                 "inconsistent_offsets": (v["inconsistent_offsets"] if w == TRUNCATED_WINDOW else 0),
+                **LATENCY,
+                "latency_measured": checked,
             }
             rows.append(_with_intervals(row))
     return rows
@@ -235,3 +243,23 @@ def topic_and_partition_windows(dups: list[Row]) -> tuple[list[Row], list[Row]]:
             }
         )
     return topics, partitions
+
+
+def latency_histogram(judged: list[Row]) -> list[Row]:
+    """Each pipeline's measured records per window in three buckets around its p50 and p99."""
+    buckets = ((2**-1.25, 2**-1.0, 0.5), (2**1.75, 2**2.0, 0.49), (2**2.75, 2**3.0, 0.01))
+    rows = []
+    for v in judged:
+        per_window = int(v["records_checked"]) // WINDOWS
+        for w in range(WINDOWS):
+            for low, high, share in buckets:
+                rows.append(
+                    {
+                        "pipeline": v["pipeline"],
+                        "window_start": (WINDOWS - w) * WINDOW_S,
+                        "low_s": low,
+                        "high_s": high,
+                        "records": round(per_window * share),
+                    }
+                )
+    return rows
