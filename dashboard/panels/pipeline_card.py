@@ -72,7 +72,8 @@ def _latency(v: pd.Series) -> None:
     st.markdown(
         f"**Delivery latency** (readable at the source to readable in the sink, "
         f"{ui.count(v['latency_measured'])} records): p50 {ui.seconds(v['latency_p50_s'])}, "
-        f"p95 {ui.seconds(v['latency_p95_s'])}, p99 {ui.seconds(v['latency_p99_s'])}; each within "
+        f"p95 {ui.seconds(v['latency_p95_s'])}, p99 {ui.seconds(v['latency_p99_s'])}, max "
+        f"{ui.seconds(v['latency_max_s'])}; each within "
         "two collector intervals and one bucket (19%)"
     )
     buckets = queries.latency_histogram(str(v["pipeline"]), timerange.current())

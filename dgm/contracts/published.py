@@ -230,6 +230,11 @@ VERDICTS = _table(
     ),
     ("latency_p95_s", "DOUBLE", "95th percentile of the delivery latency, seconds"),
     ("latency_p99_s", "DOUBLE", "99th percentile of the delivery latency, seconds"),
+    (
+        "latency_max_s",
+        "DOUBLE",
+        "the largest delivery latency, at most: the upper bound of the highest non-empty bucket",
+    ),
     ("latency_measured", "BIGINT", "checked records whose delivery latency was measured"),
     *SAMPLE_COLUMNS,
 )
@@ -260,6 +265,7 @@ PIPELINE_WINDOWS = _table(
     ("latency_p50_s", "DOUBLE", "as in verdicts, of the checked records of this window"),
     ("latency_p95_s", "DOUBLE", "as in verdicts, of the checked records of this window"),
     ("latency_p99_s", "DOUBLE", "as in verdicts, of the checked records of this window"),
+    ("latency_max_s", "DOUBLE", "as in verdicts, of the checked records of this window"),
     ("latency_measured", "BIGINT", "as in verdicts, of this window"),
     *SAMPLE_COLUMNS,
 )

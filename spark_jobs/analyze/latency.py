@@ -33,9 +33,7 @@ def bucket_bounds_s(bucket: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return low, 2.0 ** ((b + 1) / BUCKETS_PER_OCTAVE) / 1e6
 
 
-def latency_rows(
-    checked: pd.DataFrame, sinks: pd.DataFrame, arrived_us: pd.Series
-) -> pd.DataFrame:
+def latency_rows(checked: pd.DataFrame, sinks: pd.DataFrame, arrived_us: pd.Series) -> pd.DataFrame:
     """(pipeline, ts, has_ts, bucket) per pipeline and checked id with a sink copy whose
     arrivals are both known: its first checked source row (by timestamp, topic, partition,
     offset), against the first readable of the id's committed sink copies. `arrived_us`:
@@ -47,19 +45,18 @@ def latency_rows(
     copies = sinks[sinks["has_id"]]
     copies = copies.assign(arrived=arrived_us.reindex(copies["_row"].to_numpy()).to_numpy())
     readable = copies.groupby(["pipeline", "message_id"])["arrived"].min().rename("copy_us")
-    first = first.assign(
-        source_us=arrived_us.reindex(first["_row"].to_numpy()).to_numpy()
-    ).merge(readable.reset_index(), on=["pipeline", "message_id"])
+    first = first.assign(source_us=arrived_us.reindex(first["_row"].to_numpy()).to_numpy()).merge(
+        readable.reset_index(), on=["pipeline", "message_id"]
+    )
     measured = first[first["source_us"].notna() & first["copy_us"].notna()]
     latency = measured["copy_us"] - measured["source_us"]
-    return measured[["pipeline", "ts", "has_ts"]].assign(
-        bucket=bucket_of(latency.to_numpy())
-    )
+    return measured[["pipeline", "ts", "has_ts"]].assign(bucket=bucket_of(latency.to_numpy()))
 
 
 def quantiles(histogram: pd.DataFrame, qs: tuple[float, ...]) -> pd.DataFrame:
     """Per pipeline of `histogram` (pipeline, bucket, records): each quantile q as the upper
-    bound (seconds) of the bucket holding the q-th record, and `measured` (records)."""
+    bound (seconds) of the bucket holding the q-th record, `max` the highest non-empty
+    bucket's, and `measured` (records)."""
     rows = []
     for pipeline, part in histogram.groupby("pipeline", sort=True):
         counts = part.groupby("bucket")["records"].sum().sort_index()
@@ -69,10 +66,10 @@ def quantiles(histogram: pd.DataFrame, qs: tuple[float, ...]) -> pd.DataFrame:
             continue
         cumulative = counts.cumsum().to_numpy()
         _, highs = bucket_bounds_s(counts.index.to_numpy())
-        found = {"pipeline": pipeline, "measured": total}
+        found = {"pipeline": pipeline, "measured": total, "max": float(highs[-1])}
         for q in qs:
             at = int(np.searchsorted(cumulative, q * total, side="left"))
             found[f"p{round(q * 100)}"] = float(highs[min(at, len(highs) - 1)])
         rows.append(found)
-    columns = ["pipeline", "measured", *(f"p{round(q * 100)}" for q in qs)]
+    columns = ["pipeline", "measured", "max", *(f"p{round(q * 100)}" for q in qs)]
     return pd.DataFrame(rows, columns=columns)

@@ -54,6 +54,7 @@ def _filled(row: Row, found: Row | None) -> Row:
         "latency_p50_s": found["p50"],
         "latency_p95_s": found["p95"],
         "latency_p99_s": found["p99"],
+        "latency_max_s": found["max"],
         "latency_measured": int(found["measured"]),
     }
 

@@ -76,6 +76,7 @@ def test_overview_shows_the_delivery_latency_and_the_cause_mix(app: AppTest) -> 
     _select(at, "Details of").select("orders-alo").run()
     told = [t for t in markdown(at) if "Delivery latency" in t]
     assert told and "p50 0.5 s" in told[0] and "p99 4 s" in told[0], told
+    assert "max 8 s" in told[0]
     assert "4,800 records" in told[0]
 
 

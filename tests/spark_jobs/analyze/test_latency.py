@@ -29,6 +29,7 @@ def test_a_quantile_is_within_one_bucket_above_the_exact_one(seconds: list[float
         exact = float(np.quantile(seconds, q, method="inverted_cdf"))
         assert exact <= got[column] * (1 + 1e-9) <= exact * 2**0.25 * (1 + 1e-9) + 1e-6
     assert got["measured"] == len(seconds)
+    assert max(seconds) <= got["max"] * (1 + 1e-9) <= max(seconds) * 2**0.25 * (1 + 1e-9) + 1e-6
 
 
 def test_the_latency_is_first_readable_sink_copy_minus_the_source_record() -> None:
