@@ -35,17 +35,6 @@ COLUMNS = {
         "source records the pipeline's `expected` predicate excludes: never checked, never lost",
     ),
     "duplicate_rate": _rate("Duplicate rate"),
-    "latency_p99_s": st.column_config.NumberColumn(
-        "p99 latency (s)",
-        help="99th percentile of the delivery latency: readable at the source to readable in "
-        "the sink",
-        format="%.3g",
-    ),
-    "duplicate_causes": st.column_config.TextColumn(
-        "Duplicates by cause",
-        help="the sink's extra copies per cause, with or without dgm's headers "
-        '(docs/design.md, "Causes without dgm\'s headers")',
-    ),
     "loss_rate": _rate("Loss rate"),
     "aborted_reads": _count("Aborted reads"),
     "torn_commits": _count(
@@ -70,6 +59,17 @@ COLUMNS = {
     "inconsistent_offsets": _count(
         "Inconsistent offsets",
         "audited offsets of its topics that hold another id now (Jepsen: inconsistent-offsets)",
+    ),
+    "latency_p99_s": st.column_config.NumberColumn(
+        "p99 latency (s)",
+        help="99th percentile of the delivery latency: readable at the source to readable in "
+        "the sink",
+        format="%.3g",
+    ),
+    "duplicate_causes": st.column_config.TextColumn(
+        "Duplicates by cause",
+        help="the sink's extra copies per cause, with or without dgm's headers "
+        '(docs/design.md, "Causes without dgm\'s headers")',
     ),
     "producer_achieved": st.column_config.TextColumn(
         "Producer",
