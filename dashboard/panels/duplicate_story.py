@@ -129,8 +129,9 @@ def render(topic: str, ids: list[str]) -> None:
     with st.container(key="story"):  # st-key-story: what a browser test finds
         st.dataframe(copies[COLUMNS], column_config=CONFIG, hide_index=True, width="stretch")
     st.caption(
-        "Copies are committed records (aborted ones are not duplicates). Producer id and "
-        "epoch are known while the copy's transaction is open at the newest sample; the "
-        "group's commit is the sample nearest before and after the copy, on its source "
+        "Copies are committed records (aborted ones are not duplicates). Producer id, "
+        "epoch and sequence come from the copy's record batch (or its transaction while it "
+        "is open); 'readable at' is when the LSO passed it, between two samples; the group's "
+        "commit is the sample nearest before and after it becoming readable, on its source "
         "partition. Payloads are never published, so never shown."
     )
