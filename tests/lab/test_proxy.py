@@ -21,20 +21,10 @@ from dgm.util.waiting import wait_until
 from lab.ledger import read_ledger
 from lab.producer import ProducerResult, ProducerSettings, run_producer
 from lab.proxy import FaultProxy, NotKafka, proxies_for, request_header, response_correlation
+from tests.support.proxied import FAST_RETRIES
 
 MESSAGES = 20_000  # an upper bound: the run stops after DROPS dropped responses
 DROPS = 8
-# Fast retries: a closed connection is retried at once; reconnects do not back off for long.
-FAST_RETRIES = {
-    "request.timeout.ms": "3000",
-    "socket.timeout.ms": "3000",
-    "retry.backoff.ms": "20",
-    "retry.backoff.max.ms": "200",
-    "reconnect.backoff.ms": "10",
-    "reconnect.backoff.max.ms": "200",
-    "message.timeout.ms": "60000",
-    "linger.ms": "1",
-}
 
 
 def test_frames_are_read_by_correlation_id() -> None:

@@ -33,11 +33,13 @@ from spark_jobs.job import AnalysisJob
 from tests.support.header_free import (
     duplicates_rows,
     id_of,
+    sink_behind,
     sink_out_of_order,
 )
+from tests.support.proxied import FAST_RETRIES
 from tests.support.published_lab import collecting, offsets_samples, wait_for_cycles
 from tests.support.strength import by_strength
-from tests.support.truth import read_records
+from tests.support.truth import Record, read_records
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -66,6 +68,32 @@ def analyzed(kafka: Any, spark: Any, config_path: Path, pipeline: PipelineConfig
     return config.state_dir / PUBLISHED_FILE
 
 
+def judged_relay(
+    kafka: Any, spark: Any, config_path: Path, name: str, source_topic: str, sink_topic: str,
+    group: str,
+) -> tuple[list[Record], list[Record], Path, list[dict[str, Any]], int]:  # fmt: skip
+    """A killed relay's topics read plainly, then judged as an at-least-once pipeline with
+    ids in the JSON values: (source, sink, published file, its extra copies' duplicates
+    rows, the truth's extra copies)."""
+    source = read_records(kafka.bootstrap_servers, source_topic)
+    sink = read_records(kafka.bootstrap_servers, sink_topic)
+    database = analyzed(
+        kafka,
+        spark,
+        config_path,
+        PipelineConfig(
+            name=name,
+            source_topics=(source_topic,),
+            sink_topics=(sink_topic,),
+            consumer_group=group,
+            declared_semantic="at-least-once",
+            message_id=JSON_ID,
+        ),
+    )
+    extra = [r for r in duplicates_rows(database, sink_topic) if r["is_extra_copy"]]
+    return source, sink, database, extra, len(sink) - len({id_of(r) for r in sink})
+
+
 def test_streams_at_least_once_without_headers_names_every_duplicate_reprocessing(
     kafka: Any, spark: Any, tmp_path: Path
 ) -> None:
@@ -88,26 +116,13 @@ def test_streams_at_least_once_without_headers_names_every_duplicate_reprocessin
         assert report.caught_up, f"not caught up; see {report.run_dir}/logs"
         wait_for_cycles(tmp_path / "state", offsets_samples(tmp_path / "state") + 2)
     assert [k["returncode"] for k in report.kills] == [-9] * KILLS
-    source = read_records(kafka.bootstrap_servers, report.source_topic)
-    sink = read_records(kafka.bootstrap_servers, report.sink_topic)
+    judged = judged_relay(
+        kafka, spark, config_path, "streams-plain", report.source_topic, report.sink_topic,
+        report.application_id,
+    )  # fmt: skip
+    source, sink, database, extra, extra_truth = judged
     assert all(not r.headers for r in source), "the source must carry no header"
-    database = analyzed(
-        kafka,
-        spark,
-        config_path,
-        PipelineConfig(
-            name="streams-plain",
-            source_topics=(report.source_topic,),
-            sink_topics=(report.sink_topic,),
-            consumer_group=report.application_id,
-            declared_semantic="at-least-once",
-            message_id=JSON_ID,
-        ),
-    )
-    extra_truth = len(sink) - len({id_of(r) for r in sink})
     assert extra_truth > 0, "SIGKILLs between produce and commit must duplicate"
-    rows = duplicates_rows(database, report.sink_topic)
-    extra = [r for r in rows if r["is_extra_copy"]]
     print(f"{len(extra)} extra copies; causes and evidence:")
     for r in extra[:5]:
         print(f"  {r['message_id']}: {r['cause']}: {r['evidence']}")
@@ -122,11 +137,7 @@ def test_streams_at_least_once_without_headers_names_every_duplicate_reprocessin
         assert r["producer_id"] is not None  # Streams' producer is idempotent
         first_kill_s = kills[0] - 1.0
         assert r["arrived_at"].timestamp() > first_kill_s, (r, kills)
-    with duckdb.connect(str(database), read_only=True) as db:
-        (behind,) = db.execute(
-            "SELECT count(*) FROM out_of_order WHERE topic = ? AND anomaly = 'sink out of order'",
-            [report.sink_topic],
-        ).fetchone() or (0,)
+    behind = sink_behind(database, report.sink_topic)
     truth_behind = sink_out_of_order(source, sink)
     print(f"sink out of order: dgm {behind}, truth {truth_behind}")
     assert behind == truth_behind
@@ -151,35 +162,17 @@ def test_console_relay_with_auto_commit_names_every_duplicate_reprocessing(
         assert report.caught_up, f"not caught up; see {report.run_dir}"
         wait_for_cycles(tmp_path / "state", offsets_samples(tmp_path / "state") + 2)
     assert [k["returncode"] for k in report.kills] == [-9] * KILLS
-    source = read_records(kafka.bootstrap_servers, report.source_topic)
-    sink = read_records(kafka.bootstrap_servers, report.sink_topic)
-    database = analyzed(
-        kafka,
-        spark,
-        config_path,
-        PipelineConfig(
-            name="console-relay",
-            source_topics=(report.source_topic,),
-            sink_topics=(report.sink_topic,),
-            consumer_group=report.group_id,
-            declared_semantic="at-least-once",
-            message_id=JSON_ID,
-        ),
-    )
-    extra_truth = len(sink) - len({id_of(r) for r in sink})
-    rows = duplicates_rows(database, report.sink_topic)
-    extra = [r for r in rows if r["is_extra_copy"]]
+    source, sink, database, extra, extra_truth = judged_relay(
+        kafka, spark, config_path, "console-relay", report.source_topic, report.sink_topic,
+        report.group_id,
+    )  # fmt: skip
     told = {r["evidence"] for r in extra}
     print(f"{len(extra)} extra copies (truth {extra_truth}); evidence: {sorted(told)[:4]}")
     assert extra_truth > 0 and len(extra) == extra_truth
     assert {r["cause"] for r in extra} == {"reprocessing"}, told
     # The restarted relay's console producer is a new idempotent session.
     assert all("session changed" in e or "of group" in e for e in told), told
-    with duckdb.connect(str(database), read_only=True) as db:
-        (behind,) = db.execute(
-            "SELECT count(*) FROM out_of_order WHERE topic = ? AND anomaly = 'sink out of order'",
-            [report.sink_topic],
-        ).fetchone() or (0,)
+    behind = sink_behind(database, report.sink_topic)
     assert behind == sink_out_of_order(source, sink)
 
 
@@ -202,16 +195,7 @@ def produce_through_proxy(
             retries=20,
             enable_idempotence=idempotence,
             stamp_headers=False,
-            client={
-                "request.timeout.ms": "3000",
-                "socket.timeout.ms": "3000",
-                "retry.backoff.ms": "20",
-                "retry.backoff.max.ms": "200",
-                "reconnect.backoff.ms": "10",
-                "reconnect.backoff.max.ms": "200",
-                "message.timeout.ms": "60000",
-                "linger.ms": "1",
-            },
+            client=FAST_RETRIES,
         )
         stop = threading.Event()
         results: list[ProducerResult] = []

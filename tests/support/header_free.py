@@ -71,3 +71,13 @@ def replayed_blocks(sink: list[Record]) -> list[tuple[int, int, int]]:
                 blocks.append((r.partition, r.offset, r.offset))
         seen.add(message_id)
     return blocks
+
+
+def sink_behind(database: Path, topic: str) -> int:
+    """The published sink-out-of-order records of `topic`."""
+    with duckdb.connect(str(database), read_only=True) as db:
+        found = db.execute(
+            "SELECT count(*) FROM out_of_order WHERE topic = ? AND anomaly = 'sink out of order'",
+            [topic],
+        ).fetchone()
+    return int(found[0]) if found else 0
