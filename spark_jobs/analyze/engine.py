@@ -42,7 +42,14 @@ from spark_jobs.analyze import claims, order
 from spark_jobs.analyze import counts as tally
 from spark_jobs.analyze.context import Context, History, Routes, context, routes
 from spark_jobs.analyze.lineage import relinks, unstamped_sinks
-from spark_jobs.analyze.passes import by_id, sessions_of, split_streams, stream_records, streams
+from spark_jobs.analyze.passes import (
+    by_id,
+    sessions_of,
+    split_streams,
+    stream_records,
+    streams,
+    streams_in,
+)
 from spark_jobs.analyze.per_session import COLUMNS as SESSION_COLUMNS
 from spark_jobs.analyze.per_session import gap_rows, intervals_of, runs, runs_frame
 
@@ -332,23 +339,39 @@ def _ordered_on(
     new_records: pa.Table,
     fingerprints: Fingerprints,
     ctx: Context,
-    relinked: bool,
+    relinked: frozenset[tuple[str, int]],
     unstamped: frozenset[str],
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(behind, marks) with the committed `new_records` (passes.stream_records) judged against
     the kept marks; judged again from every record when some new one does not lie above its
     stream's mark (an audit reads a partition's offsets in increasing ranges; records that
-    came otherwise are judged right, at the cost of a pass), or when `relinked` (lineage.
-    relinks: a new source record moved a kept sink record into or out of its stream)."""
+    came otherwise are judged right, at the cost of a pass). The streams of the `relinked`
+    partitions (lineage.relinks: a new source record moved a kept sink record into or out of
+    a stream there) are judged again from their own records only."""
     new = order.records_of(new_records.filter(new_records["committed"]))
-    if relinked or not order.above(new, state.marks):
-        why = "kept sink copies' source positions changed"
-        why = why if relinked else "new records below their streams' marks"
-        log.info("order: %s, judged again from all", why)
+    behind, marks = _outside(state.behind, relinked), _outside(state.marks, relinked)
+    new = _outside(new, relinked)
+    if not order.above(new, marks):
+        log.info("order: new records below their streams' marks, judged again from all")
         judged = streams(fingerprints.whole, ctx, unstamped=unstamped).toArrow()
         return order.split(split_streams(judged)[1])
-    behind, marks = order.judge(new, state.marks)
-    return pd.concat([state.behind, behind], ignore_index=True), marks
+    behind_new, marks = order.judge(new, marks)
+    found = [behind, behind_new]
+    if relinked:
+        log.info("order: kept sink copies moved between streams in %d partitions", len(relinked))
+        judged = streams_in(fingerprints.whole, ctx, relinked, unstamped).toArrow()
+        behind_again, marks_again = order.split(split_streams(judged)[1])
+        found.append(behind_again)
+        marks = pd.concat([marks, marks_again], ignore_index=True)
+    return pd.concat(found, ignore_index=True), marks
+
+
+def _outside(frame: pd.DataFrame, partitions: frozenset[tuple[str, int]]) -> pd.DataFrame:
+    """The rows of `frame` (topic, partition, ...) outside the topic `partitions`."""
+    if not partitions or frame.empty:
+        return frame
+    keys = pd.MultiIndex.from_arrays([frame["topic"], frame["partition"].astype("int64")])
+    return frame[~keys.isin(list(partitions))].reset_index(drop=True)
 
 
 def present_in_runs(displaced: pa.Table | None, ctx: Context) -> pd.DataFrame | None:

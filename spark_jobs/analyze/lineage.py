@@ -131,14 +131,24 @@ def with_id_lineage(
     return fingerprints.where(~placed).unionByName(filled)
 
 
-def relinks(kept: DataFrame, added: DataFrame, ctx: Context, sinks: Collection[str]) -> bool:
-    """Whether an `added` committed source record holds the id of a `kept` committed sink
-    record without dgm-src of a sink its topic feeds (`sinks`: the kept unstamped_sinks):
-    that record's position appears or goes (its id became unique, or not), and what was
-    judged of its stream with it."""
+def relinks(
+    kept: DataFrame, added: DataFrame, ctx: Context, sinks: Collection[str]
+) -> frozenset[tuple[str, int]]:
+    """The (topic, partition) of the `kept` committed sink records without dgm-src, of a sink
+    its topic feeds (`sinks`: the kept unstamped_sinks), whose id an `added` committed source
+    record holds: that record's position appears or goes (its id became unique, or not), and
+    what was judged of its stream with it. Empty when none."""
     routes = _among(ctx, sinks)
     if not routes:
-        return False
-    copies = kept.where(_unstamped(routes)).select(F.col("topic").alias("sink"), "message_id")
+        return frozenset()
+    copies = kept.where(_unstamped(routes)).select(
+        F.col("topic").alias("sink"), "partition", "message_id"
+    )
     sources = _held(added, routes).select("sink", "message_id")
-    return not copies.join(sources, ["sink", "message_id"], "left_semi").isEmpty()
+    found = (
+        copies.join(sources, ["sink", "message_id"], "left_semi")
+        .select("sink", "partition")
+        .distinct()
+        .toArrow()
+    )
+    return frozenset(zip(found["sink"].to_pylist(), found["partition"].to_pylist(), strict=True))

@@ -170,6 +170,27 @@ def streams(
     return shuffled.mapInArrow(_in_partitions(stream_rows), STREAM_SPARK)
 
 
+def streams_in(
+    fingerprints: DataFrame,
+    ctx: Context,
+    partitions: Collection[tuple[str, int]],
+    unstamped: Collection[str] | None = None,
+) -> DataFrame:
+    """`streams` of the topic `partitions` only (every stream lies in one partition): their
+    records, joined by id (lineage.py) against the records holding their ids. What a cycle
+    judges again when kept sink records moved between streams (lineage.relinks)."""
+    chosen = fingerprints.sparkSession.createDataFrame(
+        sorted(partitions), "topic string, partition int"
+    )
+    wanted = fingerprints.join(F.broadcast(chosen), ["topic", "partition"], "left_semi")
+    ids = wanted.where(F.col("message_id").isNotNull()).select("message_id").distinct()
+    held = fingerprints.join(ids, "message_id", "left_semi")
+    shuffled = stream_records(wanted, ctx, held, unstamped).repartition(
+        _partitions(fingerprints), "topic", "partition", "stream"
+    )
+    return shuffled.mapInArrow(_in_partitions(stream_rows), STREAM_SPARK)
+
+
 def _partitions(frame: DataFrame, rows: int | None = None) -> int:
     """Partitions for a shuffle of `rows` fingerprints (None: not known): the session's
     shuffle partitions, more for more than ~1M rows each (pandas works faster on partitions
