@@ -159,6 +159,12 @@ def latency_histogram(buckets: pd.DataFrame) -> go.Figure:
         return _empty(title, "no delivery latency measured in this range")
     low = buckets["low_s"].clip(lower=buckets["high_s"] / 2**0.25)  # bucket 0 starts at 0
     middle = (low * buckets["high_s"]) ** 0.5
+    # Bucket 0: both arrivals interpolated inside one sampling interval, so no latency is
+    # told apart from zero there (docs/design.md, "Delivery latency").
+    spans = [
+        "under the arrivals' resolution" if lo == 0 else f"{lo:.3g}-{hi:.3g} s"
+        for lo, hi in zip(buckets["low_s"], buckets["high_s"], strict=True)
+    ]
     fig = go.Figure(
         [
             go.Bar(
@@ -166,9 +172,8 @@ def latency_histogram(buckets: pd.DataFrame) -> go.Figure:
                 y=buckets["records"],
                 width=buckets["high_s"] - low,
                 marker_color=BLUE,
-                customdata=buckets[["low_s", "high_s"]],
-                hovertemplate="%{customdata[0]:.3g}-%{customdata[1]:.3g} s: %{y} records"
-                "<extra></extra>",
+                customdata=spans,
+                hovertemplate="%{customdata}: %{y} records<extra></extra>",
                 name="records",
             )
         ]

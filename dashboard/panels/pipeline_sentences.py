@@ -135,8 +135,14 @@ def stages(v: pd.Series) -> str | None:
     if producer is None or pd.isna(producer):
         return None
     chain = " → ".join(topics(v.get("chain"))) or str(v["pipeline"])
+    gaps = v.get("producer_sequence_gaps")
+    missing = (
+        "its losses not measured: its producers stamp no dgm-seq"
+        if gaps is None or pd.isna(gaps)
+        else f"{ui.count(gaps)} records missing from its producers' sequences"
+    )
     return (
         f"**Producer stage**: {producer} ({ui.rate(v['producer_duplicate_rate'])} extra copies "
-        f"already in the source, {ui.count(v['producer_sequence_gaps'])} records missing from "
-        f"its producers' sequences) · **end to end** ({chain}): {v['end_to_end_achieved']}"
+        f"already in the source, {missing}) · **end to end** ({chain}): "
+        f"{v['end_to_end_achieved']}"
     )

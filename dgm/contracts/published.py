@@ -453,7 +453,8 @@ PIPELINE_STAGES = _table(
     (
         "producer_sequence_gaps",
         "BIGINT",
-        "records missing from the first sources' producer sessions (dgm-seq gaps)",
+        "records missing from the first sources' producer sessions (dgm-seq gaps); null when "
+        "no first source holds a record stamped with dgm-seq (not measured)",
     ),
     ("producer_achieved", "VARCHAR", f"the producer stage's semantic: {listing(Achieved)}"),
     (

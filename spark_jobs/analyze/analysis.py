@@ -86,7 +86,11 @@ def analyze(
         engine.state.counts, verdicts, pipeline_windows
     )
     stages = pipeline_stages(
-        config, verdicts, record_tables[tables.TOPIC_WINDOWS.name], record_tables[tables.LOST.name]
+        config,
+        verdicts,
+        record_tables[tables.TOPIC_WINDOWS.name],
+        record_tables[tables.LOST.name],
+        set(engine.state.runs["topic"]),  # the topics holding producer sessions' records
     )
     master = str(spark.sparkContext.master)
     lagged = lagged_group_offsets(samples["group_offsets"], samples["offsets"])

@@ -11,7 +11,7 @@ producer stage and every pipeline from the first source to the last sink (verdic
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -65,9 +65,16 @@ def _sequence_gaps(lost: pa.Table) -> dict[str, int]:
 
 
 def pipeline_stages(
-    config: DgmConfig, verdicts: Sequence[Row], topic_windows: pa.Table, lost: pa.Table
+    config: DgmConfig,
+    verdicts: Sequence[Row],
+    topic_windows: pa.Table,
+    lost: pa.Table,
+    sequenced: Collection[str] | None = None,
 ) -> list[Row]:
-    """The pipeline_stages rows (dgm.contracts.published.PIPELINE_STAGES), one per pipeline."""
+    """The pipeline_stages rows (dgm.contracts.published.PIPELINE_STAGES), one per pipeline.
+    `sequenced`: the topics holding records of producer sessions (dgm-producer and dgm-seq),
+    when known; a chain none of whose first sources holds any has its producers' sequence
+    gaps unmeasured (null), not none."""
     by_name: Mapping[str, PipelineConfig] = {p.name: p for p in config.pipelines}
     achieved = {row["pipeline"]: Achieved(row["achieved"]) for row in verdicts}
     totals = _topic_totals(topic_windows)
@@ -81,6 +88,7 @@ def pipeline_stages(
         copies = sum(r["duplicate_copies"] or 0 for r in held)
         distinct = sum(r["distinct_ids"] or 0 for r in held)
         missing = sum(gaps.get(n, 0) for n in firsts)
+        measured = sequenced is None or any(t in sequenced for t in sources)
         truncated = sum(r.get("truncated_records") or 0 for r in held)
         producer = verdict.achieved(
             records, copies, missing + truncated, 0, config.analysis.min_records
@@ -94,7 +102,7 @@ def pipeline_stages(
                 "producer_records": records,
                 "producer_duplicate_copies": copies,
                 "producer_duplicate_rate": copies / distinct if distinct else None,
-                "producer_sequence_gaps": missing,
+                "producer_sequence_gaps": missing if measured else None,
                 "producer_achieved": producer.value,
                 "end_to_end_achieved": verdict.compose(stages).value,
                 "producer_truncated_records": truncated,

@@ -160,3 +160,13 @@ def test_nothing_in_the_source_yet_is_no_evidence() -> None:
     assert row["producer_duplicate_rate"] is None
     assert row["producer_achieved"] == IE.value
     assert row["end_to_end_achieved"] == IE.value
+
+
+def test_sources_without_producer_sessions_leave_their_gaps_unmeasured() -> None:
+    config = _config(_pipeline("copy", ("orders",), ("orders-copy",)))
+    topics = _topic_rows([{"topic": "orders", "records": 10, "distinct_ids": 10}])
+    verdicts = [{"pipeline": "copy", "achieved": ALO.value}]
+    (row,) = pipeline_stages(config, verdicts, topics, _lost_rows([]), sequenced={"elsewhere"})
+    assert row["producer_sequence_gaps"] is None
+    (row,) = pipeline_stages(config, verdicts, topics, _lost_rows([]), sequenced={"orders"})
+    assert row["producer_sequence_gaps"] == 0
