@@ -1,6 +1,7 @@
 """What explaining costs: an analysis cycle over 10M fingerprints of pipelines that stamp no dgm
-header, with the explaining steps (docs/design.md, "Causes without dgm's headers", "Sink order
-from the id join", "Delivery latency") and without them, side by side in one process.
+header, with the explaining steps (docs/design.md, "Causes without dgm's headers", the id join
+of "Order, beside the delivery semantic", "Delivery latency") and without them, side by side
+in one process.
 
 bench/generated.py's pipelines, made header-free: dgm-producer, dgm-seq and dgm-src are
 dropped from every fingerprint (so every duplicate's cause is left to the evidence, and every

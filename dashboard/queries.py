@@ -146,6 +146,20 @@ def latency_histogram(pipeline: str, within: TimeRange | None = None) -> pd.Data
     )
 
 
+def slowest_late_records(
+    pipeline: str, within: TimeRange | None = None, limit: int = 10
+) -> pd.DataFrame:
+    """The pipeline's late records whose source record lies in the range, slowest first."""
+    return read_within(
+        f"""SELECT message_id, delay_s, measured_by, topic || '/' || partition || '/' || "offset"
+        AS source_record, first_copy, timestamp FROM late_records
+        WHERE pipeline = $pipeline AND {WITHIN} ORDER BY delay_s DESC LIMIT {int(limit)}""",
+        "timestamp",
+        within,
+        pipeline=pipeline,
+    )
+
+
 def pipeline_windows(within: TimeRange | None = None, pipeline: str | None = None) -> pd.DataFrame:
     """Windows in the range, of every pipeline or of one."""
     return read_within(

@@ -62,6 +62,7 @@ def _card(v: pd.Series, windows: pd.DataFrame, stale: bool) -> None:
                 key=f"spark-{v['pipeline']}",
             )
         _latency(v)
+        _slowest(v)
         _links(v)
 
 
@@ -82,6 +83,20 @@ def _latency(v: pd.Series) -> None:
         config={"displayModeBar": False},
         key=f"latency-{v['pipeline']}",
     )
+
+
+def _slowest(v: pd.Series) -> None:
+    """Its slowest late records, the evidence behind late_records (docs/design.md, "Late
+    records"), when it has any in the range."""
+    late = queries.slowest_late_records(str(v["pipeline"]), timerange.current())
+    if late.empty:
+        return
+    st.markdown(
+        f"**Slowest late records** ({ui.count(v.get('late_records'))} delivered later than "
+        "the pipeline's objective): each source record, how long its first sink copy took "
+        "and where that copy lies"
+    )
+    st.dataframe(late, hide_index=True, width="stretch", key=f"late-{v['pipeline']}")
 
 
 def _metrics(v: pd.Series) -> None:

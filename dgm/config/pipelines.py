@@ -124,6 +124,11 @@ class PipelineConfig:
     # with no sink copy once it is older than this is lost ("not in sink within max_delay");
     # a copy timestamped later than the record + max_delay is a late record (not lost).
     max_delay: str = ""
+    # Optional, under any claim: a duration like "30s", > 0. A checked record whose first sink
+    # copy became readable more than this after the record did (its delivery latency,
+    # docs/design.md "Late records") is a late record, listed in the late_records table. A
+    # deadline claim without one has max_delay, measured on timestamps, as its objective.
+    latency_objective: str = ""
     # Which source records the pipeline is meant to deliver: a Spark SQL predicate over the
     # source record as Spark's Kafka source gives it (key, value, topic, partition, offset,
     # timestamp, headers), e.g. "get_json_object(CAST(value AS STRING), '$.type') !=
@@ -154,6 +159,11 @@ class PipelineConfig:
         yield from empty_names("sink_topics", self.sink_topics)
         yield from _cluster_topic_problems(self)
         yield from self._claim_problems()
+        if self.latency_objective:
+            try:
+                duration(self.latency_objective)
+            except ValueError as error:
+                yield "latency_objective", str(error)
         if not self.sink_topics and self.external_sink is None:
             yield "", "expected sink_topics or an external_sink table, got neither"
         yield from (("expected", problem) for problem in predicate_problems(self.expected))
@@ -219,6 +229,10 @@ class PipelineConfig:
     def deadline(self) -> timedelta | None:
         """max_delay of a deadline claim; None for a group claim."""
         return duration(self.max_delay) if self.claim == "deadline" else None
+
+    def objective(self) -> timedelta | None:
+        """latency_objective as a duration; None when unset."""
+        return duration(self.latency_objective) if self.latency_objective else None
 
     def sink_names(self) -> tuple[str, ...]:
         """The sink topics, and for an external sink the name its fingerprints carry as their

@@ -163,8 +163,9 @@ VERDICTS = _table(
     (
         "late_records",
         "BIGINT",
-        "deadline claim: checked ids whose first sink copy is timestamped later than the "
-        "source record + max_delay (delivered late: not lost)",
+        "checked ids delivered later than the pipeline's objective (docs/design.md, \"Late "
+        "records\"): latency_objective by arrivals, else a deadline claim's max_delay by "
+        "timestamps; delivered late, not lost (the rows: late_records)",
     ),
     (
         "claim",
@@ -399,6 +400,27 @@ LOST = _table(
         f"{LossCause.TORN_COMMIT}: the first aborted sink record holding the id, "
         "'topic/partition/offset' (the evidence); null otherwise",
     ),
+)
+
+LATE_RECORDS = _table(
+    "late_records",
+    'Every late record (docs/design.md, "Late records"): a checked record delivered later '
+    "than its pipeline's objective after it; the slowest first is the slowest delivery.",
+    ("pipeline", "VARCHAR", "pipeline name"),
+    ("message_id", "VARCHAR", "its id"),
+    ("topic", "VARCHAR", "source topic"),
+    ("partition", "INTEGER", "source partition"),
+    ("offset", "BIGINT", "source offset"),
+    ("timestamp", "TIMESTAMPTZ", "source record timestamp"),
+    ("delay_s", "DOUBLE", "how long after the record its first sink copy came, seconds"),
+    (
+        "measured_by",
+        "VARCHAR",
+        "arrivals (latency_objective: when each became readable, from the LSO samples) | "
+        "timestamps (a deadline claim's max_delay: the copy's timestamp minus the record's)",
+    ),
+    ("first_copy", "VARCHAR", "the first sink copy by that measure, 'topic/partition/offset'"),
+    ("cluster", "VARCHAR", _CLUSTER_DOC),
 )
 
 OUT_OF_ORDER = _table(
@@ -672,6 +694,7 @@ TABLES: tuple[Table, ...] = (
     PARTITION_WINDOWS,
     DUPLICATES,
     LOST,
+    LATE_RECORDS,
     PIPELINE_STAGES,
     LATENCY_HISTOGRAM,
     PARTITION_OFFSETS,

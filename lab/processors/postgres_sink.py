@@ -16,7 +16,6 @@ from lab.processors.sqlite_sink import ID_COLUMN, SinkRow, checked_table
 INCREMENTAL_COLUMN = "row_id"
 
 
-
 def _offsets_table(table: str) -> sql.Identifier:
     return sql.Identifier(f"{table}_offsets")
 

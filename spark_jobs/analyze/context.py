@@ -40,6 +40,8 @@ class Context:
     window_us: int = 60_000_000
     # deadline-claim pipeline -> (deadline cutoff, max_delay), micros (claims.deadline_cutoffs)
     deadlines: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+    # pipeline -> its latency_objective, micros (late.py): late records by arrivals
+    objectives: Mapping[str, int] = field(default_factory=dict)
     # pipeline -> its `expected` predicate ("" for none): the fingerprints' filtered_by and
     # filter_undecided_by were marked under these (the engine rebuilds when they change)
     expected: Mapping[str, str] = field(default_factory=dict)
@@ -152,6 +154,11 @@ def context(
         cutoff_us=claims.cutoff_us(now, config.analysis.grace_s),
         window_us=config.analysis.window_s * _MICROS,
         deadlines=claims.deadline_cutoffs(config, now),
+        objectives={
+            p.name: round(o.total_seconds() * _MICROS)
+            for p in config.pipelines
+            if (o := p.objective()) is not None
+        },
         expected={p.name: p.expected.strip() for p in config.pipelines},
         sampled=config.topic_one_in(),
     )

@@ -25,7 +25,7 @@ from spark_jobs.analyze.publish import conform_arrow
 
 KEYS = ["kind", "pipeline", "topic", "partition", "window_us", "total"]
 COUNT_KINDS = ("pipeline", "topic", "partition", KIND)
-RECORD_KINDS = ("duplicates", "lost")
+RECORD_KINDS = ("duplicates", "lost", "late")
 SPANS = ["first_checked_us", "last_checked_us"]
 _NONE = "\u0000"  # a null name in a key (names hold no NUL)
 _STAMP = pa.timestamp("us", tz="UTC")
@@ -128,6 +128,15 @@ def record_table(records: pa.Table, kind: str, table: tables.Table) -> pa.Table:
     rows = records.filter(pc.equal(records["kind"], kind))
     stamps = rows["timestamp_us"].cast(_STAMP)
     return conform_arrow(rows.append_column("timestamp", stamps), table)
+
+
+def late_table(records: pa.Table) -> pa.Table:
+    """The late rows of kept record rows as the late_records table, slowest first."""
+    rows = record_table(records, "late", tables.LATE_RECORDS)
+    delays = records.filter(pc.equal(records["kind"], "late"))["delay_us"]
+    seconds = pc.divide(delays.cast(pa.float64()), 1e6)
+    table = rows.set_column(rows.schema.get_field_index("delay_s"), "delay_s", seconds)
+    return table.take(pc.sort_indices(table, [("delay_s", "descending")]))
 
 
 def gap_table(lost: pd.DataFrame) -> pa.Table:

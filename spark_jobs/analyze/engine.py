@@ -100,6 +100,8 @@ def rebuild_reason(
         return "id samples changed"
     if old.expected != ctx.expected:
         return "a pipeline's expected records changed"
+    if old.objectives != ctx.objectives:
+        return "a pipeline's latency objective changed"
     if old.sink_held_from != ctx.sink_held_from or state.known.held_from != known.held_from:
         return "oldest held records changed"
     if ctx.cutoff_us < old.cutoff_us:
@@ -408,6 +410,7 @@ def published(
     return {
         tables.DUPLICATES.name: tally.record_table(state.records, "duplicates", tables.DUPLICATES),
         tables.LOST.name: lost,
+        tables.LATE_RECORDS.name: tally.late_table(state.records),
         tables.TOPIC_WINDOWS.name: tally.topic_windows(counts),
         tables.PARTITION_WINDOWS.name: tally.partition_windows(counts),
         tables.OUT_OF_ORDER.name: tally.out_of_order_table(state.behind, attributed),

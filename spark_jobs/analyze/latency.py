@@ -33,26 +33,6 @@ def bucket_bounds_s(bucket: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return low, 2.0 ** ((b + 1) / BUCKETS_PER_OCTAVE) / 1e6
 
 
-def latency_rows(checked: pd.DataFrame, sinks: pd.DataFrame, arrived_us: pd.Series) -> pd.DataFrame:
-    """(pipeline, ts, has_ts, bucket) per pipeline and checked id with a sink copy whose
-    arrivals are both known: its first checked source row (by timestamp, topic, partition,
-    offset), against the first readable of the id's committed sink copies. `arrived_us`:
-    arrival micros (NaN when unknown) by per_id's `_row`."""
-    found = checked[~checked["counted"] & ~checked["is_beyond"]]
-    first = found.sort_values(
-        ["pipeline", "message_id", "ts", "topic", "partition", "offset"]
-    ).drop_duplicates(["pipeline", "message_id"])
-    copies = sinks[sinks["has_id"]]
-    copies = copies.assign(arrived=arrived_us.reindex(copies["_row"].to_numpy()).to_numpy())
-    readable = copies.groupby(["pipeline", "message_id"])["arrived"].min().rename("copy_us")
-    first = first.assign(source_us=arrived_us.reindex(first["_row"].to_numpy()).to_numpy()).merge(
-        readable.reset_index(), on=["pipeline", "message_id"]
-    )
-    measured = first[first["source_us"].notna() & first["copy_us"].notna()]
-    latency = measured["copy_us"] - measured["source_us"]
-    return measured[["pipeline", "ts", "has_ts"]].assign(bucket=bucket_of(latency.to_numpy()))
-
-
 def quantiles(histogram: pd.DataFrame, qs: tuple[float, ...]) -> pd.DataFrame:
     """Per pipeline of `histogram` (pipeline, bucket, records): each quantile q as the upper
     bound (seconds) of the bucket holding the q-th record, `max` the highest non-empty

@@ -18,10 +18,10 @@ transactions.
 A pipeline with a **deadline** claim (claim = "deadline") has no claimed offset: its source
 record is checked once it is committed, identified and timestamped before now - max_delay (the
 deadline cutoff, per pipeline; the grace cutoff does not apply), and its id is lost when no
-sink copy exists by then (cause 'not in sink within max_delay'). A checked id whose first sink
-copy (by timestamp) is later than its first checked source record + max_delay is a **late
-record**: never lost, counted. One id is lost or late, never both: lost needs no copy, late a
-copy; a copy arriving after the loss was counted makes it late when its id is worked out again.
+sink copy exists by then (cause 'not in sink within max_delay'). A checked id delivered later
+than that is a **late record** (late.py): never lost, counted. One id is lost or late, never
+both: lost needs no copy, late a copy; a copy arriving after the loss was counted makes it late
+when its id is worked out again.
 
 **Beyond retention** (docs/design.md): dgm holds a partition's history from its first offset,
 or from a later one when older records are gone (claims.held_from). A checked record
@@ -87,22 +87,6 @@ def lost(
         .drop_duplicates(["pipeline", "message_id"])
     )
     return checked, first
-
-
-def late(checked: pd.DataFrame, sinks: pd.DataFrame, deadlines: pd.DataFrame) -> pd.DataFrame:
-    """Late records: per deadline pipeline and checked id with a sink copy, its first checked
-    source row when the id's first committed sink copy (by timestamp) is later than that
-    row's timestamp + max_delay. `checked` as lost() gives it; untimed copies never count."""
-    found = checked[~checked["counted"] & ~checked["is_beyond"]]
-    found = found[found["pipeline"].isin(deadlines["pipeline"])]
-    first = found.sort_values(
-        ["pipeline", "message_id", "ts", "topic", "partition", "offset"]
-    ).drop_duplicates(["pipeline", "message_id"])
-    copies = sinks[sinks["has_id"] & sinks["has_ts"]]
-    arrived = copies.groupby(["pipeline", "message_id"])["ts"].min().rename("first_copy_us")
-    first = first.merge(arrived.reset_index(), on=["pipeline", "message_id"])
-    delay = first["pipeline"].map(deadlines.set_index("pipeline")["max_delay_us"])
-    return first[first["first_copy_us"] > first["ts"] + delay]
 
 
 def first_aborted_copies(aborted: pd.DataFrame) -> pd.DataFrame:

@@ -1,7 +1,7 @@
 """The rows the per-partition passes (per_id, per_session) give the engine: one Arrow schema
 for every kind, so one `mapInArrow` per pass and one persisted frame per cycle.
 
-`kind` says what a row is: a `duplicates` or `lost` row (the published row, plus the keys
+`kind` says what a row is: a `duplicates`, `lost` or `late` row (the published row, plus the keys
 the engine needs), or partial counts per `pipeline`, `topic` or `partition` window that
 the engine sums per key. Times travel as micros (int64): NO_TIME in pandas, null here.
 """
@@ -73,6 +73,10 @@ SCHEMA = pa.schema(
         ("source_topic", pa.string()),
         ("source_partition", pa.int64()),
         ("source_offset", pa.int64()),
+        # a late record's (late.py): its delay, how it was measured, its first sink copy
+        ("delay_us", pa.int64()),
+        ("measured_by", pa.string()),
+        ("first_copy", pa.string()),
     ]
 )
 # Taken from the fingerprints as they are (exact types), not rebuilt from pandas.

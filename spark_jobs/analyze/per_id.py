@@ -19,6 +19,7 @@ import pyarrow as pa
 from dgm.contracts.clusters import EXTERNAL_PREFIX
 from dgm.contracts.vocabulary import LossCause
 from spark_jobs.analyze import duplicates as duplicate_rules
+from spark_jobs.analyze import late as late_rules
 from spark_jobs.analyze import loss as loss_rules
 from spark_jobs.analyze.context import Context
 from spark_jobs.analyze.id_frame import (
@@ -31,7 +32,7 @@ from spark_jobs.analyze.id_frame import (
     row_pairs,
 )
 from spark_jobs.analyze.latency import KIND as LATENCY
-from spark_jobs.analyze.latency import latency_rows
+from spark_jobs.analyze.latency import bucket_of
 from spark_jobs.analyze.output import rows_of
 from spark_jobs.analyze.per_id_counts import (
     counted,
@@ -193,12 +194,41 @@ def loss(
 
 
 def late(
-    checked: pd.DataFrame, sinks: pd.DataFrame, context: Context, names: Names
+    checked: pd.DataFrame,
+    sinks: pd.DataFrame,
+    arrived_us: pd.Series,
+    context: Context,
+    names: Names,
 ) -> pd.DataFrame:
-    """loss.late: the late records of the deadline pipelines (none without one)."""
-    if not context.deadlines:
-        return checked.iloc[0:0]
-    return loss_rules.late(checked, sinks, deadlines(context, names))
+    """late.late: the late records of the pipelines with a latency objective (by arrivals)
+    and of the deadline pipelines without one (by timestamps); none without either."""
+    objectives = {names.pipeline(p): us for p, us in context.objectives.items()}
+    by_deadline = {
+        names.pipeline(p): delay
+        for p, (_, delay) in context.deadlines.items()
+        if p not in context.objectives
+    }
+    if not objectives and not by_deadline:
+        return late_rules.none(checked)
+    return late_rules.late(
+        late_rules.first_checked(checked), sinks, arrived_us, objectives, by_deadline
+    )
+
+
+def late_rows(found: pd.DataFrame, names: Names) -> pd.DataFrame:
+    """Late records as output rows: the source record (topic, partition, offset by `_row`),
+    its delay, how it was measured and its first sink copy as 'topic/partition/offset'."""
+    copy = found["copy_topic"].astype("int64")
+    first_copy = [
+        f"{t}/{p}/{o}"
+        for t, p, o in zip(names.topic_names(copy), found["copy_partition"].astype("int64"),
+                           found["copy_offset"].astype("int64"), strict=True)
+    ]  # fmt: skip
+    return found[["pipeline", "message_id", "topic", "partition", "_row"]].assign(
+        delay_us=found["delay_us"].round().astype("int64"),
+        measured_by=found["measured_by"].astype(object),
+        first_copy=pd.Series(first_copy, index=found.index, dtype=object),
+    )
 
 
 def loss_causes(first_lost: pd.DataFrame, context: Context, names: Names) -> pd.Series:
@@ -277,6 +307,8 @@ def per_id_rows(batch: pa.Table, context: Context) -> pa.Table:
     checked, first_lost = loss(sources, sinks, context, names)
     first_lost = with_causes(first_lost, aborted, context, names)
     w = context.window_us
+    arrived = arrivals_of(batch)
+    late_found = late(checked, sinks, arrived, context, names)
     counts = pipeline_counts(
         sinks,
         duplicate_rows,
@@ -285,7 +317,7 @@ def per_id_rows(batch: pa.Table, context: Context) -> pa.Table:
         loss_rules.aborted_reads(held, sinks),
         unidentified,
         w,
-        late(checked, sinks, context, names),
+        late_found,
         flagged,
     )
     topics, partitions = topic_counts(frame, copied, w), partition_counts(frame, copied, w)
@@ -296,18 +328,25 @@ def per_id_rows(batch: pa.Table, context: Context) -> pa.Table:
         pipeline=named(counts, names),
         topic=named(topics, names),
         partition=named(partitions, names),
-        **{LATENCY: named(latency_counts(checked, sinks, batch, w), names)},
+        late=named(late_rows(late_found, names), names),
+        **{LATENCY: named(latency_counts(checked, sinks, arrived, w), names)},
     )
 
 
 def latency_counts(
-    checked: pd.DataFrame, sinks: pd.DataFrame, batch: pa.Table, window_us: int
+    checked: pd.DataFrame, sinks: pd.DataFrame, arrived_us: pd.Series, window_us: int
 ) -> pd.DataFrame:
     """(pipeline, window_us, partition = latency bucket, delivered, total) of the checked
-    records whose delivery latency is known (latency.latency_rows)."""
-    stamps = batch.column("arrived_at").cast(pa.timestamp("us", tz="UTC")).cast(pa.int64())
-    arrived = stamps.to_pandas().astype("float64")
-    found = latency_rows(checked, sinks, arrived)
-    rows = counted(found, window_us, delivered=1).assign(partition=found["bucket"].to_numpy())
+    records whose delivery latency is known (late.by_arrivals)."""
+    found = late_rules.by_arrivals(late_rules.first_checked(checked), sinks, arrived_us)
+    rows = counted(found, window_us, delivered=1).assign(
+        partition=bucket_of(found["delay_us"].to_numpy())
+    )
     summed = rows.groupby(["pipeline", "window_us", "partition"], as_index=False).sum()
     return summed.assign(total=False)
+
+
+def arrivals_of(batch: pa.Table) -> pd.Series:
+    """Each row's arrival micros (NaN when unknown), by its `_row`."""
+    stamps = batch.column("arrived_at").cast(pa.timestamp("us", tz="UTC")).cast(pa.int64())
+    return stamps.to_pandas().astype("float64")

@@ -67,6 +67,17 @@ def test_overview_shows_the_producer_stage_without_a_click(app: AppTest) -> None
     assert any("Producer stage" in t and "1.00% extra copies" in t for t in markdown(at))
 
 
+def test_a_pipelines_card_lists_its_slowest_late_records(app: AppTest) -> None:
+    at = app.run()
+    at.query_params["pipeline"] = "orders-alo"
+    _select(at, "Details of").select("orders-alo").run()
+    assert any("Slowest late records" in t and "2 delivered later" in t for t in markdown(at))
+    (late,) = [d.value for d in at.dataframe if "delay_s" in d.value]
+    assert late["message_id"].tolist() == ["ord-0043", "ord-0042"]  # slowest first
+    assert late["first_copy"].tolist() == ["orders-enriched/0/44", "orders-enriched/1/40"]
+    assert late["source_record"].tolist() == ["orders/0/43", "orders/0/42"]
+
+
 def test_overview_shows_the_delivery_latency_and_the_cause_mix(app: AppTest) -> None:
     at = app.run()
     table = _table(at).set_index("pipeline")

@@ -1,5 +1,5 @@
-"""Delivery latency (spark_jobs/analyze/latency.py): buckets, quantiles within a bucket, and
-the per-record rule on hand-made rows."""
+"""Delivery latency (spark_jobs/analyze/latency.py): buckets and quantiles within a bucket
+(the per-record rule: test_late.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pandas as pd
 from hypothesis import given
 from hypothesis import strategies as st
 
-from spark_jobs.analyze.latency import bucket_bounds_s, bucket_of, latency_rows, quantiles
+from spark_jobs.analyze.latency import bucket_bounds_s, bucket_of, quantiles
 
 
 @given(st.floats(min_value=1.0, max_value=1e12, allow_nan=False))
@@ -30,28 +30,3 @@ def test_a_quantile_is_within_one_bucket_above_the_exact_one(seconds: list[float
         assert exact <= got[column] * (1 + 1e-9) <= exact * 2**0.25 * (1 + 1e-9) + 1e-6
     assert got["measured"] == len(seconds)
     assert max(seconds) <= got["max"] * (1 + 1e-9) <= max(seconds) * 2**0.25 * (1 + 1e-9) + 1e-6
-
-
-def test_the_latency_is_first_readable_sink_copy_minus_the_source_record() -> None:
-    # Rows as loss.lost gives checked and per_id its sinks: pipeline 0, ids 1 and 2.
-    checked = pd.DataFrame(
-        {"pipeline": [0, 0, 0], "message_id": [1, 1, 2], "ts": [10, 20, 30],
-         "has_ts": True, "topic": 0, "partition": 0, "offset": [5, 6, 7],
-         "_row": [0, 1, 2], "counted": [False, False, True], "is_beyond": False}
-    )  # fmt: skip
-    sinks = pd.DataFrame({"pipeline": 0, "message_id": [1, 1], "has_id": True, "_row": [3, 4]})
-    arrived = pd.Series([1_000_000.0, 1_500_000.0, 2_000_000.0, 9_000_000.0, 4_000_000.0])
-    rows = latency_rows(checked, sinks, arrived)
-    # id 1: its first checked record (row 0, arrived 1 s), its first readable copy (4 s);
-    # id 2 is lost (counted): no latency.
-    assert rows["bucket"].tolist() == bucket_of(np.array([3_000_000.0])).tolist()
-    assert rows["ts"].tolist() == [10]
-
-
-def test_an_unknown_arrival_measures_nothing() -> None:
-    checked = pd.DataFrame(
-        {"pipeline": [0], "message_id": [1], "ts": [10], "has_ts": True, "topic": 0,
-         "partition": 0, "offset": [5], "_row": [0], "counted": False, "is_beyond": False}
-    )  # fmt: skip
-    sinks = pd.DataFrame({"pipeline": [0], "message_id": [1], "has_id": True, "_row": [1]})
-    assert latency_rows(checked, sinks, pd.Series([np.nan, 4e6])).empty

@@ -82,6 +82,17 @@ def duplicates() -> list[Row]:
     ]
 
 
+def late_records() -> list[Row]:
+    """orders-alo's two late records (its verdict counts them), the slower listed second."""
+    base = {"pipeline": "orders-alo", "topic": "orders", "partition": 0, "measured_by": "arrivals"}
+    return [
+        {**base, "message_id": "ord-0042", "offset": 42, "timestamp": 500, "delay_s": 12.5,
+         "first_copy": "orders-enriched/1/40"},
+        {**base, "message_id": "ord-0043", "offset": 43, "timestamp": 499, "delay_s": 31.0,
+         "first_copy": "orders-enriched/0/44"},
+    ]  # fmt: skip
+
+
 def lost() -> list[Row]:
     base = {"pipeline": "payments-eos", "topic": "payments", "missing": 1}
     cause = "not in sink (below the committed offset, past the grace period)"

@@ -28,7 +28,13 @@ import duckdb
 
 from dgm.contracts.published import PUBLISHED_FILE, TABLES
 from dgm.contracts.published_views import create_views
-from tests.support.published_world.evidence import duplicates, log_anomalies, lost, out_of_order
+from tests.support.published_world.evidence import (
+    duplicates,
+    late_records,
+    log_anomalies,
+    lost,
+    out_of_order,
+)
 from tests.support.published_world.samples import (
     faults,
     group_status,
@@ -118,6 +124,7 @@ def build(state_dir: Path, *, now: datetime | None = None, finished_ago_s: int =
         "partition_windows": partition_windows,
         "duplicates": dups,
         "lost": lost(),
+        "late_records": late_records(),
         "out_of_order": out_of_order(),
         "partition_offsets": offsets,
         "group_lag": lag,

@@ -59,6 +59,7 @@ def _exact_verdicts() -> list[Row]:
         {
             **common,
             "pipeline": "orders-alo",
+            "late_records": 2,  # evidence.late_records
             "declared": "at-least-once",
             "achieved": "at-least-once",
             "meets_declared": True,
