@@ -44,6 +44,7 @@ FAST_S, SLOW_S, RECOVERED_S = 10.0, 20.0, 25.0
 SLOW_PER_S = PRODUCE_PER_S / 2  # slowed: the backlog grows by 10 records a second
 WINDOW_S = 5
 SLOW_P99_S = 4.0  # the alert's threshold: reached ~8 s into the slow phase, far above a fast copy
+OBJECTIVE_S = 6.0  # the pipeline's latency_objective: records slower are late
 
 
 @dataclass
@@ -131,6 +132,7 @@ def test_delivery_latency_follows_the_relay_and_its_alert_fires_and_clears(
             consumer_group=group,
             declared_semantic="at-least-once",
             message_id=MessageIdRule("key", ""),
+            latency_objective=f"{OBJECTIVE_S:g}s",
         ),
     )
     config = load_config(config_path)
@@ -175,3 +177,17 @@ def test_delivery_latency_follows_the_relay_and_its_alert_fires_and_clears(
         print(f"p{q * 100:g}: dgm {found:.2f} s, the logs {exact:.2f} s")
         assert exact - slack <= found <= exact * 2**0.25 + slack, (q, found, exact)
     assert measured >= 0.9 * len(truth)
+
+    # Late records: every record the logs say took clearly longer than the objective is
+    # listed, none that clearly did not; a record within the arrivals' resolution of the
+    # objective may fall either way.
+    with open_read_only(published_path(state)) as db:
+        listed = dict(db.execute("SELECT message_id, delay_s FROM late_records").fetchall())
+        (counted,) = db.execute("SELECT late_records FROM verdicts").fetchone() or (None,)
+    took = {k: logs.copied[k] - logs.sent[k] for k in logs.copied if k in logs.sent}
+    surely = {k for k, s in took.items() if s > OBJECTIVE_S + slack}
+    maybe = {k for k, s in took.items() if s > OBJECTIVE_S - slack}
+    print(f"late: dgm {len(listed)}, the logs {len(surely)} surely and {len(maybe)} at most")
+    assert surely and surely <= set(listed) <= maybe
+    assert counted == len(listed)
+    assert all(abs(delay - took[k]) <= slack for k, delay in listed.items())

@@ -257,6 +257,18 @@ def test_a_group_claim_needs_its_group(tmp_path: Path) -> None:
 DEADLINE = PIPELINE.replace('consumer_group = "orders-app"\n', 'claim = "deadline"\n')
 
 
+def test_a_latency_objective_under_any_claim_names_its_key_when_wrong(tmp_path: Path) -> None:
+    grouped = load_text(tmp_path, PIPELINE + 'latency_objective = "30s"\n').pipelines[0]
+    assert grouped.objective() == timedelta(seconds=30)
+    timed = DEADLINE + 'max_delay = "5m"\nlatency_objective = "2s"\n'
+    assert load_text(tmp_path, timed).pipelines[0].objective() == timedelta(seconds=2)
+    assert pipeline().objective() is None
+    assert error_for(tmp_path, PIPELINE + 'latency_objective = "soon"\n') == (
+        'dgm.toml: pipelines[0].latency_objective: expected a duration > 0 like "30s", "5m", '
+        '"1h" (s, m, h or d), got \'soon\''
+    )
+
+
 def test_a_deadline_claim_needs_no_group_and_a_max_delay(tmp_path: Path) -> None:
     loaded = load_text(tmp_path, DEADLINE + 'max_delay = "5m"\n').pipelines[0]
     assert (loaded.claim, loaded.consumer_group) == ("deadline", "")
