@@ -1,4 +1,5 @@
-"""An embedded Apache Kafka cluster (KRaft combined mode) on loopback, owned by dgm.
+"""An embedded Apache Kafka cluster on loopback, owned by dgm: any supported Kafka version
+(embedded_kafka.versions), in KRaft combined mode or, for 3.x, with a ZooKeeper of its own.
 
 Its description (ports, pids, folders) is kept in `<state_dir>/broker/cluster.json`, so that
 `dgm broker start`, `status` and `stop` run as separate commands and tests can attach to it.
@@ -28,13 +29,16 @@ from embedded_kafka.java import find_java
 from embedded_kafka.properties import (
     LOOPBACK,
     NodePorts,
-    log4j2_properties,
+    logging_config,
     render_properties,
     server_properties,
+    storage_format_arguments,
 )
-from embedded_kafka.readiness import wait_for_brokers
+from embedded_kafka.readiness import cluster_id_of, wait_for_brokers
 from embedded_kafka.security import SaslSetup
 from embedded_kafka.security import server_properties as sasl_properties
+from embedded_kafka.versions import KafkaRelease
+from embedded_kafka.zookeeper import ZooKeeperServer
 
 DEFAULT_HEAP = os.environ.get("DGM_BROKER_HEAP", "512m")
 
@@ -84,7 +88,10 @@ class EmbeddedCluster:
     die_with_parent: bool = False
     # A SASL listener and ACLs enforced (embedded_kafka.security); None: PLAINTEXT only.
     sasl: SaslSetup | None = None
+    # The Kafka version and mode; a KAFKA_HOME distribution's own version replaces it.
+    release: KafkaRelease = field(default_factory=KafkaRelease)
     nodes: list[BrokerNode] = field(default_factory=list)
+    zookeeper: ZooKeeperServer | None = None  # in ZooKeeper mode only
     cluster_id: str = ""
     classpath: str = ""
 
@@ -97,6 +104,11 @@ class EmbeddedCluster:
         """What the command line of each of this cluster's JVMs, and of no other cluster's,
         contains: several clusters run side by side, one state_dir each."""
         return f"{self.folder}{os.sep}"
+
+    @property
+    def zookeeper_marker(self) -> str:
+        """What the command line of this cluster's ZooKeeper, if it has one, contains."""
+        return str(self.folder / "zookeeper" / "zoo.cfg")
 
     @property
     def bootstrap_servers(self) -> str:
@@ -136,6 +148,8 @@ class EmbeddedCluster:
         """Format (first time or `fresh`) and start every broker; return once all answer."""
         if self.brokers not in (1, 3):
             raise ClusterError(f"--brokers must be 1 or 3, got {self.brokers}")
+        if self.sasl and self.release.zookeeper:
+            raise ClusterError("the embedded SASL listener and ACLs need KRaft mode")
         existing = EmbeddedCluster.load(self.state_dir)
         if existing is not None and existing.running_nodes():
             raise ClusterError(
@@ -143,8 +157,18 @@ class EmbeddedCluster:
                 f"(state {self.folder}); stop it first with `dgm broker stop`"
             )
         java = find_java()
-        self.classpath = (distribution or resolve_distribution()).classpath
-        reuse = existing is not None and existing.brokers == self.brokers and not fresh
+        distribution = distribution or resolve_distribution(kafka_version=self.release.version)
+        known = distribution.known_version
+        if known and known != self.release.version:
+            self.release = self.release.with_version(known)  # a KAFKA_HOME of another version
+        self.classpath = distribution.classpath
+        if existing is not None:
+            existing.stop()  # a ZooKeeper or a half-started broker left over holds its data
+        reuse = (
+            existing is not None
+            and (existing.brokers, existing.release) == (self.brokers, self.release)
+            and not fresh
+        )
         if existing is not None and not reuse:
             shutil.rmtree(self.folder)
         self.cluster_id = existing.cluster_id if reuse and existing else _new_cluster_id()
@@ -153,29 +177,41 @@ class EmbeddedCluster:
             self._write_node_files(node)
             if not (node.folder / "data" / "meta.properties").exists():
                 self._format(java, node)
-        for node in self.nodes:
-            self._spawn(java, node)
-        self.save()
         try:
+            self._ensure_zookeeper(java)
+            for node in self.nodes:
+                self._spawn(java, node)
+            self.save()
             wait_for_brokers(
                 self.bootstrap_servers, set(self.node_ids()), timeout, self._first_death
             )
-        except Exception:
+        except BaseException:
             self.stop()
             raise
+        if self.zookeeper is not None:  # the brokers drew the cluster id in ZooKeeper
+            self.cluster_id = cluster_id_of(self.bootstrap_servers)
+            self.save()
 
     def stop(self, timeout: float = 45.0) -> list[int]:
-        """Stop every broker (clean shutdown, SIGKILL after `timeout`); idempotent."""
+        """Stop every broker, then its ZooKeeper if it has one (clean shutdown, SIGKILL after
+        `timeout`); idempotent."""
         # Found by command line, not by recorded pid: a half-started or forgotten broker of
         # this cluster is stopped too. The marker ends with a separator, so a second cluster
         # whose path merely starts with this one's folder (state dirs `s` and `s/broker-b`)
         # is left running.
         marker = self.process_marker
-        stubborn = processes.terminate(processes.find_pids(marker), marker, timeout)
+        zookeeper = processes.find_pids(self.zookeeper_marker)
+        brokers = [pid for pid in processes.find_pids(marker) if pid not in zookeeper]
+        stubborn = processes.terminate(brokers, marker, timeout)
+        # ZooKeeper last: a broker's clean shutdown goes through it.
+        stubborn += processes.terminate(zookeeper, marker, timeout)
         for node in self.nodes:
             if node.process is not None:
                 node.process.wait()
             node.pid, node.process = None, None
+        if self.zookeeper is not None and self.zookeeper.process is not None:
+            self.zookeeper.process.wait()
+            self.zookeeper.process = None
         if self.nodes:
             self.save()
         return stubborn
@@ -197,7 +233,9 @@ class EmbeddedCluster:
         node = self.node(node_id)
         if node.alive():
             return
-        self._spawn(find_java(), node)
+        java = find_java()
+        self._ensure_zookeeper(java)
+        self._spawn(java, node)
         self.save()
         wait_for_brokers(self.bootstrap_servers, {node_id}, timeout, self._first_death)
 
@@ -207,6 +245,7 @@ class EmbeddedCluster:
         answer."""
         stopped = [node for node in self.nodes if not node.alive()]
         java = find_java()
+        self._ensure_zookeeper(java)
         for node in stopped:
             self._spawn(java, node)
         self.save()
@@ -222,6 +261,9 @@ class EmbeddedCluster:
         description = {
             "brokers": self.brokers,
             "cluster_id": self.cluster_id,
+            "kafka_version": self.release.version,
+            "mode": self.release.mode,
+            "zookeeper_port": self.zookeeper.port if self.zookeeper else 0,
             "classpath": self.classpath,
             "heap": self.heap,
             "overrides": self.overrides,
@@ -253,7 +295,15 @@ class EmbeddedCluster:
             cluster_id=str(data["cluster_id"]),
             classpath=str(data.get("classpath", "")),
             sasl=SaslSetup.from_json(data["sasl"]) if data.get("sasl") else None,
+            release=KafkaRelease(
+                str(data.get("kafka_version", KafkaRelease().version)),
+                str(data.get("mode", KafkaRelease().mode)),
+            ),
         )
+        if data.get("zookeeper_port"):
+            cluster.zookeeper = ZooKeeperServer(
+                cluster.folder / "zookeeper", int(data["zookeeper_port"])
+            )
         cluster.nodes = [
             BrokerNode(NodePorts(**n["ports"]), Path(n["folder"]), n["pid"]) for n in data["nodes"]
         ]
@@ -268,7 +318,11 @@ class EmbeddedCluster:
 
     def _assign_ports(self) -> None:
         each = 5 if self.sasl else 4
-        ports = lasting_ports(each * self.brokers)  # kept across restarts
+        zookeeper = self.release.zookeeper
+        ports = lasting_ports(each * self.brokers + zookeeper)  # kept across restarts
+        self.zookeeper = None
+        if zookeeper:
+            self.zookeeper = ZooKeeperServer(self.folder / "zookeeper", ports[-1])
         self.nodes = []
         for index in range(self.brokers):
             p = ports[each * index : each * index + each]
@@ -289,9 +343,18 @@ class EmbeddedCluster:
             [n.ports for n in self.nodes],
             node.folder / "data",
             {**security, **self.overrides},
+            release=self.release,
+            zookeeper_connect=self.zookeeper.connect if self.zookeeper else "",
         )
         node.properties_file.write_text(render_properties(props))
-        (node.folder / "log4j2.properties").write_text(log4j2_properties(node.log_file))
+        logging = logging_config(self.release, node.folder, node.log_file)
+        logging.path.write_text(logging.text)
+
+    def _ensure_zookeeper(self, java: Path) -> None:
+        if self.zookeeper is not None and not self.zookeeper.alive():
+            self.zookeeper.start(
+                java, self.classpath, self.release, die_with_parent=self.die_with_parent
+            )
 
     def _spawn(self, java: Path, node: BrokerNode) -> None:
         node.process = processes.spawn(
@@ -308,7 +371,7 @@ class EmbeddedCluster:
             f"-Xms{min(256, _megabytes(self.heap))}m",
             "-XX:+UseG1GC",
             "-Djava.awt.headless=true",
-            f"-Dlog4j2.configurationFile={node.folder / 'log4j2.properties'}",
+            logging_config(self.release, node.folder, node.log_file).jvm_option,
             *(f"-D{k}={v}" for k, v in (self.sasl.jvm_properties() if self.sasl else {}).items()),
             "-cp",
             self.classpath,
@@ -318,14 +381,13 @@ class EmbeddedCluster:
         return [*self._jvm(java, node), BROKER_MAIN, str(node.properties_file)]
 
     def _format(self, java: Path, node: BrokerNode) -> None:
+        arguments = storage_format_arguments(self.release, self.cluster_id, node.properties_file)
+        if not arguments:
+            return  # a ZooKeeper-mode broker writes its meta.properties itself
         command = [
             *self._jvm(java, node),
             STORAGE_TOOL,
-            "format",
-            "--ignore-formatted",
-            f"--cluster-id={self.cluster_id}",
-            "-c",
-            str(node.properties_file),
+            *arguments,
             *(self.sasl.format_arguments() if self.sasl else []),
         ]
         result = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)

@@ -41,11 +41,16 @@ class KafkaDistribution:
 
     @property
     def version(self) -> str:
+        return self.known_version or "unknown"
+
+    @property
+    def known_version(self) -> str | None:
+        """The Kafka version its kafka_2.13 jar names; None if it names none."""
         for jar in self.libs.glob(f"kafka_{SCALA_VERSION}-*.jar"):
             stem = jar.name.removeprefix(f"kafka_{SCALA_VERSION}-").removesuffix(".jar")
             if stem[:1].isdigit() and "-" not in stem:
                 return stem
-        return "unknown"
+        return None
 
 
 def _stderr(message: str) -> None:

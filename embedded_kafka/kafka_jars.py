@@ -25,7 +25,8 @@ from embedded_kafka.maven_central import (
     repository_url,
 )
 
-# The one Kafka version dgm runs: its broker, the lab's Kafka Streams and MirrorMaker 2.
+# dgm's default Kafka version: the broker's unless another supported one is asked for
+# (embedded_kafka.versions), and the only one of the lab's Kafka Streams and MirrorMaker 2.
 KAFKA_VERSION = "4.1.1"
 BROKER = "kafka"
 STREAMS = "kafka-streams"

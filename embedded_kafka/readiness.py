@@ -30,6 +30,13 @@ def live_broker_ids(bootstrap_servers: str, timeout: float = 2.0) -> set[int]:
     return set(metadata.brokers)
 
 
+def cluster_id_of(bootstrap_servers: str, timeout: float = 10.0) -> str:
+    """The cluster id the brokers report in metadata (drawn by them in ZooKeeper mode)."""
+    config: dict[str, Any] = {"bootstrap.servers": bootstrap_servers, "logger": _quiet}
+    cluster_id = AdminClient(config).list_topics(timeout=timeout).cluster_id
+    return str(cluster_id or "")
+
+
 def wait_for_brokers(
     bootstrap_servers: str,
     expected: set[int],

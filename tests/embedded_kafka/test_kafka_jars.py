@@ -8,6 +8,7 @@ import pytest
 
 from embedded_kafka.kafka_jars import BROKER, KAFKA_VERSION, MIRROR, STREAMS, TITLES, JarSet
 from embedded_kafka.maven_central import DownloadError
+from embedded_kafka.versions import SUPPORTED
 
 
 @pytest.mark.parametrize("name", [BROKER, STREAMS, MIRROR])
@@ -19,9 +20,11 @@ def test_every_set_is_pinned_at_dgms_kafka_version(name: str) -> None:
 
 
 def test_every_lock_file_is_a_known_set() -> None:
+    """Every set at dgm's default version; the broker's also at each other supported one."""
     locks = Path(JarSet.pinned(BROKER).lock).parent
     assert sorted(p.name for p in locks.glob("*.lock")) == sorted(
-        f"{name}-{KAFKA_VERSION}.lock" for name in TITLES
+        {f"{name}-{KAFKA_VERSION}.lock" for name in TITLES}
+        | {f"{BROKER}-{version}.lock" for version in SUPPORTED}
     )
 
 

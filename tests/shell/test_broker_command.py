@@ -10,6 +10,8 @@ import pytest
 
 from embedded_kafka import processes
 from embedded_kafka.readiness import live_broker_ids
+from embedded_kafka.zookeeper import answers
+from tests.support.strength import only_at_full_strength
 
 pytestmark = pytest.mark.integration
 
@@ -76,3 +78,39 @@ def test_bad_kafka_home_is_a_clear_error(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert "is not an Apache Kafka distribution" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_zookeeper_mode_is_refused_by_name_for_kafka_4(tmp_path: Path) -> None:
+    result = dgm(
+        "broker", "start", "--state-dir", str(tmp_path), "--kafka-version", "4.0",
+        "--mode", "zookeeper",
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert "Kafka 4.0.2 has no ZooKeeper mode" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "broker").exists()  # refused before anything started
+
+
+@only_at_full_strength  # the default tier starts a 3.x ZooKeeper cluster in test_versions.py
+def test_three_brokers_in_zookeeper_mode_from_the_shell(tmp_path: Path) -> None:
+    state = str(tmp_path / "state")
+    started = dgm(
+        "broker", "start", "--state-dir", state, "--kafka-version", "3.6", "--mode",
+        "zookeeper", "--brokers", "3",
+    )  # fmt: skip
+    try:
+        assert started.returncode == 0, started.stderr
+        assert "Kafka 3.6.2 (ZooKeeper mode) ready" in started.stderr
+        bootstrap = started.stdout.strip()
+        assert live_broker_ids(bootstrap, timeout=10) == {1, 2, 3}
+        status = dgm("broker", "status", "--state-dir", state)
+        assert "3/3 brokers running" in status.stdout
+        zookeeper = next(line for line in status.stdout.splitlines() if "ZooKeeper:" in line)
+        assert "running" in zookeeper
+        port = int(zookeeper.split("127.0.0.1:")[1].split()[0])
+        assert answers(port)
+    finally:
+        stopped = dgm("broker", "stop", "--state-dir", state)
+    assert stopped.returncode == 0, stopped.stderr
+    assert processes.find_pids(state) == []  # the brokers and ZooKeeper
+    assert not answers(port)

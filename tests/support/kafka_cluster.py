@@ -13,6 +13,7 @@ import pytest
 from confluent_kafka.admin import AdminClient
 
 from embedded_kafka.cluster import EmbeddedCluster
+from embedded_kafka.versions import from_environment
 from lab.topics import create_topic
 
 
@@ -50,7 +51,9 @@ class KafkaUnderTest:
 
 
 def embedded(tmp: Path, brokers: int) -> Iterator[KafkaUnderTest]:
-    cluster = EmbeddedCluster(tmp, brokers=brokers, die_with_parent=True)
+    # DGM_KAFKA_VERSION and DGM_KAFKA_MODE pick another Kafka (embedded_kafka.versions).
+    release = from_environment()
+    cluster = EmbeddedCluster(tmp, brokers=brokers, die_with_parent=True, release=release)
     cluster.start(fresh=True)
     try:
         yield KafkaUnderTest(cluster.bootstrap_servers, cluster)
