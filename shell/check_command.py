@@ -3,7 +3,9 @@
 It connects with each of dgm's three Kafka clients (confluent-kafka, kafka-python, Spark's
 Java client) using the one [cluster.client], finds the pipelines' topics and groups, tries
 each permission of the ACL table (dgm.clients.permissions, docs/configuration.md) with the call that
-needs it, and checks the Spark master, the executors' Python and the state directory.
+needs it, says which capabilities the brokers' API versions lack (dgm.clients.capabilities: a
+gap is a `!`, not a failure), and checks the Spark master, the executors' Python and the state
+directory.
 """
 
 from __future__ import annotations
@@ -23,7 +25,9 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException
 
 from collectors import access
+from collectors.api_versions import ask_capabilities
 from collectors.clients import Clients, ClusterUnreachable, check_bootstrap
+from dgm.clients.capabilities import OPEN_TRANSACTIONS, PRODUCERS, ClusterCapabilities
 from dgm.clients.kafka_python import scrub
 from dgm.clients.permissions import (
     CLUSTER_DESCRIBE_CONFIGS,
@@ -37,6 +41,7 @@ from dgm.clients.settings import oidc_credentials
 from dgm.config.analysis import audit_start
 from dgm.config.document import DgmConfig
 from dgm.config.loader import load_config
+from dgm.contracts.clusters import DEFAULT_CLUSTER
 from dgm.util.command_line import seconds
 from shell.connection import bootstrap_servers, client_config, pipeline_groups, pipeline_topics
 
@@ -117,8 +122,12 @@ def kafka_checks(
         if view is None:
             return
         python_admin = _kafka_python(clients, add)
+        found = None if python_admin is None else _capabilities(clients, view, add)
+        if found is None:
+            python_admin = None  # not connected, or its client was reset: no kafka-python check
         who = principal(config)
-        readable = _topics(config, clients, python_admin, timeout_s, who, add)
+        producers = found is not None and found.has(PRODUCERS)
+        readable = _topics(config, clients, python_admin, producers, timeout_s, who, add)
         if python_admin is not None:
             for group in pipeline_groups(config):
                 what = GROUP_DESCRIBE.on(group)
@@ -128,6 +137,7 @@ def kafka_checks(
                     add(_failed(what, error, clients))
                     continue
                 add(_permission(what, denial, who))
+        if python_admin is not None and found is not None and found.has(OPEN_TRANSACTIONS):
             count = access.visible_transactional_ids(python_admin)
             add(
                 Check(
@@ -188,15 +198,41 @@ def _kafka_python(clients: Clients, add: Callable[[Check], None]) -> Any:
     return admin
 
 
+def _capabilities(
+    clients: Clients, view: Any, add: Callable[[Check], None]
+) -> ClusterCapabilities | None:
+    """What the cluster can answer (its brokers' ApiVersions): one line, then a `!` line per
+    capability it lacks, said as a missing permission is. A gap is no failure. None when the
+    brokers did not answer (a ✗)."""
+    try:
+        found = ask_capabilities(clients, DEFAULT_CLUSTER, view.brokers)
+    except ClusterUnreachable as error:
+        add(Check(FAIL, f"API versions: {error}", "is the cluster healthy? run `dgm check -v`"))
+        return None
+    names = ", ".join(c.name for c in found.present) or "none of dgm's capabilities"
+    add(
+        Check(
+            PASS,
+            f"capabilities of cluster {found.cluster} (Kafka {found.broker} by its brokers' "
+            f"API versions): {names}",
+        )
+    )
+    for gap in found.gaps:
+        add(Check(WARN, gap.line(), gap.fix()))
+    return found
+
+
 def _topics(
     config: DgmConfig,
     clients: Clients,
     python_admin: Any,
+    producers: bool,
     timeout_s: float,
     who: str,
     add: Callable[[Check], None],
 ) -> list[str]:
-    """Describe and Read on each pipeline topic; the topics both passed."""
+    """Describe and Read on each pipeline topic; the topics both passed. Read is tried with
+    DescribeProducers: on a cluster without it (`producers` False) it is left to Spark's read."""
     readable = []
     topics = pipeline_topics(config)
     if not topics:
@@ -212,6 +248,11 @@ def _topics(
             continue
         add(_permission(TOPIC_DESCRIBE.on(topic), denial, who))
         if denial is not None or python_admin is None:
+            continue
+        if not producers:
+            what = TOPIC_READ.on(topic)
+            add(Check(WARN, f"{what}: not tried with DescribeProducers, which this cluster lacks"))
+            readable.append(topic)
             continue
         try:
             denial = access.check_topic_read(python_admin, clients.admin, topic, timeout_s)

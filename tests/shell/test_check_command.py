@@ -1,16 +1,21 @@
 """`dgm check` against a broker with SASL and ACLs enforced: every line ✓ when dgm has every
 permission of the ACL table, a ✗ naming the one removed (and exit 1), OIDC through all three
-clients, and a setting kafka-python cannot take refused before anything connects."""
+clients, and a setting kafka-python cannot take refused before anything connects; against
+Kafka 3.6.2 each capability it lacks named as a `!` and exit 0, against no broker exit 1."""
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from dgm.clients.permissions import TOPIC_READ
+from dgm.util.ports import free_ports
+from embedded_kafka.cluster import EmbeddedCluster
+from embedded_kafka.versions import KafkaRelease
 from shell.cli import main
 from tests.support.secured_kafka import (
     DGM_USER,
@@ -109,3 +114,62 @@ def test_a_setting_kafka_python_cannot_take_is_refused_at_load(
     assert code == 2
     assert f"{config}: cluster.client.ssl.keystore.location: kafka-python takes PEM files" in err
     assert "hunter2" not in err
+
+
+@pytest.fixture(scope="module")
+def kafka_3_6(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedCluster]:
+    """Kafka 3.6.2 (KRaft), the oldest version dgm supports: this module's own broker."""
+    cluster = EmbeddedCluster(
+        tmp_path_factory.mktemp("kafka-3.6"), brokers=1, die_with_parent=True,
+        release=KafkaRelease("3.6.2"),
+    )  # fmt: skip
+    cluster.start(fresh=True)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.mark.integration
+def test_a_3x_broker_s_missing_capabilities_are_named_and_no_failure(
+    kafka_3_6: EmbeddedCluster, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "dgm.toml"
+    config.write_text(
+        f'state_dir = "{tmp_path / "state"}"\n'
+        f'[cluster]\nbootstrap_servers = "{kafka_3_6.bootstrap_servers}"\n'
+    )
+    code, lines, err = check(config, capsys)
+    shown = "\n".join(lines) + err
+    assert code == 0, shown
+    assert not [line for line in lines if line.startswith("✗ ")], shown
+    assert (
+        "✓ capabilities of cluster default (Kafka 3.6 by its brokers' API versions): LSO, "
+        "producers, open transactions, transaction states, leader epochs"
+    ) in lines, shown
+    gaps = [line for line in lines if line.startswith("! cannot see ")]
+    assert gaps == [
+        "! cannot see consumer groups of the KIP-848 protocol on cluster default: the broker "
+        "(3.6) has no ConsumerGroupHeartbeat and no ConsumerGroupDescribe — fix: upgrade the "
+        "cluster's brokers to Kafka 4.0 or later",
+        "! cannot see share groups on cluster default: the broker (3.6) has no "
+        "ShareGroupDescribe and no DescribeShareGroupOffsets — fix: upgrade the cluster's "
+        "brokers to Kafka 4.1 or later",
+    ], shown
+
+
+def test_a_broker_that_cannot_be_reached_fails_the_check(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (port,) = free_ports(1)
+    config = tmp_path / "dgm.toml"
+    config.write_text(
+        f'state_dir = "{tmp_path / "state"}"\n[cluster]\nbootstrap_servers = "127.0.0.1:{port}"\n'
+    )
+    code = main(["check", "--config", str(config), "--timeout", "2"])
+    lines = capsys.readouterr().out.splitlines()
+    assert code == 1
+    assert lines[0].startswith(
+        f"✗ confluent-kafka (librdkafka): cannot connect to 127.0.0.1:{port}"
+    )
+    assert not [line for line in lines if "capabilities" in line or "cannot see" in line]
