@@ -91,7 +91,8 @@ def copy_arrivals(copies: pd.DataFrame, offsets: pd.DataFrame) -> tuple[np.ndarr
     passed it; NaN where no retained sample has."""
     when = np.full(len(copies), np.nan)
     width = np.full(len(copies), np.nan)
-    series = arrivals(offsets)
+    wanted = set(zip(copies["topic"].astype(str), copies["partition"].astype(int), strict=True))
+    series = arrivals(offsets, wanted)
     ever = np.iinfo(np.int64).max
     for (topic, partition), rows in copies.groupby(["topic", "partition"], sort=False):
         found = series.get((str(topic), int(partition)))

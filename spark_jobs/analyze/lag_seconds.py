@@ -15,7 +15,7 @@ per partition and collector cycle.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -66,13 +66,37 @@ class Arrivals:
         return when, width, found & first
 
 
-def arrivals(offsets: pd.DataFrame) -> dict[tuple[str, int], Arrivals]:
+def arrivals(
+    offsets: pd.DataFrame, wanted: Collection[tuple[str, int]] | None = None
+) -> dict[tuple[str, int], Arrivals]:
     """Every partition's LSO series from the offsets samples (sampled_at, topic, partition,
-    lso)."""
+    lso), or only the `wanted` partitions'. One sort of all samples, then slices: a pandas
+    step per partition cost seconds a cycle at a thousand partitions."""
     present = offsets[offsets["lso"].notna()]
+    frame = pd.DataFrame(
+        {
+            "topic": present["topic"].astype(str).to_numpy(),
+            "partition": present["partition"].to_numpy(dtype=np.int64),
+            "at": _ns(present["sampled_at"]) if len(present) else np.array([], np.int64),
+            "lso": present["lso"].to_numpy(dtype=np.int64),
+        }
+    )
+    if wanted is not None:
+        keys = pd.MultiIndex.from_arrays([frame["topic"], frame["partition"]])
+        frame = frame[keys.isin([(str(t), int(p)) for t, p in wanted])]
+    if frame.empty:
+        return {}
+    frame = frame.sort_values([*_PARTITION, "at"], kind="stable")
+    frame["lso"] = frame.groupby(_PARTITION, sort=False)["lso"].cummax()
+    topics, partitions = frame["topic"].to_numpy(), frame["partition"].to_numpy()
+    at, lso = frame["at"].to_numpy(), frame["lso"].to_numpy()
+    starts = np.flatnonzero(
+        np.r_[True, (topics[1:] != topics[:-1]) | (partitions[1:] != partitions[:-1])]
+    )
+    ends = np.r_[starts[1:], len(frame)]
     return {
-        (str(topic), int(partition)): Arrivals.of(rows)
-        for (topic, partition), rows in present.groupby(_PARTITION, sort=False)
+        (str(topics[s]), int(partitions[s])): Arrivals(at[s:e], lso[s:e])
+        for s, e in zip(starts, ends, strict=True)
     }
 
 

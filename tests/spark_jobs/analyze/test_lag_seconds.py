@@ -94,3 +94,31 @@ def test_catching_up_and_falling_behind() -> None:
     pace = catch_up(at, [995, 1100, 1190], [1000, 1100, 1200], [2.0, 0.0, 1.0])
     assert pace.catching_up is True and pace.catch_up_s is None
     assert catch_up(at[:1], [0], [5], [1.0]).catching_up is None
+
+
+def test_every_partitions_series_is_its_own_samples_sorted_with_the_lso_never_falling() -> None:
+    import numpy as np
+    import pandas as pd
+
+    from spark_jobs.analyze.lag_seconds import Arrivals, arrivals
+
+    rng = np.random.default_rng(3)
+    n = 400
+    offsets = pd.DataFrame(
+        {
+            "sampled_at": pd.to_datetime(rng.integers(0, 50, n), unit="s", utc=True),
+            "topic": rng.choice(["a", "b"], n),
+            "partition": rng.integers(0, 3, n).astype("int32"),
+            "lso": pd.array(rng.integers(0, 100, n), dtype="Int64"),
+        }
+    )
+    offsets.loc[rng.random(n) < 0.1, "lso"] = pd.NA
+    found = arrivals(offsets)
+    present = offsets[offsets["lso"].notna()]
+    for (topic, partition), rows in present.groupby(["topic", "partition"]):
+        one = Arrivals.of(rows)
+        got = found[(topic, int(partition))]
+        assert got.at_ns.tolist() == one.at_ns.tolist()
+        assert got.lso.tolist() == one.lso.tolist()
+    assert len(found) == present.groupby(["topic", "partition"]).ngroups
+    assert set(arrivals(offsets, {("a", 1)})) == {("a", 1)}
