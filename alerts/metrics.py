@@ -77,6 +77,7 @@ _PIPELINE_COLUMNS = {
     "torn_commits": "torn_commits",
     "producer_out_of_order": "producer_out_of_order",
     "sink_out_of_order": "sink_out_of_order",
+    "late_records": "late_records",
     "truncated_records": "truncated_records",
     "inconsistent_offsets": "inconsistent_offsets",
 }

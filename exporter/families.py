@@ -143,8 +143,8 @@ _PIPELINE_COLUMNS: tuple[tuple[str, str, str], ...] = (
     (
         "late_records",
         "late_records",
-        "Deadline claim: checked records whose sink copy came later than max_delay "
-        "(delivered, not lost)",
+        "Checked records delivered later than the pipeline's objective: latency_objective "
+        "by arrivals, else a deadline claim's max_delay by timestamps (delivered, not lost)",
     ),
     ("observed_faults", "faults_observed", "Faults seen while the checked records flowed"),
     (

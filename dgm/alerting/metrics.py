@@ -81,6 +81,13 @@ METRICS: tuple[AlertMetric, ...] = (
         windowed=True,
     ),
     AlertMetric(
+        "late_records",
+        ("pipeline",),
+        "checked records delivered later than the pipeline's objective (latency_objective by "
+        "arrivals, else a deadline claim's max_delay by timestamps)",
+        windowed=True,
+    ),
+    AlertMetric(
         "sink_out_of_order",
         ("pipeline",),
         "sink records behind a higher offset of their source partition (order)",
