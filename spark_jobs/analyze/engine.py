@@ -312,9 +312,10 @@ def _advanced(
         with _timed(timings, "stream records"):
             # While common is held: the new sink records' source records (the id join,
             # lineage.py) are among the rows of their ids, kept or new.
-            lacking = unstamped_sinks(fingerprints.added, ctx)
+            lacking = unstamped_sinks(fingerprints.added, ctx, state.unstamped)
             held_rows = common.unionByName(fingerprints.added)
-            new_records = stream_records(fingerprints.added, ctx, held_rows, lacking).toArrow()
+            joined = state.unstamped | lacking
+            new_records = stream_records(fingerprints.added, ctx, held_rows, joined).toArrow()
             relinked = relinks(common, fingerprints.added, ctx, state.unstamped)
     finally:
         common.unpersist()

@@ -92,11 +92,13 @@ def positions(held: DataFrame, routes: Mapping[str, tuple[str, ...]]) -> DataFra
     )
 
 
-def unstamped_sinks(frame: DataFrame, ctx: Context) -> frozenset[str]:
+def unstamped_sinks(
+    frame: DataFrame, ctx: Context, known: Collection[str] = frozenset()
+) -> frozenset[str]:
     """The sink topics of id_routes holding committed identified records of `frame` without
     dgm-src: the only ones joined. One small query: a lab whose processors all stamp dgm-src
-    joins nothing."""
-    routes = id_routes(ctx)
+    joins nothing. Sinks `known` to be unstamped are not looked for (none: no query)."""
+    routes = {sink: sources for sink, sources in id_routes(ctx).items() if sink not in known}
     if not routes:
         return frozenset()
     found = frame.where(_unstamped(routes)).select("topic").distinct().toArrow()
