@@ -104,7 +104,7 @@ def one_size(
     for cycle in range(cycles):
         now = min(stamps[cycle], datetime.now(UTC))
         if live is not None:  # the producers' and the collector's work, not the cycle's
-            audit_throughput.fill(live[0], live[1], new)
+            audit_throughput.fill(live[0], live[1], new, "stamped")
             audit_throughput.sample(live[0], world.state, [live[1]])
         began = time.perf_counter()
         if live is not None:

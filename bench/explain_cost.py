@@ -138,7 +138,7 @@ def bare() -> Iterator[None]:
     saved_engine = (engine.unstamped_sinks, engine.relinks)  # type: ignore[attr-defined]
     analysis.explained_duplicates = lambda config, duplicates, samples, batches: duplicates
     passes.with_id_lineage = lambda fingerprints, ctx, held=None, sinks=None: fingerprints
-    engine.unstamped_sinks = lambda frame, ctx: frozenset()
+    engine.unstamped_sinks = lambda frame, ctx, known=frozenset(): frozenset()
     engine.relinks = lambda kept, added, ctx, sinks: False
     try:
         yield
