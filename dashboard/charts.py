@@ -151,6 +151,11 @@ def lag_both_ways(latest: pd.DataFrame) -> go.Figure:
     return fig
 
 
+# Bucket 0 of the latency histogram: both arrivals interpolated inside one sampling interval,
+# so no latency is told apart from zero there (docs/design.md, "Delivery latency").
+UNDER_RESOLUTION = "under the arrivals' resolution"
+
+
 def latency_histogram(buckets: pd.DataFrame) -> go.Figure:
     """Checked records per delivery-latency bucket (log scale, 4 buckets a doubling): the
     distribution that quantiles alone hide."""
@@ -159,28 +164,30 @@ def latency_histogram(buckets: pd.DataFrame) -> go.Figure:
         return _empty(title, "no delivery latency measured in this range")
     low = buckets["low_s"].clip(lower=buckets["high_s"] / 2**0.25)  # bucket 0 starts at 0
     middle = (low * buckets["high_s"]) ** 0.5
-    # Bucket 0: both arrivals interpolated inside one sampling interval, so no latency is
-    # told apart from zero there (docs/design.md, "Delivery latency").
-    spans = [
-        "under the arrivals' resolution" if lo == 0 else f"{lo:.3g}-{hi:.3g} s"
-        for lo, hi in zip(buckets["low_s"], buckets["high_s"], strict=True)
-    ]
+    spans = pd.Series(
+        [f"{lo:.3g}-{hi:.3g} s" for lo, hi in zip(low, buckets["high_s"], strict=True)],
+        index=buckets.index,
+    )
+    under = buckets["low_s"] == 0
+    shown = ((under, GREY, UNDER_RESOLUTION), (~under, BLUE, "records"))
     fig = go.Figure(
         [
             go.Bar(
-                x=middle,
-                y=buckets["records"],
-                width=buckets["high_s"] - low,
-                marker_color=BLUE,
-                customdata=spans,
+                x=middle[mask],
+                y=buckets["records"][mask],
+                width=(buckets["high_s"] - low)[mask],
+                marker_color=colour,
+                customdata=[name] * int(mask.sum()) if colour == GREY else list(spans[mask]),
                 hovertemplate="%{customdata}: %{y} records<extra></extra>",
-                name="records",
+                name=name,
             )
+            for mask, colour, name in shown
+            if mask.any()
         ]
     )
     fig.update_layout(
         title=title, height=260, margin=_MARGIN, xaxis_type="log", xaxis_title="s",
-        yaxis_title="records", showlegend=False,
+        yaxis_title="records", showlegend=bool(under.any()),
     )  # fmt: skip
     return fig
 
