@@ -2,6 +2,8 @@
 
 Like confluent-kafka-python's integration conftest: an external cluster when one is named,
 otherwise dgm's own embedded Apache Kafka on loopback, started once and stopped at the end.
+The clusters only some tests ask for (3 brokers, the second cluster, the SASL one) are
+stopped as soon as no test left to run asks for them (tests/support/unused_clusters.py).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from tests.support import unused_clusters
 from tests.support.kafka_cluster import KafkaUnderTest, embedded
 from tests.support.postgres import PostgresUnavailable, PostgresUnderTest, external, local_server
 
@@ -30,7 +33,9 @@ def kafka3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaUnderTest]
     """A 3-broker cluster (RF 3, min ISR 2); started only if a test asks for it."""
     if os.environ.get("DGM_BOOTSTRAP"):
         pytest.skip("the 3-broker cluster is dgm's embedded one; DGM_BOOTSTRAP is set")
-    yield from embedded(tmp_path_factory.mktemp("kafka-3"), brokers=3)
+    yield from unused_clusters.stopped_when_unused(
+        "kafka3", embedded(tmp_path_factory.mktemp("kafka-3"), brokers=3)
+    )
 
 
 @pytest.fixture(scope="session")
@@ -46,7 +51,9 @@ def second_kafka(
         return
     if kafka.embedded is None:
         pytest.skip("DGM_BOOTSTRAP names an external cluster: set DGM_SECOND_BOOTSTRAP too")
-    yield from embedded(tmp_path_factory.mktemp("kafka-second"), brokers=1)
+    yield from unused_clusters.stopped_when_unused(
+        "second_kafka", embedded(tmp_path_factory.mktemp("kafka-second"), brokers=1)
+    )
 
 
 @pytest.fixture(scope="session")
@@ -57,7 +64,9 @@ def kafka_sasl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         pytest.skip("the SASL cluster is dgm's embedded one; DGM_BOOTSTRAP is set")
     from tests.support.secured_kafka import running
 
-    yield from running(tmp_path_factory.mktemp("kafka-sasl"))
+    yield from unused_clusters.stopped_when_unused(
+        "kafka_sasl", running(tmp_path_factory.mktemp("kafka-sasl"))
+    )
 
 
 @pytest.fixture(scope="session")
@@ -95,14 +104,40 @@ def postgres() -> Iterator[PostgresUnderTest]:
 
 
 @pytest.fixture(scope="session")
-def published_lab(
-    kafka: KafkaUnderTest, spark: Any, tmp_path_factory: pytest.TempPathFactory
-) -> Any:
-    """Every lab mode run through real faults, collected and analyzed:
-    tests/support/published_lab.py."""
-    from tests.support.published_lab import build_published_lab
+def lab_runs(kafka: KafkaUnderTest, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """Every lab mode run through real faults with the collectors sampling, once for the
+    session: tests/support/published_lab.py (the lab's own tests read them without Spark)."""
+    from tests.support.published_lab import run_every_mode
 
-    return build_published_lab(kafka, spark, tmp_path_factory.mktemp("published-lab"))
+    return run_every_mode(kafka, tmp_path_factory.mktemp("published-lab"))
+
+
+@pytest.fixture(scope="session")
+def published_lab(lab_runs: Any, kafka: KafkaUnderTest, spark: Any) -> Any:
+    """`lab_runs` analyzed and published by one `dgm analyze` run."""
+    from tests.support.published_lab import publish_lab
+
+    return publish_lab(lab_runs, kafka, spark)
+
+
+@pytest.fixture(scope="session")
+def postgres_lab_runs(
+    kafka: KafkaUnderTest, postgres: PostgresUnderTest, tmp_path_factory: pytest.TempPathFactory
+) -> Any:
+    """The lab's PostgreSQL modes run through real SIGKILLs with the collectors sampling, once
+    for the session: the lab's tests of those modes and the tests of their verdicts read them."""
+    from tests.support.published_lab import run_postgres_modes
+
+    return run_postgres_modes(kafka, postgres.dsn, tmp_path_factory.mktemp("lab-postgres"))
+
+
+@pytest.fixture(scope="session")
+def no_offsets_run(kafka: KafkaUnderTest, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The lab's processor that commits no offsets, SIGKILLed three times with the collectors
+    sampling, once for the session: tests/support/no_offsets_run.py."""
+    from tests.support.no_offsets_run import run_collected
+
+    return run_collected(kafka, tmp_path_factory.mktemp("no-offsets"))
 
 
 # marker -> the fixtures that start (or reach) its server. A test is marked exactly when its
@@ -121,3 +156,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         for marker, fixtures in SERVER_FIXTURES.items():
             if closure & fixtures:
                 item.add_marker(marker)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    unused_clusters.plan(session.items)  # the order they run in
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
+    result = yield  # the test's own fixtures are torn down first
+    unused_clusters.after(item)
+    return result

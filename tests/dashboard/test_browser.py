@@ -12,6 +12,7 @@ import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -27,10 +28,17 @@ pytestmark = [
 ]
 
 
-@pytest.fixture
-def dashboard_url(published: Expected) -> Iterator[str]:
-    with serving(published.path.parent) as url:
+@pytest.fixture(scope="module")
+def _serving_published(_publications: dict[str, Any]) -> Iterator[str]:
+    """One dashboard over the session's hand-made publication for the module's tests (each
+    opens its own browser): it reads the file anew when `published` builds it again."""
+    with serving(_publications["directory"]) as url:
         yield url
+
+
+@pytest.fixture
+def dashboard_url(published: Expected, _serving_published: str) -> str:
+    return _serving_published
 
 
 @pytest.fixture

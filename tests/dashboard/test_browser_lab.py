@@ -27,11 +27,12 @@ pytestmark = [
 EMPTY = "no extra copies in this time range"
 
 
-@pytest.fixture
-def lab_url(published_lab: PublishedLab, tmp_path: Path) -> Iterator[str]:
+@pytest.fixture(scope="module")
+def lab_url(published_lab: PublishedLab, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One dashboard for the module's tests (each opens its own browser): it only reads."""
     # A dgm.toml of our own (the lab's state dir is only read); an hourly analysis interval
     # keeps the session's snapshot from being (rightly) shown as STALE.
-    config = tmp_path / "dgm.toml"
+    config = tmp_path_factory.mktemp("lab-dashboard") / "dgm.toml"
     config.write_text('state_dir = "."\n[analysis]\ninterval_s = 3600\n')
     with serving(published_lab.state_dir, config=config) as url:
         yield url

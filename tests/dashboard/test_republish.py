@@ -33,7 +33,7 @@ pytestmark = [
     pytest.mark.skipif(not CHROMIUM.exists(), reason=f"needs Debian's Chromium at {CHROMIUM}"),
 ]
 
-RELOADS = by_strength(8, 20)  # DGM_LONG=1: twenty
+RELOADS = by_strength(4, 20)  # DGM_LONG=1: twenty
 PUBLICATIONS = by_strength(2, 3)  # distinct analysis runs the reloads must have shown
 DEADLINE_S = 900
 LAST_ANALYSIS = re.compile(r"Last analysis: (\S+ \S+) UTC")

@@ -1,20 +1,18 @@
 """The processor that commits no offsets, SIGKILLed after keeping its position: what it lost,
-by an independent read of its topics, is what its kills left claimed and unproduced."""
+by an independent read of its topics, is what its kills left claimed and unproduced. The run
+is the session's (`no_offsets_run`, tests/support/no_offsets_run.py), which the deadline
+scenario judges too (tests/scenarios/test_no_offsets_deadline.py)."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import pytest
 from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 
-from lab.no_offsets import NoOffsetsSettings, run_no_offsets
 from lab.processors.position_file import format_claim, parse_claim
 from tests.support.kafka_cluster import KafkaUnderTest
+from tests.support.no_offsets_run import MESSAGES, NoOffsetsRun
 from tests.support.truth import read_records
 from tests.support.truth_records import delivery
-
-MESSAGES = 2000
 
 
 def test_claim_lines_round_trip() -> None:
@@ -26,11 +24,9 @@ def test_claim_lines_round_trip() -> None:
 @pytest.mark.integration
 @pytest.mark.slow
 def test_killed_processor_loses_what_it_claimed_and_commits_nothing(
-    kafka: KafkaUnderTest, tmp_path: Path
+    kafka: KafkaUnderTest, no_offsets_run: NoOffsetsRun
 ) -> None:
-    report = run_no_offsets(
-        NoOffsetsSettings(kafka.bootstrap_servers, tmp_path, messages=MESSAGES, seed=27)
-    )
+    report = no_offsets_run.report
     assert report.caught_up, f"not caught up; see {report.run_dir}/logs"
     assert report.messages["acked"] == MESSAGES
     assert len(report.crashes) == 3

@@ -1,6 +1,10 @@
 """Each processor mode, run by the lab on the real broker through real SIGKILLs, delivers what
 its semantic says. The counts are computed here, independently of the lab: the sink topic is
-read with a plain read_committed consumer and compared with the producer's ledger."""
+read with a plain read_committed consumer and compared with the producer's ledger.
+
+The runs are the session's lab runs (`lab_runs`, tests/support/published_lab.py: 600 records
+at 60/s, three SIGKILLs for each mode but exactly-once-broken), which the verdict tests judge
+too (tests/scenarios/test_lab_verdicts.py): one run of each mode for both."""
 
 from __future__ import annotations
 
@@ -12,11 +16,9 @@ from typing import Any
 
 from dgm.contracts.headers import SRC
 from lab.ledger import read_ledger
-from lab.run import LabReport, LabSettings, run_lab
+from lab.run import LabReport
+from tests.support.published_lab import MESSAGES, LabRuns
 from tests.support.truth import read_records
-
-MESSAGES = 600
-RATE = 60.0  # ~10 s of production: the crashes land while the processor has work
 
 
 @dataclass(frozen=True)
@@ -42,17 +44,9 @@ def read_sink(kafka: Any, report: LabReport, isolation: str = "read_committed") 
     )
 
 
-def lab(kafka: Any, tmp_path: Path, mode: str, **extra: Any) -> LabReport:
-    settings = LabSettings(
-        pipeline=f"test-{mode}",
-        mode=mode,  # type: ignore[arg-type]
-        bootstrap_servers=kafka.bootstrap_servers,
-        lab_dir=tmp_path,
-        messages=MESSAGES,
-        rate=RATE,
-        **extra,
-    )
-    report = run_lab(settings)
+def lab(lab_runs: LabRuns, mode: str) -> LabReport:
+    """The session's run of `mode`."""
+    report = lab_runs.reports[mode]
     assert report.caught_up, "the processor never caught up with the source"
     assert report.messages["sent"] == MESSAGES
     return report
@@ -65,8 +59,8 @@ def assert_real_kills(report: LabReport, at_least: int) -> None:
     assert len({crash["pid"] for crash in report.crashes}) == len(report.crashes)
 
 
-def test_at_most_once_loses_on_crash_and_never_duplicates(kafka: Any, tmp_path: Path) -> None:
-    report = lab(kafka, tmp_path, "at-most-once", crashes=3)
+def test_at_most_once_loses_on_crash_and_never_duplicates(kafka: Any, lab_runs: LabRuns) -> None:
+    report = lab(lab_runs, "at-most-once")
     assert_real_kills(report, 3)
     assert {c["aim"] for c in report.crashes} == {"between-commit-and-produce"}
     acked = set(read_ledger(Path(report.ledger_path)).acked)
@@ -77,8 +71,8 @@ def test_at_most_once_loses_on_crash_and_never_duplicates(kafka: Any, tmp_path: 
     assert set(sink.ids) <= acked
 
 
-def test_at_least_once_duplicates_on_crash_and_never_loses(kafka: Any, tmp_path: Path) -> None:
-    report = lab(kafka, tmp_path, "at-least-once", crashes=3)
+def test_at_least_once_duplicates_on_crash_and_never_loses(kafka: Any, lab_runs: LabRuns) -> None:
+    report = lab(lab_runs, "at-least-once")
     assert_real_kills(report, 3)
     assert {c["aim"] for c in report.crashes} == {"between-produce-and-commit"}
     acked = set(read_ledger(Path(report.ledger_path)).acked)
@@ -89,8 +83,8 @@ def test_at_least_once_duplicates_on_crash_and_never_loses(kafka: Any, tmp_path:
     assert sum(sink.sources.values()) - len(sink.sources) == sink.duplicates
 
 
-def test_exactly_once_neither_loses_nor_duplicates(kafka: Any, tmp_path: Path) -> None:
-    report = lab(kafka, tmp_path, "exactly-once", crashes=3)
+def test_exactly_once_neither_loses_nor_duplicates(kafka: Any, lab_runs: LabRuns) -> None:
+    report = lab(lab_runs, "exactly-once")
     assert_real_kills(report, 3)
     ledger = read_ledger(Path(report.ledger_path))
     assert report.messages["aborted"] > 0 and ledger.aborted_ids
@@ -104,8 +98,8 @@ def test_exactly_once_neither_loses_nor_duplicates(kafka: Any, tmp_path: Path) -
     assert everything.duplicates > 0
 
 
-def test_exactly_once_broken_leaks_aborted_records(kafka: Any, tmp_path: Path) -> None:
-    report = lab(kafka, tmp_path, "exactly-once-broken")
+def test_exactly_once_broken_leaks_aborted_records(kafka: Any, lab_runs: LabRuns) -> None:
+    report = lab(lab_runs, "exactly-once-broken")
     ledger = read_ledger(Path(report.ledger_path))
     sink = read_sink(kafka, report)
     leaked = set(sink.ids) & ledger.aborted_ids
@@ -113,8 +107,8 @@ def test_exactly_once_broken_leaks_aborted_records(kafka: Any, tmp_path: Path) -
     assert not sink.lost(set(ledger.acked))
 
 
-def test_idempotent_sink_stores_every_acked_id_once(kafka: Any, tmp_path: Path) -> None:
-    report = lab(kafka, tmp_path, "idempotent-sink", crashes=3)
+def test_idempotent_sink_stores_every_acked_id_once(kafka: Any, lab_runs: LabRuns) -> None:
+    report = lab(lab_runs, "idempotent-sink")
     assert_real_kills(report, 3)
     assert report.sink_topic is None and report.external_sink is not None
     ledger = read_ledger(Path(report.ledger_path))

@@ -1,6 +1,10 @@
 """The PostgreSQL sink modes, run by the lab on a real broker and a real PostgreSQL server
 through real SIGKILLs. The truth is read here, independently of the lab: the source topic
-with a plain read_committed consumer, the table with a plain SQL query."""
+with a plain read_committed consumer, the table with a plain SQL query.
+
+The runs are the session's (`postgres_lab_runs`, tests/support/published_lab.py: 600 records
+at 60/s, three SIGKILLs each), which tests/scenarios/test_lab_postgres_verdicts.py judges too:
+one run of each mode for both."""
 
 from __future__ import annotations
 
@@ -15,12 +19,10 @@ from psycopg import sql
 from lab.ledger import read_ledger
 from lab.processors.postgres_sink import PostgresSink, stored_offsets
 from lab.processors.sqlite_sink import SinkRow
-from lab.run import LabReport, LabSettings, run_lab
+from lab.run import LabReport
 from tests.support.postgres import PostgresUnderTest
+from tests.support.published_lab import MESSAGES, LabRuns
 from tests.support.truth import read_records
-
-MESSAGES = 600
-RATE = 60.0  # ~10 s of production: the kills land while records flow
 
 pytestmark = pytest.mark.slow
 
@@ -42,18 +44,9 @@ def read_table(postgres: PostgresUnderTest, table: str) -> list[tuple[str, int, 
         return [(str(i), int(p), int(o)) for i, p, o in db.execute(query).fetchall()]
 
 
-def lab(kafka: Any, postgres: PostgresUnderTest, tmp_path: Path, mode: str) -> LabReport:
-    settings = LabSettings(
-        pipeline=f"test-{mode}",
-        mode=mode,  # type: ignore[arg-type]
-        bootstrap_servers=kafka.bootstrap_servers,
-        lab_dir=tmp_path,
-        messages=MESSAGES,
-        rate=RATE,
-        crashes=3,
-        sink_dsn=postgres.dsn,
-    )
-    report = run_lab(settings)
+def lab(runs: LabRuns, mode: str) -> LabReport:
+    """The session's run of `mode`: caught up, killed three times where it was aimed."""
+    report = runs.reports[mode]
     assert report.caught_up, "the processor never caught up with the source"
     assert report.messages["sent"] == MESSAGES
     assert len(report.crashes) >= 3, report.crashes
@@ -65,19 +58,21 @@ def lab(kafka: Any, postgres: PostgresUnderTest, tmp_path: Path, mode: str) -> L
 
 
 def lab_and_truth(
-    kafka: Any, postgres: PostgresUnderTest, tmp_path: Path, mode: str
+    kafka: Any, postgres: PostgresUnderTest, runs: LabRuns, mode: str
 ) -> tuple[LabReport, dict[Position, str], list[tuple[str, int, int]]]:
-    """A run of `mode`, its committed source records and the rows of its table."""
-    report = lab(kafka, postgres, tmp_path, mode)
+    """The run of `mode`, its committed source records and the rows of its table."""
+    report = lab(runs, mode)
     assert report.external_sink is not None
     source = read_source(kafka, report.source_topic)
     return report, source, read_table(postgres, report.external_sink["table"])
 
 
 def test_offsets_stored_with_the_rows_store_every_record_once(
-    kafka: Any, postgres: PostgresUnderTest, tmp_path: Path
+    kafka: Any, postgres: PostgresUnderTest, postgres_lab_runs: LabRuns
 ) -> None:
-    report, source, rows = lab_and_truth(kafka, postgres, tmp_path, "postgres-exactly-once")
+    report, source, rows = lab_and_truth(
+        kafka, postgres, postgres_lab_runs, "postgres-exactly-once"
+    )
     copies = Counter((p, o) for _, p, o in rows)
     assert copies == Counter(source.keys())  # every source record, exactly once
     assert {(p, o): i for i, p, o in rows} == source
@@ -85,9 +80,9 @@ def test_offsets_stored_with_the_rows_store_every_record_once(
 
 
 def test_offsets_committed_after_the_rows_store_duplicates_and_lose_nothing(
-    kafka: Any, postgres: PostgresUnderTest, tmp_path: Path
+    kafka: Any, postgres: PostgresUnderTest, postgres_lab_runs: LabRuns
 ) -> None:
-    _, source, rows = lab_and_truth(kafka, postgres, tmp_path, "postgres-at-least-once")
+    _, source, rows = lab_and_truth(kafka, postgres, postgres_lab_runs, "postgres-at-least-once")
     assert {(p, o) for _, p, o in rows} == set(source)  # every source record, at least once
     assert all(source[(p, o)] == i for i, p, o in rows)
     duplicates = len(rows) - len({i for i, _, _ in rows})

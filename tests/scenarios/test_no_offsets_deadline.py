@@ -4,13 +4,13 @@ equal the truth's (a plain read of its topics), and so do its late records; reco
 than max_delay are pending, not judged.
 
 Two analysis runs of one AnalysisJob: the first as of a moment when half the records were
-younger than max_delay, the second as of now (the engine follows the moved deadline)."""
+younger than max_delay, the second as of now (the engine follows the moved deadline). The run
+is the session's (`no_offsets_run`, tests/support/no_offsets_run.py), which the lab's own test
+of the processor reads too (tests/lab/test_no_offsets.py)."""
 
 from __future__ import annotations
 
-import time
-from datetime import UTC, datetime, timedelta
-from pathlib import Path
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -18,15 +18,11 @@ import pytest
 from dgm.config.loader import append_pipeline, load_config
 from dgm.config.pipelines import PipelineConfig
 from dgm.contracts.vocabulary import Achieved, Claim, LossCause
-from dgm.util.waiting import wait_until
-from lab.no_offsets import NoOffsetsSettings, run_no_offsets
 from spark_jobs.job import AnalysisJob
-from tests.support.published_lab import collecting, offsets_samples, pipeline_verdict
+from tests.support.no_offsets_run import MAX_DELAY, MESSAGES, NoOffsetsRun
+from tests.support.published_lab import pipeline_verdict
 from tests.support.truth import Record, read_records
 from tests.support.truth_records import delivery
-
-MESSAGES = 1500
-MAX_DELAY = timedelta(seconds=4)
 
 
 def late_ids(source: list[Record], sink: list[Record], before_ms: float) -> set[str]:
@@ -47,25 +43,12 @@ def late_ids(source: list[Record], sink: list[Record], before_ms: float) -> set[
 
 @pytest.mark.integration
 @pytest.mark.slow
-def test_no_offsets_processor_is_judged_by_deadline(kafka: Any, spark: Any, tmp_path: Path) -> None:
-    state_dir, config_path = tmp_path / "state", tmp_path / "dgm.toml"
-    config_path.write_text(
-        f'state_dir = "{state_dir}"\n\n[analysis]\ngrace_s = 0\nwindow_s = 60\nmin_records = 1\n'
-    )
-    settings = NoOffsetsSettings(
-        kafka.bootstrap_servers, tmp_path / "lab", messages=MESSAGES, seed=27,
-        progress=lambda line: None,
+def test_no_offsets_processor_is_judged_by_deadline(
+    kafka: Any, spark: Any, no_offsets_run: NoOffsetsRun
+) -> None:
+    report, state_dir, config_path = (
+        no_offsets_run.report, no_offsets_run.state_dir, no_offsets_run.config_path
     )  # fmt: skip
-    with collecting(kafka.bootstrap_servers, load_config(config_path), interval_s=1.0):
-        report = run_no_offsets(settings)
-        # Samples of the topics' ends, taken once every record is older than max_delay.
-        ended = offsets_samples(state_dir) + 2
-        settled = report.finished_at + MAX_DELAY.total_seconds()
-        wait_until(
-            lambda: offsets_samples(state_dir) >= ended and time.time() > settled,
-            60,
-            "collector samples after the run and max_delay",
-        )
     assert report.caught_up and len(report.crashes) == 3
     assert all(c["returncode"] == -9 for c in report.crashes)
     name = "no-offsets"

@@ -81,7 +81,7 @@ def test_dgm_demo_shows_every_verdict_and_stops_cleanly(tmp_path: Path) -> None:
             return all(seen.get(name) == verdict for name, verdict in EXPECTED.items())
 
         try:
-            wait_until(all_judged, VERDICTS_TIMEOUT, "every expected verdict", interval=5)
+            wait_until(all_judged, VERDICTS_TIMEOUT, "every expected verdict", interval=1)
         except AssertionError as error:
             raise AssertionError(f"{error}; published: {seen}") from None
         verdicts_s = time.monotonic() - began

@@ -109,7 +109,7 @@ def test_dgm_run_collects_analyzes_publishes_and_stops(
             lambda: alive() or "orders-enricher" in published_verdicts(state_dir),
             600,
             "a published analysis",
-            interval=2,
+            interval=1,
         )
         with duckdb.connect(str(state_dir / "dgm.duckdb"), read_only=True) as db:
             records = db.execute(

@@ -29,6 +29,7 @@ from spark_jobs.analyze.publish import publish
 from spark_jobs.analyze.runs import fill_run
 from spark_jobs.session import build_session
 from tests.support.generated_fingerprints import pipeline
+from tests.support.strength import by_strength
 
 NAMES = ("a", "b")
 
@@ -78,8 +79,10 @@ class Generated:
 
 
 def generated() -> Generated:
-    """The same two pipelines on every call (fixed seeds)."""
-    made = [pipeline(n, sends=20_000, partitions=6, seed=3 + i) for i, n in enumerate(NAMES)]
+    """The same two pipelines on every call (fixed seeds): 5,000 sends each (over 500 copies
+    and 90 losses in all), 20,000 with DGM_LONG=1 (read by the runner's process too)."""
+    sends = by_strength(5_000, 20_000)
+    made = [pipeline(n, sends=sends, partitions=6, seed=3 + i) for i, n in enumerate(NAMES)]
     fingerprints = pa.concat_tables([t for p in made for t in (p.source, p.sink)])
     now = made[0].cutoff + timedelta(seconds=30)
     samples = {"group_offsets": group_offsets({p.name: p.committed for p in made}, now)}

@@ -50,7 +50,7 @@ class Plan:
     @classmethod
     def from_env(cls) -> Plan:
         return cls(
-            minutes=float(os.environ.get("DGM_FAULT_MINUTES", by_strength("1.5", "10"))),
+            minutes=float(os.environ.get("DGM_FAULT_MINUTES", by_strength("1", "10"))),
             kills=int(os.environ.get("DGM_FAULT_KILLS", by_strength("4", "24"))),
             broker_restarts=by_strength(1, 2),
             outage_s=float(os.environ.get("DGM_FAULT_OUTAGE_S", by_strength("15", "120"))),

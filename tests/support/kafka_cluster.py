@@ -31,6 +31,11 @@ class KafkaUnderTest:
             self._admin = AdminClient({"bootstrap.servers": self.bootstrap_servers})
         return self._admin
 
+    def forget_admin(self) -> None:
+        """Drop the session's admin client once the cluster is stopped for good: it would go
+        on reconnecting (and logging so) until the end of the run."""
+        self._admin = None
+
     def client_config(self, **extra: Any) -> dict[str, Any]:
         return {"bootstrap.servers": self.bootstrap_servers, **extra}
 

@@ -4,7 +4,12 @@ analysis end-to-end tests check against the truth and the dashboard tests displa
 Every pipeline mode runs on the session's real broker through SIGKILLs, with the collectors
 sampling every second meanwhile (so their events are the faults the verdicts weigh); a sixth
 run sends its source through the fault proxy with idempotence off, so that dropped acks make
-the producer really retry. Then one `dgm analyze` run audits and publishes everything.
+the producer really retry (`run_every_mode`). Then one `dgm analyze` run audits and publishes
+everything (`publish_lab`). The runs themselves are a session fixture of their own
+(`lab_runs`): the lab's own tests check each mode's delivery on them, without Spark.
+
+The lab's PostgreSQL modes run the same way, once per session (`run_postgres_modes`), for
+the lab's tests of those modes and the tests of their verdicts.
 """
 
 from __future__ import annotations
@@ -76,6 +81,20 @@ BADGES = {
 }
 
 
+# The lab's PostgreSQL sink modes, run the same way into the session's PostgreSQL server.
+POSTGRES_MODES = ("postgres-exactly-once", "postgres-at-least-once")
+
+
+@dataclass(frozen=True)
+class LabRuns:
+    """Lab runs done with the collectors sampling them (into `state_dir`, the pipelines
+    appended to `config_path`), not analyzed yet."""
+
+    state_dir: Path
+    config_path: Path
+    reports: dict[str, LabReport]  # by RUNS (or POSTGRES_MODES) key
+
+
 @dataclass(frozen=True)
 class PublishedLab:
     state_dir: Path
@@ -129,10 +148,18 @@ def lab_run(
     return report
 
 
-def build_published_lab(kafka: Any, spark: Any, root: Path) -> PublishedLab:
+def lab_config(root: Path) -> tuple[Path, Path]:
+    """(state dir, dgm.toml) of lab runs under `root`: the lab appends its pipelines."""
     state_dir = root / "state"
     config_path = root / "dgm.toml"
     config_path.write_text(f'state_dir = "{state_dir}"\n\n[analysis]\ngrace_s = 0\nwindow_s = 60\n')
+    return state_dir, config_path
+
+
+def run_every_mode(kafka: Any, root: Path) -> LabRuns:
+    """Every RUNS run on `kafka`, side by side, with the collectors sampling every second
+    until a full cycle after the last commit."""
+    state_dir, config_path = lab_config(root)
 
     def run(name: str) -> LabReport:
         mode = "at-least-once" if name in DROP_ACKS_RUNS else name
@@ -154,11 +181,31 @@ def build_published_lab(kafka: Any, spark: Any, root: Path) -> PublishedLab:
         # One more full cycle after the last commit, so the samples hold the final offsets.
         collected = offsets_samples(state_dir)
         wait_for_cycles(state_dir, collected + 2)
-    config = load_config(config_path)
+    return LabRuns(state_dir, config_path, reports)
+
+
+def run_postgres_modes(kafka: Any, dsn: str, root: Path) -> LabRuns:
+    """Each POSTGRES_MODES run on `kafka` into the PostgreSQL server at `dsn` through three
+    SIGKILLs while records flow, with the collectors sampling every second meanwhile."""
+    state_dir, config_path = lab_config(root)
+
+    def run(mode: str) -> LabReport:
+        return lab_run(kafka, root, config_path, mode, mode, crashes=CRASHES, sink_dsn=dsn)
+
+    with collecting(kafka.bootstrap_servers, load_config(config_path), interval_s=1.0):
+        with ThreadPoolExecutor(len(POSTGRES_MODES)) as pool:  # own topics, groups and tables
+            reports = dict(zip(POSTGRES_MODES, pool.map(run, POSTGRES_MODES), strict=True))
+        wait_for_cycles(state_dir, offsets_samples(state_dir) + 2)  # samples hold the final offsets
+    return LabRuns(state_dir, config_path, reports)
+
+
+def publish_lab(runs: LabRuns, kafka: Any, spark: Any) -> PublishedLab:
+    """One `dgm analyze` run over `runs`' samples: audited, analyzed and published."""
+    config = load_config(runs.config_path)
     job = AnalysisJob(config, kafka.bootstrap_servers, master="local[2]", spark=spark)
     job.progress = lambda line: None
     job.run_once()
-    return PublishedLab(state_dir, config, reports)
+    return PublishedLab(runs.state_dir, config, runs.reports)
 
 
 def wait_for_cycles(state_dir: Path, count: int) -> None:

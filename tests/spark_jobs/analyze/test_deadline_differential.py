@@ -25,6 +25,7 @@ from tests.support import engine_run
 from tests.support.deadline_comparison import assert_agree, late_copies
 from tests.support.fingerprint_rows import SOURCE, T0, small_tables
 from tests.support.generated_fingerprints import pipeline as generated_pipeline
+from tests.support.strength import by_strength
 
 
 def deadline_config(
@@ -54,7 +55,7 @@ SINK = st.tuples(
 
 
 @pytest.mark.filterwarnings("ignore:The recursion limit will not be reset")
-@engine_run.spark_examples(20)
+@engine_run.spark_examples(by_strength(10, 20))  # DGM_LONG=1: 20 sets
 @given(
     sources=st.lists(SOURCE, max_size=20),
     sinks=st.lists(SINK, max_size=15),

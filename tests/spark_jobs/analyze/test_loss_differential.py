@@ -27,7 +27,7 @@ from tests.support.fingerprint_rows import (
 )
 from tests.support.generated_fingerprints import pipeline
 from tests.support.lost_comparison import assert_same, lost_per_window
-from tests.support.strength import only_at_full_strength
+from tests.support.strength import by_strength, only_at_full_strength
 
 
 def engine_lost(
@@ -62,7 +62,7 @@ COMMITS = st.dictionaries(st.integers(0, 2), st.integers(0, 10), max_size=3)
 
 
 @pytest.mark.filterwarnings("ignore:The recursion limit will not be reset")
-@engine_run.spark_examples(25)
+@engine_run.spark_examples(by_strength(12, 25))  # DGM_LONG=1: 25 sets
 @given(
     sources=st.lists(SOURCE, max_size=20),
     sinks=st.lists(SINK, max_size=15),

@@ -21,6 +21,7 @@ from tests.support import engine_run, reference
 from tests.support.engine_run import FAR
 from tests.support.fingerprint_rows import ARROW_FINGERPRINT, fingerprint_row
 from tests.support.order_comparison import canonical
+from tests.support.strength import by_strength
 
 # (partition, producer, seq, committed) of a source record; (partition, src partition, src
 # offset, committed) of a sink record (source topic 's', or 'o', a topic p does not read).
@@ -77,7 +78,7 @@ def assert_agree(ours: engine_run.Tables, fingerprints: pa.Table) -> int:
     return len(mine)
 
 
-SETTINGS = engine_run.spark_examples(10)
+SETTINGS = engine_run.spark_examples(by_strength(6, 10))  # DGM_LONG=1: 10 sets
 
 
 @pytest.mark.filterwarnings("ignore:The recursion limit will not be reset")

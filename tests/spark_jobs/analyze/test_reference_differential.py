@@ -25,7 +25,7 @@ from spark_jobs.schemas import FINGERPRINT
 from tests.support import engine_run, reference
 from tests.support.duplicate_comparison import SUMMARY, canonical
 from tests.support.generated_fingerprints import pipeline
-from tests.support.strength import only_at_full_strength
+from tests.support.strength import by_strength, only_at_full_strength
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 ARROW_FINGERPRINT = to_arrow_schema(FINGERPRINT)
@@ -147,7 +147,7 @@ def small_table(records: list[tuple[Any, ...]]) -> pa.Table:
 
 # PySpark raises the recursion limit on first use, which Hypothesis reports; it is harmless.
 @pytest.mark.filterwarnings("ignore:The recursion limit will not be reset")
-@engine_run.spark_examples(25)
+@engine_run.spark_examples(by_strength(12, 25))  # DGM_LONG=1: 25 sets
 @given(records=st.lists(RECORD, max_size=25))
 def test_small_sets_agree(
     spark: Any, one_shuffle_partition: None, records: list[tuple[Any, ...]]

@@ -22,6 +22,7 @@ from spark_jobs.audit.audit import audit
 from spark_jobs.audit.ranges import OffsetRange
 from spark_jobs.audit.store import FingerprintStore
 from tests.support.audited_pipeline import config, pipeline, sample
+from tests.support.strength import only_at_full_strength
 
 SLACK_S = 2.0  # a loaded 2-core machine may run the ticker thread this late
 
@@ -151,6 +152,7 @@ def test_a_duration_starts_at_the_first_record_that_recent(
     assert any("(analysis.start = '1h'); the 2 offsets before it" in line for line in lines)
 
 
+@only_at_full_strength  # CI: the same two runs over 100k records (the tests above)
 @pytest.mark.slow
 def test_a_million_records_latest_then_earliest_with_progress_every_10_s(
     spark: Any, kafka: Any, tmp_path: Path
