@@ -125,12 +125,15 @@ def _latest_events(
         known = latest.notna() & after.notna()
         index = np.searchsorted(times, latest[known].to_numpy(), side="right") - 1
         usable = (index >= 0) & (times[np.clip(index, 0, None)] > after[known].to_numpy())
-        picked = mine.iloc[np.clip(index, 0, None)]
-        texts = [
-            f"after {e} of group {group} at {pd.Timestamp(t, tz='UTC'):%H:%M:%S} ({d})"
-            for e, t, d in zip(picked["event"], picked["at_ns"], picked["detail"], strict=True)
-        ]
-        named[known[known].index[usable]] = np.asarray(texts, dtype=object)[usable]
+        # Each event told once, then picked by position: copies far outnumber events.
+        texts = np.asarray(
+            [
+                f"after {e} of group {group} at {pd.Timestamp(t, tz='UTC'):%H:%M:%S} ({d})"
+                for e, t, d in zip(mine["event"], mine["at_ns"], mine["detail"], strict=True)
+            ],
+            dtype=object,
+        )
+        named[known[known].index[usable]] = texts[index[usable]]
     return named
 
 
@@ -193,17 +196,26 @@ def replay_runs(extra: pd.DataFrame, min_run: int = 3) -> pd.Series:
     continues = (keyed["offset"] == previous["offset"] + 1) & (
         keyed["source_offset"] > previous["source_offset"]
     )
-    run = (~continues).cumsum()
-    for _, rows in keyed.groupby(run, sort=False):
-        if len(rows) < min_run:
-            continue
-        first, last = rows.iloc[0], rows.iloc[-1]
-        named[rows.index] = (
-            f"replay run: source {first['source_topic']}/{int(first['source_partition'])} "
-            f"offsets {int(first['source_offset'])}-{int(last['source_offset'])} rewritten at "
-            f"{first['topic']}/{int(first['partition'])} offsets {int(first['offset'])}-"
-            f"{int(last['offset'])} ({len(rows)} records)"
+    # A run is a block of consecutive rows in this order (a continuing copy is the row right
+    # after the one it continues: offsets are unique in a sink partition), told by position.
+    starts = np.flatnonzero(~continues.to_numpy())
+    ends = np.append(starts[1:], len(keyed)) - 1
+    lengths = ends - starts + 1
+    long = lengths >= min_run
+    starts, ends, lengths = starts[long], ends[long], lengths[long]
+    first, last = keyed.iloc[starts], keyed.iloc[ends]
+    texts = [
+        f"replay run: source {topic}/{int(partition)} offsets {int(begin)}-{int(end)} "
+        f"rewritten at {sink}/{int(sink_partition)} offsets {int(at)}-{int(to)} ({n} records)"
+        for topic, partition, begin, end, sink, sink_partition, at, to, n in zip(
+            first["source_topic"], first["source_partition"], first["source_offset"],
+            last["source_offset"], first["topic"], first["partition"], first["offset"],
+            last["offset"], lengths, strict=True,
         )
+    ]  # fmt: skip
+    spans = [np.arange(s, e + 1) for s, e in zip(starts, ends, strict=True)]
+    rows = np.concatenate(spans) if spans else np.array([], dtype=np.int64)
+    named[keyed.index[rows]] = np.repeat(np.asarray(texts, dtype=object), lengths)
     return named
 
 
