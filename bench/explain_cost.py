@@ -188,7 +188,7 @@ def cycle(spark: Any, variant: Variant, config: Any, cycle_index: int, now: date
     with context:
         tables = analyze(spark, config, fingerprints, samples, now, variant.engine, variant.batches)
     publish(tables, variant.state)
-    variant.copies = len(variant.batches.asked)
+    variant.copies = len(variant.batches.asked)  # copies whose batch was read
     took = time.perf_counter() - began
     print(f"  {variant.name}: {took:.2f}s, {variant.engine.last}", flush=True)
     return took

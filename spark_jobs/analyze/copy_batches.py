@@ -22,32 +22,38 @@ class CopyBatches:
 
     def __init__(self, read: Reader | None = None) -> None:
         self.read = read
-        self.known = pd.DataFrame({c: pd.Series(dtype="int64") for c in FOUND}).astype(
-            {"topic": object}
-        )
-        self.asked: set[tuple[str, int, int]] = set()
+        self.known = _empty(FOUND)
+        self.asked = _empty(COORDINATES)  # read already, found or not
 
     def of(self, copies: pd.DataFrame) -> pd.DataFrame:
         """FOUND rows of the `copies` (COORDINATES) whose batch was found; the copies no
-        longer asked for are forgotten."""
-        wanted = {
-            (str(t), int(p), int(o))
-            for t, p, o in copies[COORDINATES].itertuples(index=False, name=None)
-        }
-        new = wanted - self.asked
-        if new and self.read is not None:
-            topics, partitions, offsets = zip(*sorted(new), strict=True)
+        longer asked for are forgotten. Joins, not sets of tuples: every duplicate copy is
+        asked for every cycle (hundreds of thousands at 10M records)."""
+        wanted = _coordinates(copies)
+        seen = wanted.merge(self.asked, on=COORDINATES, how="left", indicator=True)
+        new = seen.loc[seen["_merge"] == "left_only", COORDINATES]
+        if len(new) and self.read is not None:
+            new = new.sort_values(COORDINATES, ignore_index=True)
             asked = pa.table(
                 {
-                    "topic": pa.array(topics, pa.string()),
-                    "partition": pa.array(partitions, pa.int32()),
-                    "offset": pa.array(offsets, pa.int64()),
+                    "topic": pa.array(new["topic"], pa.string()),
+                    "partition": pa.array(new["partition"], pa.int32()),
+                    "offset": pa.array(new["offset"], pa.int64()),
                 }
             )
-            found = self.read(asked).to_pandas()
-            self.known = pd.concat([self.known, found[FOUND]], ignore_index=True)
-            self.asked |= new
-        self.asked &= wanted
-        keys = pd.MultiIndex.from_frame(self.known[COORDINATES])
-        self.known = self.known[keys.isin(list(wanted))].reset_index(drop=True)
+            found = _coordinates(self.read(asked).to_pandas(), FOUND)
+            self.known = pd.concat([self.known, found], ignore_index=True)
+            self.asked = pd.concat([self.asked, new], ignore_index=True)
+        self.asked = self.asked.merge(wanted, on=COORDINATES)
+        self.known = self.known.merge(wanted, on=COORDINATES)
         return self.known
+
+
+def _empty(columns: list[str]) -> pd.DataFrame:
+    return pd.DataFrame({c: pd.Series(dtype=object if c == "topic" else "int64") for c in columns})
+
+
+def _coordinates(rows: pd.DataFrame, columns: list[str] = COORDINATES) -> pd.DataFrame:
+    """`columns` of `rows`, each copy once, typed alike (topic text, the rest int64)."""
+    typed = {c: (str if c == "topic" else "int64") for c in COORDINATES}
+    return rows[columns].astype(typed).drop_duplicates(COORDINATES, ignore_index=True)

@@ -88,19 +88,28 @@ def _ns(stamps: pd.Series) -> np.ndarray:
 
 def copy_arrivals(copies: pd.DataFrame, offsets: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """(arrived ns, resolution ns) of each copy (topic, partition, offset): when the LSO
-    passed it; NaN where no retained sample has."""
+    passed it; NaN where no retained sample has. Positions per partition by one sort, not a
+    pandas group each: a cycle asks for every copy of every duplicate."""
     when = np.full(len(copies), np.nan)
     width = np.full(len(copies), np.nan)
-    wanted = set(zip(copies["topic"].astype(str), copies["partition"].astype(int), strict=True))
-    series = arrivals(offsets, wanted)
+    if copies.empty:
+        return when, width
+    keys = pd.MultiIndex.from_arrays(
+        [copies["topic"].astype(str), copies["partition"].astype("int64")]
+    )
+    codes, partitions = pd.factorize(keys)
+    series = arrivals(offsets, set(partitions))
+    order = np.argsort(codes, kind="stable")
+    bounds = np.searchsorted(codes[order], np.arange(len(partitions) + 1))
+    offset = copies["offset"].to_numpy(dtype=np.int64)
     ever = np.iinfo(np.int64).max
-    for (topic, partition), rows in copies.groupby(["topic", "partition"], sort=False):
+    for code, (topic, partition) in enumerate(partitions):
         found = series.get((str(topic), int(partition)))
         if found is None:
             continue
-        where = copies.index.get_indexer(rows.index)
-        seen = np.full(len(rows), ever, dtype=np.int64)
-        at, resolution, _ = found.readable_at(rows["offset"].to_numpy(dtype=np.int64), seen)
+        where = order[bounds[code] : bounds[code + 1]]
+        seen = np.full(len(where), ever, dtype=np.int64)
+        at, resolution, _ = found.readable_at(offset[where], seen)
         when[where], width[where] = at, resolution
     return when, width
 
