@@ -139,7 +139,7 @@ def bare() -> Iterator[None]:
     analysis.explained_duplicates = lambda config, duplicates, samples, batches: duplicates
     passes.with_id_lineage = lambda fingerprints, ctx, held=None, sinks=None: fingerprints
     engine.unstamped_sinks = lambda frame, ctx, known=frozenset(): frozenset()
-    engine.relinks = lambda kept, added, ctx, sinks: False
+    engine.relinks = lambda kept, added, ctx, sinks: frozenset()
     try:
         yield
     finally:
@@ -185,13 +185,40 @@ def cycle(spark: Any, variant: Variant, config: Any, cycle_index: int, now: date
         fingerprints = Fingerprints(current, None, before, added, count=current.count())
     samples = SampleReader(variant.state).read_all()
     context = bare() if variant.name == "bare" else contextlib.nullcontext()
-    with context:
+    spent: dict[str, float] = {}
+    with context, timed_explaining(spent):
+        analyzed = time.perf_counter()
         tables = analyze(spark, config, fingerprints, samples, now, variant.engine, variant.batches)
+        spent["analyze"] = time.perf_counter() - analyzed
+    published = time.perf_counter()
     publish(tables, variant.state)
+    spent["publish"] = time.perf_counter() - published
     variant.copies = len(variant.batches.asked)  # copies whose batch was read
     took = time.perf_counter() - began
-    print(f"  {variant.name}: {took:.2f}s, {variant.engine.last}", flush=True)
+    steps = ", ".join(f"{k} {v:.1f}s" for k, v in spent.items())
+    print(f"  {variant.name}: {took:.2f}s ({steps}), {variant.engine.last}", flush=True)
     return took
+
+
+@contextlib.contextmanager
+def timed_explaining(spent: dict[str, float]) -> Iterator[None]:
+    """Time the duplicates' explaining (whichever function the variant runs) into `spent`."""
+    import spark_jobs.analyze.analysis as analysis
+
+    explaining = analysis.explained_duplicates
+
+    def timed(*args: Any) -> Any:
+        began = time.perf_counter()
+        try:
+            return explaining(*args)
+        finally:
+            spent["explain duplicates"] = time.perf_counter() - began
+
+    analysis.explained_duplicates = timed
+    try:
+        yield
+    finally:
+        analysis.explained_duplicates = explaining
 
 
 def main() -> int:
