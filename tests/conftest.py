@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from tests.support import schema_registry as schema_registries
 from tests.support import unused_clusters
 from tests.support.kafka_cluster import KafkaUnderTest, embedded
 from tests.support.postgres import PostgresUnavailable, PostgresUnderTest, external, local_server
@@ -104,6 +105,19 @@ def postgres() -> Iterator[PostgresUnderTest]:
 
 
 @pytest.fixture(scope="session")
+def schema_registry(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[schema_registries.RegistryUnderTest]:
+    """A real schema registry with a Confluent-compatible API (DGM_SCHEMA_REGISTRY_URL, or
+    dgm's embedded Apicurio Registry started here): tests/support/schema_registry.py."""
+    named = schema_registries.external()
+    if named is not None:
+        yield named
+        return
+    yield from schema_registries.embedded(tmp_path_factory.mktemp("schema-registry"))
+
+
+@pytest.fixture(scope="session")
 def lab_runs(kafka: KafkaUnderTest, tmp_path_factory: pytest.TempPathFactory) -> Any:
     """Every lab mode run through real faults with the collectors sampling, once for the
     session: tests/support/published_lab.py (the lab's own tests read them without Spark)."""
@@ -147,6 +161,7 @@ SERVER_FIXTURES = {
     "integration": frozenset({"kafka", "kafka3", "second_kafka", "kafka_sasl", "private_cluster"}),
     "spark": frozenset({"spark"}),
     "postgres": frozenset({"postgres"}),
+    "schema_registry": frozenset({"schema_registry"}),
 }
 
 

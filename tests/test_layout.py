@@ -24,7 +24,9 @@ LAB = "lab"
 # faults restart brokers) use it. The core and the stages never do: they monitor whatever
 # cluster they are given, and the shell decides which.
 TOOL = "embedded_kafka"
-PACKAGES = (CORE, *STAGES, TOOL, SHELL, LAB)
+# The embedded schema registry, the same kind of tool: it reuses the broker's pinned downloads.
+REGISTRY_TOOL = "embedded_registry"
+PACKAGES = (CORE, *STAGES, TOOL, REGISTRY_TOOL, SHELL, LAB)
 # The shell's commands that run the lab: `dgm lab run`, `dgm lab demo` and `dgm demo`. Nothing
 # else of the shell, and nothing of the core or the stages, may import it.
 LAB_RUNNERS = ("shell.lab_command", "shell.lab_demo_command", "shell.demo_command")
@@ -71,9 +73,12 @@ def violation(importer: str, imported: str) -> str | None:
         return None if dst == CORE else f"stage {src} imports {dst}"
     if src == TOOL:
         return None if dst == CORE else f"the embedded broker imports {dst}: it is a tool"
-    if src == LAB:
+    if src == REGISTRY_TOOL:
         ok = dst in (CORE, TOOL)
-        return None if ok else f"the lab imports {dst}: it stands on the core and the tool"
+        return None if ok else f"the embedded registry imports {dst}: it is a tool"
+    if src == LAB:
+        ok = dst in (CORE, TOOL, REGISTRY_TOOL)
+        return None if ok else f"the lab imports {dst}: it stands on the core and the tools"
     return None  # the shell may import the core, every stage and the tool
 
 
@@ -208,6 +213,10 @@ def test_command_wiring_is_seen() -> None:
         ("embedded_kafka.cluster", "collectors.cycle", False),
         ("embedded_kafka.cluster", "shell.cli", False),
         ("embedded_kafka.cluster", "lab.run", False),
+        ("embedded_registry.server", "embedded_kafka.jar_cache", True),
+        ("embedded_registry.server", "collectors.cycle", False),
+        ("collectors.cycle", "embedded_registry.server", False),
+        ("watch.ids", "embedded_registry.server", False),
         ("dgm.config", "embedded_kafka.cluster", False),
         ("collectors.cycle", "embedded_kafka.cluster", False),
         ("exporter.server", "embedded_kafka.cluster", False),

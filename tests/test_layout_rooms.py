@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CORE = ROOT / "dgm"
 FIRST_PARTY = (
     "dgm", "collectors", "spark_jobs", "alerts", "dashboard", "exporter", "watch", "shell",
-    "lab", "embedded_kafka",
+    "lab", "embedded_kafka", "embedded_registry",
 )  # fmt: skip
 # Where imports are checked: the product, the lab, the tools, the tests and the benchmarks.
 IMPORTERS = (*FIRST_PARTY, "tests", "bench")

@@ -14,6 +14,7 @@ from dgm.clients.settings import (
     refusals,
 )
 from dgm.config.problems import ConfigError, Problem
+from dgm.config.schema_registry import SchemaRegistryConfig
 
 # Client settings whose values are credentials. Matched on the lower-cased key.
 _SECRET_WORDS = ("password", "secret", "jaas", "token")
@@ -45,6 +46,9 @@ class ClusterConfig:
     # max.partition.fetch.bytes, ...), Java names without Spark's "kafka." prefix: Spark's
     # consumer is the one client that fetches records.
     java_client: dict[str, str] = field(default_factory=dict)
+    # [cluster.schema_registry]: the registry of this cluster's framed records (Avro,
+    # Protobuf, JSON Schema); None: records are read without one.
+    schema_registry: SchemaRegistryConfig | None = None
 
     def librdkafka_config(self, bootstrap_servers: str) -> dict[str, str]:
         """Settings for confluent-kafka clients; the caller decides the bootstrap servers."""
@@ -82,5 +86,6 @@ class ClusterConfig:
     def __repr__(self) -> str:
         return (
             f"ClusterConfig(bootstrap_servers={self.bootstrap_servers!r}, "
-            f"client={redacted(self.client)!r}, java_client={redacted(self.java_client)!r})"
+            f"client={redacted(self.client)!r}, java_client={redacted(self.java_client)!r}, "
+            f"schema_registry={self.schema_registry!r})"
         )

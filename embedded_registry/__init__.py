@@ -1,0 +1,1 @@
+"""A real schema registry on loopback (Apicurio Registry) for the tests, the lab and the demo."""
