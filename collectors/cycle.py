@@ -7,12 +7,14 @@ long an LSO has been stuck nor invents events.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from collectors.clients import Clients
+from collectors.api_versions import ask_capabilities
+from collectors.clients import Clients, ClusterUnreachable
 from collectors.events import (
     Event,
     GroupView,
@@ -20,6 +22,7 @@ from collectors.events import (
     authorization_events,
     backwards_events,
     broker_events,
+    capability_events,
     group_events,
     idempotent_epoch_events,
     topic_events,
@@ -31,9 +34,14 @@ from collectors.lso import LsoState
 from collectors.offsets import fetch_offsets, offsets_rows
 from collectors.partitions import ClusterView, check_matches, describe_cluster
 from collectors.transactions import fetch_transactions, max_transaction_timeout_ms
+from collectors.txn_sessions import TxnSeen, carried, seen_of
+from dgm.clients.capabilities import Gap
 from dgm.clients.permissions import Denial
 from dgm.config.collectors import CollectorSettings
+from dgm.contracts.clusters import DEFAULT_CLUSTER
 from dgm.contracts.samples import Key, PartitionOffsets, SampleStore, latest_rows
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -75,8 +83,11 @@ class Collector:
         sample_writers: int = 1,
         expected_topics: tuple[str, ...] = (),
         expected_groups: tuple[str, ...] = (),
+        cluster_name: str = DEFAULT_CLUSTER,
     ) -> None:
         self.clients = clients
+        self.cluster_name = cluster_name  # as the config names it, in capability gaps' lines
+        self.gaps: frozenset[Gap] = frozenset()  # what the brokers could not answer last cycle
         # The pipelines' topics and groups: a listing leaves out what dgm may not describe,
         # so these are asked for by name, and a refusal is recorded instead of unnoticed.
         self.expected_topics = expected_topics
@@ -90,7 +101,7 @@ class Collector:
         self.cluster_id: str | None = None
         self.lso_states: dict[Key, LsoState] = {}
         self.groups: dict[str, GroupView] = {}
-        self.transactional_epochs: dict[str, tuple[int, int]] = {}
+        self.transactional_epochs: dict[str, TxnSeen] = {}
         self.idempotent_epochs: dict[int, int] = {}
         self.brokers: frozenset[int] | None = None
         self.topic_ids: dict[str, str] = {}
@@ -149,14 +160,16 @@ class Collector:
         # A topic whose id did not answer this cycle may have been recreated unseen.
         unknown = {p.topic for p in fetched if p.topic not in view.topic_ids}
         denied = frozenset((*self.cluster_denied, *view.denied, *groups.denied, *txns.denied))
+        gaps = self._capability_gaps(view)
+        # Each transactional id with the protocol (V1, V2) learned so far (txn_sessions).
+        seen = carried(self.transactional_epochs, txns.transactional_epochs())
         events = [
             *authorization_events(self.denied, denied, at, cluster_id),
+            *capability_events(self.gaps, gaps, at, cluster_id),
             *broker_events(self.brokers, view.brokers, at, cluster_id),
             *topic_events(self.topic_ids, view.topic_ids, at, cluster_id),
             *group_events(self.groups, groups.views, at, cluster_id),
-            *transactional_epoch_events(
-                self.transactional_epochs, txns.transactional_epochs(), at, cluster_id
-            ),
+            *transactional_epoch_events(self.transactional_epochs, seen, at, cluster_id),
             *idempotent_epoch_events(
                 self.idempotent_epochs, txns.idempotent_epochs(), at, cluster_id
             ),
@@ -171,7 +184,7 @@ class Collector:
         self.record(events)
         self.lso_states = lso_states
         self.groups = groups.views
-        self.transactional_epochs = txns.transactional_epochs()
+        self.transactional_epochs = seen
         # Producer ids that left the partitions' state keep their last epoch: a bump seen
         # after a quiet cycle still counts.
         self.idempotent_epochs = {**self.idempotent_epochs, **txns.idempotent_epochs()}
@@ -184,6 +197,7 @@ class Collector:
             **{k: v for k, v in by_key.items() if k[0] not in unknown or k not in self.offsets},
         }
         self.denied = denied
+        self.gaps = gaps
         return CycleSummary(
             partitions=len(fetched),
             unavailable=unavailable,
@@ -193,6 +207,16 @@ class Collector:
             events=len(events),
             seconds=time.monotonic() - began,
         )
+
+    def _capability_gaps(self, view: ClusterView) -> frozenset[Gap]:
+        """What the brokers' API versions lack (asked every cycle: an upgrade changes them);
+        the last cycle's when they do not answer, which is no gap of theirs."""
+        try:
+            found = ask_capabilities(self.clients, self.cluster_name, view.brokers)
+        except ClusterUnreachable as error:
+            log.debug("API versions not answered, capabilities kept: %s", error)
+            return self.gaps
+        return frozenset(found.gaps)
 
     def record(self, events: Sequence[Event]) -> None:
         if events:
@@ -227,9 +251,8 @@ class Collector:
                 group[row["member_id"]] = MemberView(row["member_id"], row["client_id"], assignment)
         self.groups = {gid: GroupView(states[gid], members[gid]) for gid in states}
         for row in latest_rows(self.store, "transactions", cluster_id, self.sample_writers):
-            self.transactional_epochs[row["transactional_id"]] = (
-                row["producer_id"],
-                row["producer_epoch"],
+            self.transactional_epochs[row["transactional_id"]] = seen_of(
+                row["producer_id"], row["producer_epoch"], row["state"], row["transaction_start"]
             )
         for row in latest_rows(self.store, "producers", cluster_id, self.sample_writers):
             if row["transactional_id"] is None:

@@ -2,8 +2,9 @@
 
 Rebalances and member changes come from group samples, epoch bumps from producer and
 transaction samples, broker departures from cluster metadata, offsets going backwards from
-the offsets samples, missing permissions from the calls the cluster refused. Outages and
-collector starts are recorded by the runner, which is the one that sees them.
+the offsets samples, missing permissions from the calls the cluster refused, missing
+capabilities from the brokers' API versions. Outages and collector starts are recorded by the
+runner, which is the one that sees them.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
+from collectors.txn_sessions import TxnSeen, new_session
+from dgm.clients.capabilities import CAPABILITY_MISSING, CAPABILITY_RESTORED, Gap
 from dgm.clients.permissions import AUTHORIZATION_FAILED, AUTHORIZATION_RESTORED, Denial
 from dgm.contracts.samples import Key, PartitionOffsets
 
@@ -121,27 +124,28 @@ def _assignments(group: GroupView) -> dict[str, frozenset[tuple[str, int]]]:
 
 
 def transactional_epoch_events(
-    previous: Mapping[str, tuple[int, int]],
-    current: Mapping[str, tuple[int, int]],
+    previous: Mapping[str, TxnSeen | tuple[int, int]],
+    current: Mapping[str, TxnSeen | tuple[int, int]],
     at: datetime,
     cluster_id: str,
 ) -> list[Event]:
-    """Epoch bumps per transactional id; values are (producer_id, producer_epoch).
+    """New producer sessions per transactional id; values are TxnSeen (collectors.txn_sessions),
+    or (producer_id, producer_epoch) when nothing more is known.
 
-    The coordinator bumps the epoch when a producer re-initialises (a restart fences the old
-    session) or when it aborts a timed-out transaction. A new producer id counts too: the
-    coordinator hands one out when the epoch runs out, and that fences the old session.
+    Under transactions V1 the coordinator bumps the epoch when a producer re-initialises (a
+    restart fences the old session) or when it aborts a timed-out transaction; a new producer
+    id counts too (handed out when the epoch runs out, fencing the old session). Under V2 the
+    epoch is bumped by every transaction and a new producer id follows an exhausted epoch:
+    one session continuing, told only when the coordinator shows a re-initialised or fenced
+    producer (txn_sessions.new_session; docs/design.md, "Transactions V1 and V2").
     """
     events = []
     for transactional_id in sorted(current.keys() & previous.keys()):
-        (old_pid, old_epoch), (new_pid, new_epoch) = (
-            previous[transactional_id],
-            current[transactional_id],
-        )
-        if (new_pid, new_epoch) == (old_pid, old_epoch) or (
-            new_pid == old_pid and new_epoch < old_epoch
-        ):
+        before, now = TxnSeen(*previous[transactional_id]), TxnSeen(*current[transactional_id])
+        if not new_session(before, now):
             continue
+        old_pid, old_epoch = before.producer_id, before.producer_epoch
+        new_pid, new_epoch = now.producer_id, now.producer_epoch
         moved = f", producer id {old_pid} -> {new_pid}" if new_pid != old_pid else ""
         events.append(
             Event(
@@ -307,3 +311,18 @@ def denial_event(denial: Denial, event: str, at: datetime, cluster_id: str) -> E
 
 def _sorted(denials: Iterable[Denial]) -> list[Denial]:
     return sorted(denials, key=lambda d: d.line())
+
+
+def capability_events(
+    previous: Iterable[Gap], current: Iterable[Gap], at: datetime, cluster_id: str
+) -> list[Event]:
+    """A capability gap seen for the first time since the collector started
+    (`capability_missing`) and one no longer seen (`capability_restored`, e.g. after an
+    upgrade), the Gap's line as detail: read as missing permissions are
+    (dgm.contracts.published_views.MISSING_CAPABILITIES)."""
+    before, after = set(previous), set(current)
+
+    def told(gaps: set[Gap], event: str) -> list[Event]:
+        return [Event(at, cluster_id, event, line) for line in sorted(g.line() for g in gaps)]
+
+    return [*told(after - before, CAPABILITY_MISSING), *told(before - after, CAPABILITY_RESTORED)]

@@ -69,6 +69,7 @@ def cluster_collectors(
             sample_writers=len(client_configs),
             expected_topics=(expected or {}).get(name, ((), ()))[0],
             expected_groups=(expected or {}).get(name, ((), ()))[1],
+            cluster_name=name,
         )
         found.runners[name] = Runner(
             collector,

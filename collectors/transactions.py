@@ -7,6 +7,7 @@ coordinator). Hanging transactions are flagged with `collectors.hanging`.
 
 from __future__ import annotations
 
+import logging
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -16,6 +17,7 @@ from typing import Any
 from kafka import TopicPartition
 from kafka.errors import (
     BrokerResponseError,
+    KafkaError,
     TopicAuthorizationFailedError,
     TransactionalIdAuthorizationFailedError,
 )
@@ -24,6 +26,7 @@ from collectors.access import is_denied
 from collectors.clients import Clients
 from collectors.hanging import CoordinatorView, OpenTransaction, hanging_reason
 from collectors.partitions import ClusterView
+from collectors.txn_sessions import TxnSeen, seen_of
 from dgm.clients.permissions import (
     CLUSTER_DESCRIBE_CONFIGS,
     TOPIC_READ,
@@ -31,6 +34,8 @@ from dgm.clients.permissions import (
     Denial,
 )
 from dgm.contracts.samples import Key
+
+log = logging.getLogger(__name__)
 
 OPEN_STATES = frozenset({"Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence"})
 
@@ -79,12 +84,24 @@ class TransactionSample:
     transactions: list[TransactionsRow] = field(default_factory=list)
     unavailable: int = 0  # partitions whose producers could not be read this cycle
     denied: list[Denial] = field(default_factory=list)  # topics, transactional ids refused
+    # The cluster's finalized transaction.version (2: KIP-890's V2 possible); None: unknown.
+    transaction_version: int | None = None
 
     def open_transactions(self) -> int:
         return sum(1 for p in self.producers if p.txn_start_offset is not None)
 
-    def transactional_epochs(self) -> dict[str, tuple[int, int]]:
-        return {t.transactional_id: (t.producer_id, t.producer_epoch) for t in self.transactions}
+    def transactional_epochs(self) -> dict[str, TxnSeen]:
+        return {
+            t.transactional_id: seen_of(
+                t.producer_id,
+                t.producer_epoch,
+                t.state,
+                t.transaction_start,
+                self.transaction_version,
+                t.timed_out,
+            )
+            for t in self.transactions
+        }
 
     def idempotent_epochs(self) -> dict[int, int]:
         """Highest epoch per producer id that no transactional id holds."""
@@ -219,7 +236,21 @@ def _fetch(
         transactions_rows(descriptions, sampled_at, cluster_id),
         unavailable=len(view.partitions) - len(states),
         denied=denied,
+        transaction_version=_transaction_version(admin),
     )
+
+
+def _transaction_version(admin: Any) -> int | None:
+    """The finalized level of the cluster's transaction.version feature (ApiVersions); None
+    when the cluster has no such feature (ZooKeeper mode, 3.x before it) or does not say."""
+    try:
+        features = admin.describe_features()
+    except KafkaError as error:
+        log.debug("features not answered: %s", error)
+        return None
+    # kafka-python: feature name -> {"supported": (min, max), "finalized": (min, max), ...}
+    finalized = features.get("transaction.version", {}).get("finalized")
+    return None if finalized is None else int(finalized[1])
 
 
 def _producers(

@@ -22,7 +22,7 @@ from dashboard.timerange import TimeRange
 from dgm.config.document import DgmConfig
 from dgm.config.loader import ENV_CONFIG, load_config
 from dgm.contracts.published import PUBLISHED_FILE, TABLES, open_read_only
-from dgm.contracts.published_views import MISSING_PERMISSIONS, VIEWS
+from dgm.contracts.published_views import MISSING_CAPABILITIES, MISSING_PERMISSIONS, VIEWS
 
 CACHE_TTL_S = 300  # the mtime key already catches new publications; this bounds memory
 _INTS = {
@@ -331,6 +331,11 @@ def faults(within: TimeRange | None = None) -> pd.DataFrame:
 def missing_permissions() -> pd.DataFrame:
     """What dgm cannot see now for want of a permission (dgm.contracts.published_views)."""
     return read(f'SELECT * FROM "{MISSING_PERMISSIONS.name}" ORDER BY detail')
+
+
+def missing_capabilities() -> pd.DataFrame:
+    """What the clusters' brokers cannot answer now (dgm.contracts.published_views)."""
+    return read(f'SELECT * FROM "{MISSING_CAPABILITIES.name}" ORDER BY detail')
 
 
 def cluster_summary() -> dict[str, int]:

@@ -32,7 +32,7 @@ from dgm.contracts.published import (
     stale_after_s,
     verdicts_document,
 )
-from dgm.contracts.published_views import read_missing_permissions
+from dgm.contracts.published_views import read_missing_capabilities, read_missing_permissions
 
 PREFIX = "/api/v1/"
 WINDOWS_LIMIT, MAX_WINDOWS = 60, 10_000
@@ -153,7 +153,8 @@ def _verdicts(db: Connection, params: dict[str, str], interval_s: float) -> Docu
     rows, finished = read_verdicts(db)
     stale_after = stale_after_s(interval_s, run_duration_s(db))
     missing = read_missing_permissions(db)
-    return verdicts_document(rows, finished, stale_after, datetime.now(UTC), missing)
+    gaps = read_missing_capabilities(db)
+    return verdicts_document(rows, finished, stale_after, datetime.now(UTC), missing, gaps)
 
 
 def _pipeline(db: Connection, params: dict[str, str], interval_s: float, name: str) -> Document:

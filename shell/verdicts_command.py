@@ -28,7 +28,7 @@ from dgm.contracts.published import (
     stale_after_s,
     verdicts_document,
 )
-from dgm.contracts.published_views import read_missing_permissions
+from dgm.contracts.published_views import read_missing_capabilities, read_missing_permissions
 from dgm.util.errors import UserFacingError
 
 # What the table prints, in order: (column, heading).
@@ -73,9 +73,10 @@ def register(commands: Any) -> None:
 
 def read_verdicts(
     state_dir: Path,
-) -> tuple[list[dict[str, Any]], datetime | None, float, list[str]]:
+) -> tuple[list[dict[str, Any]], datetime | None, float, list[str], list[str]]:
     """The verdict rows, when their analysis finished, how long it ran (seconds) and what dgm
-    cannot see for want of a permission; UserFacingError if none exist yet."""
+    cannot see for want of a permission, and of a capability of the brokers; UserFacingError
+    if none exist yet."""
     path = state_dir / PUBLISHED_FILE
     if not path.exists():
         raise UserFacingError(
@@ -85,7 +86,8 @@ def read_verdicts(
     try:
         with open_read_only(path) as db:
             rows, finished = published.read_verdicts(db)
-            return rows, finished, run_duration_s(db), read_missing_permissions(db)
+            missing, gaps = read_missing_permissions(db), read_missing_capabilities(db)
+            return rows, finished, run_duration_s(db), missing, gaps
     except (duckdb.Error, OSError) as error:
         raise UserFacingError(f"cannot read {path}: {error}") from None
 
@@ -149,9 +151,9 @@ def format_table(rows: list[dict[str, Any]]) -> str:
 
 def _verdicts(args: argparse.Namespace) -> int:
     config = load_config(args.config)
-    rows, finished, run_s, missing = read_verdicts(config.state_dir)
+    rows, finished, run_s, missing, gaps = read_verdicts(config.state_dir)
     stale_after = stale_after_s(config.analysis.interval_s, run_s)
-    document = verdicts_document(rows, finished, stale_after, datetime.now(UTC), missing)
+    document = verdicts_document(rows, finished, stale_after, datetime.now(UTC), missing, gaps)
     age, stale = document["age_s"], document["stale"]
     if args.json:
         print(json.dumps(document, default=str, indent=2))
@@ -164,7 +166,7 @@ def _verdicts(args: argparse.Namespace) -> int:
                 print(line)
             print(f"analyzed at {finished:%Y-%m-%d %H:%M:%S %Z}" if finished else "")
         # What dgm cannot see weakens every verdict that needs it: said after the table.
-        for line in missing:
+        for line in [*missing, *gaps]:
             print(line)
     if stale:
         print(

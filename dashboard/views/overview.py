@@ -9,6 +9,7 @@ import streamlit as st
 from dashboard import page_paths, ui
 from dashboard.panels import (
     cluster,
+    missing_capabilities,
     missing_permissions,
     pipeline_card,
     pipelines_table,
@@ -23,6 +24,7 @@ def render() -> None:
     st.title("Delivery guarantees")
     stale = ui.stale_banner()
     missing_permissions.render()
+    missing_capabilities.render()
     seen_duplicates.render()
     rows = pipelines_table.render(stale)
     pipeline_card.render(rows, stale)

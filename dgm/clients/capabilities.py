@@ -14,6 +14,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+# The events (the `events` sample kind) the collectors record when a cluster's capability goes
+# missing and when it comes back, with the Gap's line as detail: a missing permission's way.
+CAPABILITY_MISSING = "capability_missing"
+CAPABILITY_RESTORED = "capability_restored"
+
 # ApiVersions as a client receives it: API key -> (lowest, highest version served).
 ApiVersions = Mapping[int, tuple[int, int]]
 

@@ -677,8 +677,8 @@ FAULTS = _table(
         "VARCHAR",
         "rebalance, member_joined, member_left, epoch_bump, outage_start, "
         "outage_end, broker_left, broker_joined, collector_start, topic_recreated, "
-        "authorization_failed, authorization_restored, high_watermark_backwards, "
-        "log_start_backwards, lso_backwards",
+        "authorization_failed, authorization_restored, capability_missing, "
+        "capability_restored, high_watermark_backwards, log_start_backwards, lso_backwards",
     ),
     ("group_id", "VARCHAR", "group, for group events"),
     ("pipeline", "VARCHAR", "pipeline the fault is attributed to; null when cluster-wide"),
@@ -772,9 +772,11 @@ def verdicts_document(
     stale_after: float,
     now: datetime,
     missing_permissions: list[str],
+    missing_capabilities: list[str],
 ) -> dict[str, Any]:
     """What `dgm verdicts --json` prints and the exporter's /api/v1/verdicts answers;
-    `missing_permissions`: the 'cannot see X: missing permission Y' lines."""
+    `missing_permissions`: the 'cannot see X: missing permission Y' lines;
+    `missing_capabilities`: the 'cannot see X on cluster C: the broker (3.6) has no API' lines."""
     age = age_s(finished, now)
     stale = age is not None and age > stale_after
     return {
@@ -783,6 +785,7 @@ def verdicts_document(
         "stale": stale,
         "pipelines": rows,
         "missing_permissions": missing_permissions,
+        "missing_capabilities": missing_capabilities,
     }
 
 

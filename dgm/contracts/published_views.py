@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import duckdb
 
+from dgm.clients.capabilities import CAPABILITY_MISSING, CAPABILITY_RESTORED
 from dgm.clients.permissions import AUTHORIZATION_FAILED, AUTHORIZATION_RESTORED
 from dgm.contracts.published import (
     FAULTS,
@@ -163,6 +164,22 @@ MISSING_PERMISSIONS = View(
     HAVING arg_max(event, "at") = '{AUTHORIZATION_FAILED}'""",
 )
 
+MISSING_CAPABILITIES = View(
+    "missing_capabilities",
+    f"What the clusters' brokers cannot answer now, one row per capability gap "
+    f"(dgm.clients.capabilities): the {CAPABILITY_MISSING} events of {FAULTS.name} since the "
+    f"newest collector_start not followed by a {CAPABILITY_RESTORED}, read as "
+    f"{MISSING_PERMISSIONS.name} reads refusals. detail: 'cannot see X on cluster C: the "
+    "broker (3.6) has no API'; since: when it was recorded.",
+    f"""SELECT detail, max("at") AS since
+    FROM {FAULTS.name}
+    WHERE event IN ('{CAPABILITY_MISSING}', '{CAPABILITY_RESTORED}')
+      AND "at" >= (SELECT coalesce(max("at"), TIMESTAMPTZ '1970-01-01 00:00:00+00')
+                   FROM {FAULTS.name} WHERE event = 'collector_start')
+    GROUP BY detail
+    HAVING arg_max(event, "at") = '{CAPABILITY_MISSING}'""",
+)
+
 VIEWS: tuple[View, ...] = (
     CUMULATIVE_TOPICS,
     TOPIC_WINDOW_SERIES,
@@ -174,6 +191,7 @@ VIEWS: tuple[View, ...] = (
     LATEST_PARTITION_OFFSETS,
     LATEST_GROUP_LAG,
     MISSING_PERMISSIONS,
+    MISSING_CAPABILITIES,
 )
 
 
@@ -186,8 +204,18 @@ def create_views(connection: duckdb.DuckDBPyConnection) -> None:
 def read_missing_permissions(db: duckdb.DuckDBPyConnection) -> list[str]:
     """The lines of MISSING_PERMISSIONS ('cannot see X: missing permission Y'), sorted; none
     from a publication made before the view existed."""
+    return _details(db, MISSING_PERMISSIONS)
+
+
+def read_missing_capabilities(db: duckdb.DuckDBPyConnection) -> list[str]:
+    """The lines of MISSING_CAPABILITIES ('cannot see X on cluster C: the broker (3.6) has no
+    API'), sorted; none from a publication made before the view existed."""
+    return _details(db, MISSING_CAPABILITIES)
+
+
+def _details(db: duckdb.DuckDBPyConnection, view: View) -> list[str]:
     try:
-        found = db.execute(f'SELECT detail FROM "{MISSING_PERMISSIONS.name}" ORDER BY detail')
+        found = db.execute(f'SELECT detail FROM "{view.name}" ORDER BY detail')
     except duckdb.CatalogException:
         return []
     return [str(row[0]) for row in found.fetchall()]

@@ -150,7 +150,8 @@ EVENTS = _schema(
         pa.string(),
         "collector_start, outage_start, outage_end, broker_joined, broker_left, rebalance, "
         "member_joined, member_left, epoch_bump, topic_recreated, authorization_failed, "
-        "authorization_restored, high_watermark_backwards, log_start_backwards, lso_backwards "
+        "authorization_restored, capability_missing, capability_restored, "
+        "high_watermark_backwards, log_start_backwards, lso_backwards "
         "(a partition's offset went down between two samples: a truncated log)",
     ),
     _column(

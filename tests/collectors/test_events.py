@@ -8,11 +8,13 @@ from collectors.events import (
     MemberView,
     backwards_events,
     broker_events,
+    capability_events,
     group_events,
     idempotent_epoch_events,
     topic_events,
     transactional_epoch_events,
 )
+from dgm.clients.capabilities import KIP848_GROUPS, SHARE_GROUPS, Gap
 from dgm.contracts.samples import PartitionOffsets
 
 AT = datetime(2025, 1, 1, tzinfo=UTC)
@@ -126,3 +128,16 @@ def test_a_new_partition_or_a_recreated_topic_is_no_truncation() -> None:
     before = {("t", 0): offsets(hw=150, lso=150)}
     assert backwards_events({}, [offsets(hw=1, lso=1)], AT, "c") == []
     assert backwards_events(before, [offsets(hw=0, lso=0)], AT, "c", recreated={"t"}) == []
+
+
+def test_a_capability_gap_is_told_once_and_its_end_after_an_upgrade() -> None:
+    groups = Gap(KIP848_GROUPS, "default", "3.9", "has ConsumerGroupHeartbeat v0 only")
+    shares = Gap(SHARE_GROUPS, "default", "3.9", "has no ShareGroupDescribe")
+    first = capability_events([], [groups, shares], AT, "c")
+    assert [(e.event, e.detail) for e in first] == [
+        ("capability_missing", groups.line()),
+        ("capability_missing", shares.line()),
+    ]
+    assert capability_events([groups, shares], [shares, groups], AT, "c") == []
+    upgraded = capability_events([groups, shares], [shares], AT, "c")
+    assert [(e.event, e.detail) for e in upgraded] == [("capability_restored", groups.line())]

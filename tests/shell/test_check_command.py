@@ -1,7 +1,8 @@
 """`dgm check` against a broker with SASL and ACLs enforced: every line ✓ when dgm has every
 permission of the ACL table, a ✗ naming the one removed (and exit 1), OIDC through all three
 clients, and a setting kafka-python cannot take refused before anything connects; against
-Kafka 3.6.2 each capability it lacks named as a `!` and exit 0, against no broker exit 1."""
+Kafka 3.6.2 each capability it lacks named as a `!` and exit 0 (and the collectors record the
+same gaps, once), against no broker exit 1."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ from typing import Any
 
 import pytest
 
+from dgm.clients.capabilities import CAPABILITY_MISSING
 from dgm.clients.permissions import TOPIC_READ
+from dgm.contracts.samples import SampleStore
 from dgm.util.ports import free_ports
 from embedded_kafka.cluster import EmbeddedCluster
 from embedded_kafka.versions import KafkaRelease
@@ -156,6 +159,14 @@ def test_a_3x_broker_s_missing_capabilities_are_named_and_no_failure(
         "ShareGroupDescribe and no DescribeShareGroupOffsets — fix: upgrade the cluster's "
         "brokers to Kafka 4.1 or later",
     ], shown
+    # The collectors find the same gaps every cycle and record each once since their start.
+    for _ in range(2):
+        assert main(["collect", "--once", "--config", str(config)]) == 0
+    events = SampleStore(tmp_path / "state").read("events").to_pylist()
+    recorded = [e["detail"] for e in events if e["event"] == CAPABILITY_MISSING]
+    said = [line.removeprefix("! ").split(" — fix: ")[0] for line in gaps]
+    starts = [e for e in events if e["event"] == "collector_start"]
+    assert len(starts) == 2 and sorted(recorded) == sorted(said * 2), events
 
 
 def test_a_broker_that_cannot_be_reached_fails_the_check(

@@ -17,7 +17,7 @@ from tests.support.published_world.publish import build
 
 def test_verdicts_show_the_log_integrity_counts(tmp_path: Path) -> None:
     build(tmp_path)
-    rows, finished, _, _ = read_verdicts(tmp_path)
+    rows, finished, _, _, _ = read_verdicts(tmp_path)
     lines = format_table(rows).splitlines()
     header = lines[0].split()
     at = header.index("truncated")
@@ -26,7 +26,7 @@ def test_verdicts_show_the_log_integrity_counts(tmp_path: Path) -> None:
     # truncated, inconsistent, faults, evidence
     assert re.search(r" 2 +1 +4 +tested ", payments), payments
     document = json.loads(
-        json.dumps(verdicts_document(rows, finished, 60.0, datetime.now(UTC), []), default=str)
+        json.dumps(verdicts_document(rows, finished, 60.0, datetime.now(UTC), [], []), default=str)
     )
     by_name = {p["pipeline"]: p for p in document["pipelines"]}
     assert (
@@ -37,7 +37,7 @@ def test_verdicts_show_the_log_integrity_counts(tmp_path: Path) -> None:
 
 def test_a_sampled_pipeline_says_its_share_and_its_rates_intervals(tmp_path: Path) -> None:
     build(tmp_path)  # orders-alo keeps 1 in 10 ids
-    rows, finished, _, _ = read_verdicts(tmp_path)
+    rows, finished, _, _, _ = read_verdicts(tmp_path)
     lines = format_table(rows).splitlines()
     assert "ids kept" in lines[0]
     orders = next(line for line in lines if line.startswith("orders-alo"))
@@ -48,7 +48,7 @@ def test_a_sampled_pipeline_says_its_share_and_its_rates_intervals(tmp_path: Pat
         "orders-alo: counts of 1 in 10 message ids; duplicate rate 0.0417% (95%: 0.0114% to "
         "0.152%), loss rate 0% (95%: 0% to 0.08%)"
     ]
-    document = verdicts_document(rows, finished, 60.0, datetime.now(UTC), [])
+    document = verdicts_document(rows, finished, 60.0, datetime.now(UTC), [], [])
     by_name = {p["pipeline"]: p for p in document["pipelines"]}
     assert by_name["orders-alo"]["sample_one_in"] == 10
     assert by_name["orders-alo"]["loss_rate_high"] > 0 == by_name["orders-alo"]["loss_rate"]
@@ -56,8 +56,8 @@ def test_a_sampled_pipeline_says_its_share_and_its_rates_intervals(tmp_path: Pat
 
 def test_the_json_carries_each_consumer_groups_lag_in_seconds(tmp_path: Path) -> None:
     build(tmp_path)
-    rows, finished, _, _ = read_verdicts(tmp_path)
-    document = verdicts_document(rows, finished, 60.0, datetime.now(UTC), [])
+    rows, finished, _, _, _ = read_verdicts(tmp_path)
+    document = verdicts_document(rows, finished, 60.0, datetime.now(UTC), [], [])
     by_name = {p["pipeline"]: p for p in json.loads(json.dumps(document, default=str))["pipelines"]}
     with duckdb.connect(str(tmp_path / PUBLISHED_FILE), read_only=True) as db:
         groups = dict(

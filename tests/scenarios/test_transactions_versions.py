@@ -1,0 +1,370 @@
+"""Transactions V1 and V2 (KIP-890), each judged exactly: a transactional copier written with
+Kafka's Java clients (lab/txn_copier), aborting a fifth of its transactions on purpose and
+SIGKILLed while records flow, copying a source that holds aborted transactions too; then a real
+collector loop and `dgm analyze --once` against the truth of an independent read of both topics.
+
+Which protocol a run speaks is decided by the clients and the broker, and checked here from the
+log itself (the record batch headers, read with the audit's own walker): on Kafka 3.9.2 the
+copier (3.9.2 clients) speaks V1, one epoch per producer session whose markers carry the data's
+epoch; on Kafka 4.4.0 (its `transaction.version` feature finalized at 2) the copier (4.4.0
+clients) speaks V2, where every transaction's markers carry its data's epoch + 1 and the next
+transaction writes at that epoch; the source's producer (confluent-kafka, librdkafka) speaks V1
+on both. dgm must judge both the same: exactly-once, duplicates, losses
+and aborted reads equal to the truth, and V2's per-transaction epoch bumps are neither a new
+producer session nor a fault (docs/design.md, "Transactions V1 and V2").
+
+`python -m pytest -s tests/scenarios/test_transactions_versions.py` prints, per version, the
+producer ids and epochs dgm saw and the counts against the truth (docs/compatibility.md). Each
+version takes about 3 minutes on 2 cores (most of it the analysis), so the default tier runs
+4.4.0 (V2) only; DGM_LONG=1 runs 3.9.2 (V1) too.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+from kafka.admin import KafkaAdminClient
+
+from dgm.config.loader import append_pipeline, load_config
+from dgm.config.pipelines import PipelineConfig
+from dgm.contracts.published import PUBLISHED_FILE
+from embedded_kafka.cluster import EmbeddedCluster
+from embedded_kafka.versions import KRAFT, ZOOKEEPER, KafkaRelease
+from lab.ledger import read_ledger
+from lab.txn_copier.run import CopierLabReport, CopierLabSettings, run_copier_lab
+from spark_jobs.audit.aborted_batches import BatchHeader, MarkerWalker, batch_headers
+from spark_jobs.job import AnalysisJob
+from tests.support.published_lab import (
+    collecting,
+    offsets_samples,
+    pipeline_verdict,
+    wait_for_cycles,
+)
+from tests.support.strength import LONG
+from tests.support.truth import read_records
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+MESSAGES = 2000  # at 100/s: 20 s of records, long enough for the kills to land while they flow
+KILLS = 3
+PARTITIONS = 3
+
+
+@dataclass(frozen=True)
+class Case:
+    release: KafkaRelease
+    protocol: int  # the transaction protocol the copier must speak: 1 or 2
+
+
+CASES = [
+    # V1 is also what the lab's Python processors speak on every version (librdkafka 2.16
+    # has no V2): at full strength only, to keep the default tier short.
+    pytest.param(
+        Case(KafkaRelease("3.9.2", ZOOKEEPER), 1),
+        id="3.9.2-zookeeper-V1",
+        marks=pytest.mark.skipif(not LONG, reason="V1's run is DGM_LONG=1's (about 2 minutes)"),
+    ),
+    pytest.param(Case(KafkaRelease("4.4.0", KRAFT), 2), id="4.4.0-kraft-V2"),
+]
+
+
+@dataclass(frozen=True)
+class Truth:
+    """What happened, from the lab's ledger and an independent read of both topics."""
+
+    expected: frozenset[str]  # ids the source holds committed
+    aborted_only: frozenset[str]  # ids the source holds only in aborted transactions
+    sink_copies: Counter[str]  # committed sink id -> copies
+    sink_aborted: int  # records in the sink's log that read_committed does not return
+    ledger_agrees: bool  # the lab producer's ledger: acked = expected, aborted = aborted_only
+
+    @property
+    def duplicates(self) -> int:
+        return sum(n - 1 for i, n in self.sink_copies.items() if i in self.expected)
+
+    @property
+    def lost(self) -> frozenset[str]:
+        return self.expected - set(self.sink_copies)
+
+    @property
+    def aborted_reads(self) -> int:
+        return sum(n for i, n in self.sink_copies.items() if i in self.aborted_only)
+
+
+@dataclass(frozen=True)
+class Sessions:
+    """The copier's producer sessions as the sink's record batches carry them."""
+
+    # producer id -> epochs of its data batches, and of its transaction markers
+    data: dict[int, set[int]]
+    markers: dict[int, set[int]]
+    # marker epoch - the epoch of the data it ended, per commit marker
+    commit_steps: Counter[int]
+
+    @property
+    def protocol(self) -> int:
+        """2 when every commit marker carries its data's epoch + 1 (KIP-890), 1 when every one
+        carries the data's own epoch; 0 for a mix."""
+        steps = set(self.commit_steps)
+        return {frozenset({1}): 2, frozenset({0}): 1}.get(frozenset(steps), 0)
+
+    def told(self) -> str:
+        return "; ".join(
+            f"producer id {pid}: data epochs {_spans(self.data[pid])}, marker epochs "
+            f"{_spans(self.markers.get(pid, set()))}"
+            for pid in sorted(self.data)
+        )
+
+
+def _spans(numbers: set[int]) -> str:
+    """`{0, 1, 2, 5}` as '0-2, 5'."""
+    spans: list[list[int]] = []
+    for n in sorted(numbers):
+        if spans and n == spans[-1][1] + 1:
+            spans[-1][1] = n
+        else:
+            spans.append([n, n])
+    return ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in spans) or "none"
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_copier_with_aborts_under_kill9_is_judged_exactly(
+    case: Case, spark: Any, tmp_path: Path
+) -> None:
+    began = time.monotonic()
+    cluster = EmbeddedCluster(
+        tmp_path / "kafka", brokers=1, die_with_parent=True, release=case.release
+    )
+    cluster.start(fresh=True)
+    try:
+        bootstrap = cluster.bootstrap_servers
+        feature = transaction_version(bootstrap)
+        report, root = copied(bootstrap, case, tmp_path)
+        lab_s = time.monotonic() - began
+        name = "copier"
+        config_path = root / "dgm.toml"
+        append_pipeline(
+            config_path,
+            PipelineConfig(
+                name=name,
+                source_topics=(report.source_topic,),
+                sink_topics=(report.sink_topic,),
+                consumer_group=report.group,
+                declared_semantic="exactly-once",
+            ),
+        )
+        config = load_config(config_path)
+        job = AnalysisJob(config, bootstrap, master="local[2]", spark=spark)
+        job.progress = lambda line: None
+        job.run_once()
+        analysis_s = time.monotonic() - began - lab_s
+        truth = truth_of(bootstrap, report)
+        sessions = sessions_of(bootstrap, report.sink_topic)
+        # The source's producer is the lab's, on confluent-kafka (librdkafka): V1 everywhere.
+        source_sessions = sessions_of(bootstrap, report.source_topic)
+    finally:
+        cluster.stop()
+    row = pipeline_verdict(config.state_dir, name)
+    seen = dgm_saw(config.state_dir, name, report)
+    told = (
+        f"Kafka {case.release.version} ({case.release.mode}), transaction.version finalized "
+        f"{feature}, copier on {report.clients_version} clients: V{sessions.protocol}\n"
+        f"  sink batches: {sessions.told()}\n"
+        f"  source batches (librdkafka, V{source_sessions.protocol}): {source_sessions.told()}\n"
+        f"  dgm's producers sample (sink): {seen['producers']}\n"
+        f"  dgm's transactions sample ({report.transactional_id}): {seen['transactions']}\n"
+        f"  dgm's epoch events: {seen['epoch_events']}\n"
+        f"  dgm's faults for {name}: {seen['faults']}\n"
+        f"  copier: {report.transactions}, {len(report.kills)} SIGKILLs "
+        f"({report.kills_while_producing} while producing); source: {report.messages}\n"
+        f"  truth: {len(truth.expected)} expected, {truth.duplicates} duplicates, "
+        f"{len(truth.lost)} lost, {truth.aborted_reads} aborted reads, "
+        f"{len(truth.aborted_only)} ids aborted in the source, {truth.sink_aborted} aborted "
+        f"records in the sink's log\n"
+        f"  dgm: {row['achieved']}, {row['records_checked']} checked, "
+        f"{row['duplicate_copies']} duplicates, {row['lost']} lost, {row['aborted_reads']} "
+        f"aborted reads, {row['faults_observed']} faults ({row['evidence']})\n"
+        f"  cluster and lab run {lab_s:.0f} s, analysis {analysis_s:.0f} s, "
+        f"whole test {time.monotonic() - began:.0f} s"
+    )
+    print(told)
+    assert sessions.protocol == case.protocol, told
+    assert ((feature or 0) >= 2) == (case.protocol == 2), told  # V2 needs the feature at 2
+    assert source_sessions.protocol == 1, told
+    assert report.caught_up and len(report.kills) == KILLS, told
+    assert all(k["returncode"] == -9 for k in report.kills), told
+    assert report.transactions["aborted"] > 0 and truth.sink_aborted > 0, told
+    assert truth.ledger_agrees and truth.aborted_only, told
+    assert truth.duplicates == 0 and not truth.lost, told
+    assert row["records_checked"] == len(truth.expected), told
+    assert row["duplicate_copies"] == truth.duplicates, told
+    assert row["lost"] == len(truth.lost), told
+    assert row["aborted_reads"] == truth.aborted_reads, told
+    assert (row["achieved"], row["meets_declared"]) == ("exactly-once", True), told
+    # New producer sessions: each restart's, never one per transaction (docs/design.md).
+    bumps = seen["epoch_bumps"]
+    assert seen["faults"]["epoch_bump"] == len(bumps), told
+    assert all(after is not None for after in bumps), told  # none before the first kill
+    if case.protocol == 1:
+        # A restart over an open transaction bumps twice (the fence, then the new session).
+        assert KILLS <= len(bumps) <= 2 * KILLS, told
+    else:
+        # Every transaction its own epoch, one session per instance: a restart is its
+        # InitProducerId (the coordinator's Empty state), when a sample catches it.
+        epochs = max(max(e) for e in sessions.data.values())
+        assert epochs >= report.transactions["committed"], told
+        assert len(bumps) <= KILLS, told
+
+
+def transaction_version(bootstrap: str) -> int | None:
+    """The cluster's finalized `transaction.version` feature level; None when it has none."""
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        features = admin.describe_features()
+    finally:
+        admin.close()
+    finalized = features.get("transaction.version", {}).get("finalized")
+    return None if finalized is None else int(finalized[1])
+
+
+def copied(bootstrap: str, case: Case, root: Path) -> tuple[CopierLabReport, Path]:
+    """One copier run with the collectors sampling every second."""
+    config_path = root / "dgm.toml"
+    config_path.write_text(
+        f'state_dir = "{root / "state"}"\n\n[analysis]\ngrace_s = 0\nwindow_s = 60\n'
+    )
+    with collecting(bootstrap, load_config(config_path), interval_s=1.0):
+        report = run_copier_lab(
+            CopierLabSettings(
+                bootstrap,
+                root / "lab",
+                case.release.version,
+                messages=MESSAGES,
+                rate=100.0,
+                kills=KILLS,
+                partitions=PARTITIONS,
+                seed=39,
+                progress=print,
+            )
+        )
+        wait_for_cycles(root / "state", offsets_samples(root / "state") + 2)
+    return report, root
+
+
+def truth_of(bootstrap: str, report: CopierLabReport) -> Truth:
+    committed = read_records(bootstrap, report.source_topic)
+    everything = read_records(bootstrap, report.source_topic, "read_uncommitted")
+    sink = read_records(bootstrap, report.sink_topic)
+    sink_log = read_records(bootstrap, report.sink_topic, "read_uncommitted")
+    expected = frozenset(r.header_id for r in committed)
+    aborted_only = frozenset(r.header_id for r in everything) - expected
+    ledger = read_ledger(Path(report.ledger_path))
+    return Truth(
+        expected=expected,
+        aborted_only=aborted_only,
+        sink_copies=Counter(r.header_id for r in sink),
+        sink_aborted=len(sink_log) - len(sink),
+        ledger_agrees=set(ledger.acked) == expected and ledger.aborted_ids == aborted_only,
+    )
+
+
+def sessions_of(bootstrap: str, topic: str) -> Sessions:
+    """Every record batch of `topic`, read with the audit's own walker."""
+    walker = MarkerWalker({"bootstrap.servers": bootstrap})
+    data: dict[int, set[int]] = {}
+    markers: dict[int, set[int]] = {}
+    steps: Counter[int] = Counter()
+    try:
+        for partition in range(PARTITIONS):
+            open_epoch: dict[int, int] = {}  # producer id -> epoch of its open transaction
+            for batch in _batches(walker, topic, partition):
+                if batch.marker is None:
+                    data.setdefault(batch.producer_id, set()).add(batch.producer_epoch)
+                    open_epoch[batch.producer_id] = batch.producer_epoch
+                    continue
+                markers.setdefault(batch.producer_id, set()).add(batch.producer_epoch)
+                started = open_epoch.pop(batch.producer_id, None)
+                if batch.marker == 1 and started is not None:
+                    steps[batch.producer_epoch - started] += 1
+    finally:
+        walker.close()
+    return Sessions(data, markers, steps)
+
+
+def _batches(walker: MarkerWalker, topic: str, partition: int) -> Iterator[BatchHeader]:
+    position = 0
+    while True:
+        records, high_watermark = walker.fetch(topic, partition, position)
+        if position >= high_watermark:
+            return
+        for batch in batch_headers(records):
+            yield batch
+            position = batch.last_offset + 1
+
+
+def dgm_saw(state_dir: Path, pipeline: str, report: CopierLabReport) -> dict[str, Any]:
+    """The copier's producer ids and epochs in dgm's samples, its epoch events and the faults
+    the analysis attributed to the pipeline."""
+    producers = _samples(state_dir, "producers")
+    on_sink = producers.filter(pc.equal(producers["topic"], report.sink_topic))
+    transactions = _samples(state_dir, "transactions")
+    mine = transactions.filter(pc.equal(transactions["transactional_id"], report.transactional_id))
+    events = _samples(state_dir, "events")
+    bumps = events.filter(pc.equal(events["event"], "epoch_bump"))
+    with duckdb.connect(str(state_dir / PUBLISHED_FILE), read_only=True) as db:
+        faults = db.execute(
+            'SELECT event, detail FROM faults WHERE pipeline = ? ORDER BY "at"', [pipeline]
+        ).fetchall()
+    return {
+        "producers": _epochs(on_sink),
+        "transactions": _epochs(mine),
+        "epoch_events": [
+            f"{detail} ({_after_kill(at.timestamp(), report)})"
+            for detail, at in zip(
+                bumps["detail"].to_pylist(), bumps["sampled_at"].to_pylist(), strict=True
+            )
+        ],
+        "epoch_bumps": [
+            _since_kill(at.timestamp(), report) for at in bumps["sampled_at"].to_pylist()
+        ],
+        "faults": Counter(event for event, _ in faults),
+        "fault_details": [detail for _, detail in faults],
+    }
+
+
+def _since_kill(at: float, report: CopierLabReport) -> float | None:
+    """Seconds from the last SIGKILL before `at`; None when none came before."""
+    before = [k["at"] for k in report.kills if k["at"] <= at]
+    return at - max(before) if before else None
+
+
+def _after_kill(at: float, report: CopierLabReport) -> str:
+    """When an event was sampled, told from the SIGKILL before it."""
+    before = [k["at"] for k in report.kills if k["at"] <= at]
+    if not before:
+        return "before any kill"
+    return f"{at - max(before):.1f} s after kill {len(before)}"
+
+
+def _epochs(rows: pa.Table) -> str:
+    by_pid: dict[int, set[int]] = {}
+    for pid, epoch in zip(
+        rows["producer_id"].to_pylist(), rows["producer_epoch"].to_pylist(), strict=True
+    ):
+        by_pid.setdefault(int(pid), set()).add(int(epoch))
+    return "; ".join(f"producer id {p}: epochs {_spans(e)}" for p, e in sorted(by_pid.items()))
+
+
+def _samples(state_dir: Path, kind: str) -> pa.Table:
+    files = sorted((state_dir / "samples" / kind).glob("*.parquet"))
+    return pa.concat_tables([pq.read_table(f) for f in files], promote_options="default")
