@@ -13,7 +13,7 @@ from dgm.contracts.watched import watch_path
 from dgm.util.errors import UserFacingError
 from dgm.util.signals import stop_on_signals
 from shell.connection import cluster_client_config
-from watch.loop import Watch, watched_topics
+from watch.loop import Watch, registries, watched_topics
 from watch.reader import SinkReader
 
 log = logging.getLogger("dgm.watch")
@@ -52,6 +52,7 @@ def _watch(args: argparse.Namespace) -> int:
         routes,
         settings.max_ids,
         keep=timedelta(hours=config.analysis.retention_h),
+        registries=registries(config, list(routes)),
     )
     topics = sum(len(t) for t in routes.values())
     print(f"watch: reading {topics} sink topics into {watch_path(config.state_dir)}", flush=True)

@@ -22,6 +22,12 @@ def kafka_source_package() -> str:
     return f"org.apache.spark:spark-sql-kafka-0-10_{SCALA_BINARY}:{pyspark.__version__}"
 
 
+def avro_package() -> str:
+    """Spark's Avro functions (from_avro: the audit decodes registry-framed Avro records with
+    them, spark_jobs/audit/registry_columns.py), of the installed PySpark's version."""
+    return f"org.apache.spark:spark-avro_{SCALA_BINARY}:{pyspark.__version__}"
+
+
 def ivy_settings() -> str:
     """Ivy settings that resolve only from Maven Central into dgm's cache.
 
@@ -58,7 +64,9 @@ def build_session(
     builder = (
         SparkSession.builder.master(master)
         .appName(app_name)
-        .config("spark.jars.packages", ",".join([kafka_source_package(), *packages]))
+        .config(
+            "spark.jars.packages", ",".join([kafka_source_package(), avro_package(), *packages])
+        )
         # The Ivy cache lives beside dgm's other downloads so a warm start never re-fetches.
         .config("spark.jars.ivy", str(user_cache_dir() / "ivy"))
         .config("spark.jars.ivySettings", ivy_settings())

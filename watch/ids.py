@@ -19,7 +19,7 @@ import re
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from dgm.config.pipelines import MessageIdRule
 from dgm.contracts.message_ids import (
@@ -30,9 +30,25 @@ from dgm.contracts.message_ids import (
     SEQ_DIGITS,
     is_json_id_type,
 )
+from dgm.contracts.registry_framing import (
+    EMPTY_ID,
+    FIELD_MISSING,
+    NO_REGISTRY,
+    NOT_AN_ID,
+    PAYLOAD_UNREADABLE,
+)
 
 # As confluent_kafka's Message.headers() gives them.
 Headers = Sequence[tuple[str, bytes | None]] | None
+
+
+class RegistryReader(Protocol):
+    """What reads kind = "registry_field" (watch/registry_ids.RegistryIds)."""
+
+    def find(
+        self, dotted: str, value: bytes | None, headers: Headers
+    ) -> tuple[str | None, str | None]: ...
+
 
 # Jackson 2.18's default StreamReadConstraints, which Spark's try_parse_json runs under: a
 # document beyond any of them is no JSON at all. Lengths count UTF-16 units (Java chars);
@@ -49,9 +65,45 @@ _SEQ = re.compile(SEQ_DIGITS)
 
 
 def message_id(
+    rule: MessageIdRule,
+    key: bytes | None,
+    value: bytes | None,
+    headers: Headers,
+    registry: RegistryReader | None = None,
+) -> str | None:
+    """The id the audit's `message_id(rule)` column gives this record; None for none.
+    `registry` reads kind = "registry_field" (without one, such a record has no id)."""
+    return identify(rule, key, value, headers, registry)[0]
+
+
+def identify(
+    rule: MessageIdRule,
+    key: bytes | None,
+    value: bytes | None,
+    headers: Headers,
+    registry: RegistryReader | None = None,
+) -> tuple[str | None, str | None]:
+    """(id, None), or (None, why not) where the rule says why (registry_field's reasons,
+    dgm/contracts/registry_framing.py); the other kinds give no reason."""
+    reason = None
+    if rule.kind == "registry_field":
+        if registry is None:
+            return None, NO_REGISTRY
+        found, reason = registry.find(rule.name, value, headers)
+        if found == "":
+            return None, EMPTY_ID
+    else:
+        found = _found(rule, key, value, headers)
+    if not found:
+        return None, reason  # an empty id is none
+    if len(found) > MAX_ID_CHARS:  # F.length counts code points, as len() does
+        return DIGEST_PREFIX + hashlib.sha256(found.encode()).hexdigest(), None
+    return found, None
+
+
+def _found(
     rule: MessageIdRule, key: bytes | None, value: bytes | None, headers: Headers
 ) -> str | None:
-    """The id the audit's `message_id(rule)` column gives this record; None for none."""
     if rule.kind == "header":
         found = header_text(headers, rule.name)
     elif rule.kind == "json_field":
@@ -62,10 +114,6 @@ def message_id(
         found = _key_value_hash(key, value)
     else:
         raise ValueError(f"unknown message id kind {rule.kind!r}")
-    if not found:
-        return None  # an empty id is none
-    if len(found) > MAX_ID_CHARS:  # F.length counts code points, as len() does
-        return DIGEST_PREFIX + hashlib.sha256(found.encode()).hexdigest()
     return found
 
 
@@ -81,6 +129,11 @@ def seq_number(text: str | None) -> int | None:
     """The dgm-seq of a header's text: a run of ASCII digits short enough for a bigint, else
     None (where the audit's column reads it otherwise: message_ids.SEQ_DIGITS)."""
     return int(text) if text is not None and _SEQ.fullmatch(text) else None
+
+
+def bytes_text(raw: bytes) -> str:
+    """Bytes as an id's text, as a key is read."""
+    return _text(raw)
 
 
 def _text(raw: bytes) -> str:
@@ -116,17 +169,28 @@ class _Refused(ValueError):
 
 
 def _json_id(value: bytes | None, path: tuple[str | int, ...]) -> str | None:
-    if value is None:
-        return None
+    return None if value is None else _json_found(value, path)[0]
+
+
+def json_id_reason(payload: bytes, dotted: str) -> tuple[str | None, str | None]:
+    """kind = "json_field" over a registry record's payload: (id, None) or (None, why not):
+    no JSON, the path missing or null, a value of no id type."""
+    return _json_found(payload, _path(dotted))
+
+
+def _json_found(value: bytes, path: tuple[str | int, ...]) -> tuple[str | None, str | None]:
     node = _parse(value.decode("utf-8", _JAVA_UTF8))
+    if node is _REFUSED:
+        return None, PAYLOAD_UNREADABLE
     for step in path:
         in_array = isinstance(node, list) and isinstance(step, int) and step < len(node)
         if not (in_array or (isinstance(node, dict) and step in node)):
-            return None
+            return None, FIELD_MISSING
         node = node[step]
-    if not is_json_id_type(_variant_type(node)):
-        return None
-    return node.text if isinstance(node, _Number) else _java_text(node)
+    kind = _variant_type(node)
+    if not is_json_id_type(kind):
+        return None, FIELD_MISSING if kind == "VOID" else NOT_AN_ID
+    return (node.text if isinstance(node, _Number) else _java_text(node)), None
 
 
 def _variant_type(node: Any) -> str:
@@ -142,18 +206,21 @@ def _variant_type(node: Any) -> str:
     return "OBJECT" if isinstance(node, dict) else "ARRAY"
 
 
+_REFUSED = object()
+
+
 def _parse(text: str) -> Any:
-    """The JSON value at the start of `text` as Spark's try_parse_json reads it; None if it
-    refuses. Like Jackson, whatever follows the first value is never read."""
+    """The JSON value at the start of `text` as Spark's try_parse_json reads it; _REFUSED if
+    it refuses. Like Jackson, whatever follows the first value is never read."""
     start = len(text) - len(text.lstrip(_BLANKS))
     try:
         tree, end = _decode(text, start)
     except (ValueError, RecursionError):  # JSONDecodeError and _Refused are ValueErrors
-        return None
+        return _REFUSED
     # Depth and string lengths need a walk: only where the text is deep or long enough.
     maybe_deep = text.count("[", start, end) + text.count("{", start, end) > MAX_DEPTH
     if (maybe_deep or end - start > MAX_STRING_CHARS // 2) and not _within_limits(tree):
-        return None
+        return _REFUSED
     return tree
 
 

@@ -17,6 +17,7 @@ from typing import Any, cast
 
 from confluent_kafka import Message
 
+from dgm.clients.schema_registry import RegistrySchemas
 from dgm.config.document import DgmConfig
 from dgm.config.pipelines import MessageIdRule
 from dgm.contracts.clusters import split
@@ -26,6 +27,7 @@ from dgm.contracts.watched import WatchStatus
 from watch.ids import Headers, header_text, message_id, seq_number
 from watch.publish import publish, published_seen
 from watch.reader import SinkReader
+from watch.registry_ids import RegistryIds
 from watch.seen import Copy, Duplicate, SeenIds
 
 log = logging.getLogger("dgm.watch")
@@ -57,6 +59,16 @@ def watched_topics(config: DgmConfig) -> dict[str, dict[str, list[Watched]]]:
             watched = Watched(pipeline.name, topic, pipeline.sink_id_rule())
             routes.setdefault(cluster, {}).setdefault(name, []).append(watched)
     return routes
+
+
+def registries(config: DgmConfig, clusters: Sequence[str]) -> dict[str, RegistryIds]:
+    """The schema registry of each watched cluster that has one ([cluster.schema_registry])."""
+    found = {}
+    for cluster in clusters:
+        registry = config.cluster_config(cluster).schema_registry
+        if registry is not None:
+            found[cluster] = RegistryIds(RegistrySchemas(registry))
+    return found
 
 
 def _headers(message: Message) -> Headers:
@@ -106,8 +118,11 @@ class Watch:
         routes: Mapping[str, Mapping[str, Sequence[Watched]]],
         max_ids: int,
         keep: timedelta,
+        registries: Mapping[str, RegistryIds] | None = None,
     ) -> None:
         self.state_dir = state_dir
+        # Per cluster: the schema registry that registry_field rules decode with.
+        self.registries = registries or {}
         self.readers = readers
         self.routes = routes
         self.seen = SeenIds(max_ids)
@@ -131,7 +146,13 @@ class Watch:
         self.records_read += 1
         new = False
         for watched in self.routes[cluster].get(message.topic() or "", ()):
-            found = message_id(watched.rule, message.key(), message.value(), _headers(message))
+            found = message_id(
+                watched.rule,
+                message.key(),
+                message.value(),
+                _headers(message),
+                self.registries.get(cluster),
+            )
             if found is None:  # unidentified: the analysis counts it
                 continue
             _, stamp = message.timestamp()
@@ -188,5 +209,9 @@ class Watch:
                     f"watch: {self.records_read} records read, {len(self.rows)} duplicates "
                     f"seen, {len(self.seen)} ids held"
                 )
+                for cluster, registry in sorted(self.registries.items()):
+                    if registry.failures:
+                        failed = ", ".join(f"{n} {why}" for why, n in registry.failures.items())
+                        say(f"watch: schema lookups failed on cluster {cluster}: {failed}")
                 said = now
         self.publish()

@@ -19,7 +19,7 @@ from dgm.contracts.sampling import KEEP_ALL
 # (tests/dgm/config/test_loader.py holds the two equal).
 Semantic = Literal["at-most-once", "at-least-once", "exactly-once"]
 SEMANTICS: tuple[str, ...] = get_args(Semantic)
-IdKind = Literal["header", "json_field", "key", "hash"]
+IdKind = Literal["header", "json_field", "registry_field", "key", "hash"]
 # The claim kinds: dgm.contracts.vocabulary.ClaimKind's words, in order
 # (tests/dgm/config/test_loader.py holds the two equal).
 ClaimName = Literal["group", "deadline"]
@@ -27,29 +27,33 @@ CLAIMS: tuple[str, ...] = get_args(ClaimName)
 
 # Pipeline names become file and partition names downstream, so keep them path-safe.
 _PIPELINE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+# The id kinds whose `name` says where the id is.
+NAMED_KINDS = ("header", "json_field", "registry_field")
 
 
 @dataclass(frozen=True)
 class MessageIdRule:
     """How to find a message's id, in DESIGN's order of preference."""
 
-    # header: a record header; json_field: a field of a JSON value; key: the record key;
-    # hash: a hash of key and value (for pipelines that carry no id at all).
+    # header: a record header; json_field: a field of a JSON value; registry_field: a field
+    # of a value framed for a schema registry (Avro, JSON Schema; the format is the writer
+    # schema's, found per record: docs/design.md, "Records framed for a schema registry");
+    # key: the record key; hash: a hash of key and value (for pipelines that carry no id).
     kind: IdKind = "header"
-    # The header name for kind=header; a dotted JSON path (order.id) for kind=json_field;
-    # ignored otherwise.
+    # The header name for kind=header; a dotted path (order.id) for kind=json_field and
+    # registry_field (nested records; for Avro, a step into a map takes its key); ignored
+    # otherwise.
     name: str = "dgm-id"
 
     def same_as(self, other: MessageIdRule) -> bool:
-        """Whether both find the same id (the name matters only for header and json_field)."""
-        named = ("header", "json_field")
-        return self.kind == other.kind and (self.kind not in named or self.name == other.name)
+        """Whether both find the same id (the name matters only for the kinds with a name)."""
+        return self.kind == other.kind and (self.kind not in NAMED_KINDS or self.name == other.name)
 
     def problems(self) -> Iterator[Problem]:
         if self.kind == "header" and not self.name:
             yield "name", "expected a header name, got ''"
-        if self.kind == "json_field" and not all(self.name.split(".")):
-            yield "name", f"expected a dotted JSON path like 'order.id', got {self.name!r}"
+        if self.kind in ("json_field", "registry_field") and not all(self.name.split(".")):
+            yield "name", f"expected a dotted path like 'order.id', got {self.name!r}"
 
 
 _QUOTES = {"'": "'", '"': '"', "`": "`"}

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
@@ -28,6 +29,7 @@ from spark_jobs.audit.kafka_source import read_ranges, union
 from spark_jobs.audit.offsets_samples import OffsetsSamples
 from spark_jobs.audit.ranges import OffsetRange, split_ranges
 from spark_jobs.audit.record_columns import fingerprints
+from spark_jobs.audit.registry_columns import batch_schemas, registry_lookups
 from spark_jobs.audit.scratch import Scratch
 from spark_jobs.audit.store import FingerprintStore, empty_fingerprints
 from spark_jobs.audit.tracker import AuditTracker
@@ -63,18 +65,18 @@ def read_chunks(
     `arrivals`: the LSO's segments (arrivals.segments) the records' arrivals are set from.
     Records per partition."""
     counts: dict[Key, int] = {}
+    lookups = registry_lookups(config)
     for chunk in split_ranges(ranges, chunk_offsets):
-        # One Kafka relation per id rule, not per topic: each relation costs the driver
-        # its own offset reader and planning, every cycle.
-        by_rule: dict[MessageIdRule, list[OffsetRange]] = {}
+        # One Kafka relation per id rule (and schema registry), not per topic: each relation
+        # costs the driver its own offset reader and planning, every cycle.
+        by_rule: dict[tuple[MessageIdRule, Any], list[OffsetRange]] = {}
         for r in chunk:
-            by_rule.setdefault(rules[r.topic], []).append(r)
-        frame = union(
-            fingerprints(
-                _expected(read_ranges(spark, sources, mine, "read_uncommitted"), config), rule
-            )
-            for rule, mine in by_rule.items()
-        )
+            by_rule.setdefault((rules[r.topic], lookups(r.topic)), []).append(r)
+        frames = []
+        for (rule, lookup), mine in by_rule.items():
+            records = _expected(read_ranges(spark, sources, mine, "read_uncommitted"), config)
+            frames.append(fingerprints(records, rule, batch_schemas(records, rule, lookup)))
+        frame = union(frames)
         if aborted is not None:
             frame = mark_aborted_spans(frame, aborted)
         # Only the chunk's segments are sent to its tasks.

@@ -42,9 +42,17 @@ def message_id(rule: MessageIdRule) -> Column:
         found = _text(F.col("key"))
     elif rule.kind == "hash":
         found = _key_value_hash()
+    elif rule.kind == "registry_field":
+        # Needs the batch's schemas: record_columns.fingerprints reads it with
+        # registry_columns.with_registry_id and passes the result to `bounded`.
+        raise ValueError("registry_field ids come from registry_columns.with_registry_id")
     else:
         raise ValueError(f"unknown message id kind {rule.kind!r}")
-    # An empty id is none; a huge one (a header of megabytes) is kept as its digest.
+    return bounded(found)
+
+
+def bounded(found: Column) -> Column:
+    """An empty id is none; a huge one (a header of megabytes) is kept as its digest."""
     return F.when(found != F.lit(""), _bounded(found))
 
 

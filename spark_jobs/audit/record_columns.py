@@ -17,7 +17,8 @@ from dgm.config.pipelines import MessageIdRule
 from dgm.contracts import headers
 from dgm.contracts.fingerprints import COORDINATES
 from dgm.contracts.message_ids import SEQ_DIGITS, SRC_PATTERN
-from spark_jobs.audit.message_id_columns import header, message_id
+from spark_jobs.audit.message_id_columns import bounded, header, message_id
+from spark_jobs.audit.registry_columns import Schemas, with_framing, with_registry_id
 from spark_jobs.schemas import FINGERPRINT
 
 # What fingerprints() reads from a Spark Kafka source row.
@@ -31,8 +32,14 @@ def _digits(text: Column, pattern: str, group: int, to: str) -> Column:
     return F.when(text.rlike(pattern), part.try_cast(to))
 
 
-def fingerprints(records: DataFrame, rule: MessageIdRule) -> DataFrame:
+def fingerprints(
+    records: DataFrame, rule: MessageIdRule, schemas: Schemas | None = None
+) -> DataFrame:
     """FINGERPRINT rows from Spark Kafka source rows (read with includeHeaders=true).
+
+    `schemas`: for kind = "registry_field", the writer schemas of the batch's records, by
+    (id kind, schema id) (registry_columns.schema_keys and fetch_schemas); a record whose
+    schema is not among them has no id.
 
     `committed` starts true: a read of a topic that never saw a transaction needs no second
     view. Where the topic has seen transactions, pass the result to
@@ -45,6 +52,11 @@ def fingerprints(records: DataFrame, rule: MessageIdRule) -> DataFrame:
             f"fingerprints need the Spark Kafka source's columns, missing {', '.join(missing)}"
             " (headers come only with includeHeaders=true)"
         )
+    if rule.kind == "registry_field":
+        records, found, _ = with_registry_id(with_framing(records), rule.name, schemas or {})
+        id_column = bounded(found)
+    else:
+        id_column = message_id(rule)
     lineage = header(headers.SRC)
     seq = header(headers.SEQ)
     columns = {
@@ -52,7 +64,7 @@ def fingerprints(records: DataFrame, rule: MessageIdRule) -> DataFrame:
         "partition": F.col("partition"),
         "offset": F.col("offset"),
         "timestamp": F.col("timestamp"),
-        "message_id": message_id(rule),
+        "message_id": id_column,
         "key": F.col("key").cast("string"),
         "producer": header(headers.PRODUCER),
         "seq": F.when(seq.rlike(_SEQ), seq.try_cast("bigint")),

@@ -38,6 +38,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import reduce
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -52,6 +53,7 @@ from dgm.contracts.samples import Key, PartitionOffsets, SampleStore
 from dgm.util.durable import fsync
 from spark_jobs.audit.ranges import OffsetRange
 from spark_jobs.audit.record_columns import fingerprints
+from spark_jobs.audit.registry_columns import Lookups, batch_schemas, no_lookups
 
 STATE_FILE = "reread.json"
 # Offsets a share re-read waits to owe before it reads: a Spark job's fixed cost (~0.5 s)
@@ -225,15 +227,20 @@ def now_ids(
     read: Callable[[Sequence[OffsetRange]], DataFrame],
     windows: Sequence[Reread],
     rules: Mapping[str, MessageIdRule],
+    lookups: Lookups = no_lookups,
 ) -> DataFrame:
     """NOW_SCHEMA rows: the records in `windows` as Kafka holds them now (`read`: the Spark
-    Kafka source's rows of ranges, read_uncommitted), ids found by each topic's rule."""
-    by_rule: dict[MessageIdRule, list[OffsetRange]] = {}
+    Kafka source's rows of ranges, read_uncommitted), ids found by each topic's rule (and,
+    for registry_field, the schemas of its cluster's registry: `lookups`)."""
+    by_rule: dict[tuple[MessageIdRule, Any], list[OffsetRange]] = {}
     for w in windows:
         if w.size > 0:
             r = OffsetRange(w.topic, w.partition, w.start, w.end)
-            by_rule.setdefault(rules[w.topic], []).append(r)
-    frames = [fingerprints(read(mine), rule) for rule, mine in by_rule.items()]
+            by_rule.setdefault((rules[w.topic], lookups(w.topic)), []).append(r)
+    frames = []
+    for (rule, lookup), mine in by_rule.items():
+        records = read(mine)
+        frames.append(fingerprints(records, rule, batch_schemas(records, rule, lookup)))
     if not frames:
         return spark.createDataFrame([], NOW_SCHEMA)
     return reduce(DataFrame.unionByName, frames).select(

@@ -15,6 +15,7 @@ from spark_jobs.audit.id_rules import topic_rules
 from spark_jobs.audit.kafka_source import read_ranges
 from spark_jobs.audit.offsets_samples import OffsetsSamples
 from spark_jobs.audit.ranges import OffsetRange, flagged_topics
+from spark_jobs.audit.registry_columns import registry_lookups
 from spark_jobs.audit.store import FingerprintStore
 from spark_jobs.audit.tracker import AuditTracker
 from spark_jobs.audit.truncation import RereadReport, reread
@@ -64,5 +65,5 @@ def reread_audited(
 
     return reread(
         spark, store, SampleStore(config.state_dir), sampled, rules,
-        share, offsets, read, fingerprint, progress,
+        share, offsets, read, fingerprint, progress, lookups=registry_lookups(config),
     )  # fmt: skip

@@ -22,6 +22,7 @@ from dgm.config.pipelines import MessageIdRule
 from dgm.contracts.samples import Key, PartitionOffsets, SampleStore
 from spark_jobs.audit.batches import Batch
 from spark_jobs.audit.ranges import OffsetRange
+from spark_jobs.audit.registry_columns import Lookups, no_lookups
 from spark_jobs.audit.reread import (
     COMPARED,
     WENT_BACK,
@@ -116,9 +117,11 @@ def reread(
     fingerprint: Fingerprint,
     progress: Progress,
     now: datetime | None = None,
+    lookups: Lookups = no_lookups,
 ) -> RereadReport:
     """Read again what this cycle's plan says, rewrite the partitions that diverged, keep the
-    state for the next cycle. Call under the store's writer lock."""
+    state for the next cycle. Call under the store's writer lock. `lookups`: each topic's
+    schema registry, for registry_field ids."""
     began = time.monotonic()
     state = RereadState.load(store.folder)
     moved, newest = went_back(samples, state.events_after)
@@ -136,7 +139,7 @@ def reread(
 
     def read_now(these: Sequence[Reread]) -> DataFrame:
         read_offsets.append(sum(w.size for w in these))
-        return now_ids(spark, read, these, rules)
+        return now_ids(spark, read, these, rules, lookups)
 
     diverged = find_divergences(
         lambda these: stored(spark, store, these, COMPARED), read_now, windows, floors
