@@ -35,6 +35,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from dgm.config.document import DgmConfig
+from spark_jobs.audit.changed_rules import drop_changed_rules
 from spark_jobs.audit.cluster_sources import KafkaSources, kafka_sources
 from spark_jobs.audit.damaged import reaudit_damaged
 from spark_jobs.audit.expected import check_predicates
@@ -116,6 +117,8 @@ def audit(
         samples = OffsetsSamples(state_dir, rules, newest)
         sampled, topic_ids = samples.latest(), samples.topic_ids()
         recreated = drop_recreated(spark, store, topic_ids, progress)
+        # Topics whose id rule changed are audited again from their start, as recreated ones.
+        restarted = {*recreated, *drop_changed_rules(spark, store, rules, progress)}
         rejudged = rejudge_changed_predicates(spark, config, store, progress)
         offsets = new_offsets(sampled, store)
         # Only around backwards moves here: they must be re-read before the audit goes on
@@ -125,7 +128,7 @@ def audit(
             spark, config, sources, sampled, newest, store, progress, 0.0, 0, samples
         )
         audited = store.audited_positions()
-        planned = planned_ranges(config, sources, sampled, audited, recreated, rejudged, now)
+        planned = planned_ranges(config, sources, sampled, audited, restarted, rejudged, now)
         reaudit_damaged(spark, config, sources, sampled, topic_ids, progress, samples)
         done = audit_new_ranges(
             spark, config, sources, planned, rules, sampled, newest, topic_ids, records,

@@ -1,0 +1,209 @@
+"""`run_avro_lab`: the re-serializing relay (relay.py) on a real cluster and a real schema
+registry, SIGKILLed while records flow, with a report.
+
+Creates a source and a sink topic; produces `messages` Avro v1 orders (schemas.py) through the
+registry, each acknowledged once; starts the relay and SIGKILLs it `kills` times, each a drawn
+moment after the sink grew (restarting it at once); waits until its group has committed the
+source's end; stops it (it flushes and commits) and writes a JSON report. Every start, kill and
+stop is in `<run folder>/relay.log` with its UTC time. What reached the sink, and how often, is
+left to an independent read of the topics.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.schema_registry import SchemaRegistryClient
+from confluent_kafka.schema_registry.avro import AvroSerializer
+from confluent_kafka.serialization import MessageField, SerializationContext
+
+from dgm.util.waiting import wait_until
+from lab import child_process
+from lab.avro_relay.schemas import ORDER_V1, order
+from lab.offsets import group_offsets, source_lso
+from lab.topics import create_topic
+
+KILL_AFTER = (0.2, 1.5)  # seconds after the sink grew
+START_TIMEOUT = 60.0
+STOP_TIMEOUT = 30.0
+
+
+@dataclass(frozen=True)
+class AvroLabSettings:
+    bootstrap_servers: str
+    registry_url: str  # the Confluent-compatible API
+    lab_dir: Path
+    messages: int = 1500
+    rate: float = 150.0  # source records a second: the kills land while it produces
+    kills: int = 3
+    partitions: int = 3
+    commit_every: int = 50
+    seed: int = 11
+
+
+@dataclass(frozen=True)
+class AvroLabReport:
+    source_topic: str
+    sink_topic: str
+    group_id: str
+    acked: int  # source records the producer had acknowledged (each once)
+    kills: list[dict[str, object]]  # at_utc, pid, returncode
+    caught_up: bool
+    relay_log: str
+    run_dir: str
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self), indent=2)
+
+
+class _Relay:
+    """The relay process, restarted after each kill; every event in relay.log."""
+
+    def __init__(self, command: list[str], run_dir: Path) -> None:
+        self.command, self.run_dir = command, run_dir
+        self.log = (run_dir / "relay.log").open("a", buffering=1)
+        self.kills: list[dict[str, object]] = []
+        self.process: subprocess.Popen[str] | None = None
+
+    def note(self, line: str) -> None:
+        self.log.write(f"{datetime.now(UTC).isoformat()} {line}\n")
+
+    def start(self) -> None:
+        out = (self.run_dir / "relay.out").open("a")
+        self.process = child_process.spawn(
+            self.command, self.run_dir / "relay.err", subprocess.DEVNULL, stdout=out.fileno()
+        )
+        out.close()
+        self.note(f"started pid {self.process.pid}")
+
+    def kill_and_restart(self) -> None:
+        assert self.process is not None
+        pid = self.process.pid
+        os.kill(pid, signal.SIGKILL)
+        code = self.process.wait(STOP_TIMEOUT)
+        self.kills.append({"at_utc": datetime.now(UTC).isoformat(), "pid": pid, "returncode": code})
+        self.note(f"SIGKILL pid {pid} (exit {code})")
+        self.start()
+
+    def stop(self) -> None:
+        if self.process is not None:
+            code = child_process.stop(self.process, STOP_TIMEOUT)
+            self.note(f"stopped pid {self.process.pid} (exit {code})")
+        self.log.close()
+
+
+def run_avro_lab(settings: AvroLabSettings) -> AvroLabReport:
+    name = f"avro-{uuid.uuid4().hex[:8]}"
+    run_dir = settings.lab_dir / name
+    run_dir.mkdir(parents=True)
+    source, sink, group = f"{name}-source", f"{name}-sink", name
+    admin = AdminClient({"bootstrap.servers": settings.bootstrap_servers})
+    for topic in (source, sink):
+        create_topic(admin, topic, settings.partitions)
+    relay = _Relay(
+        [
+            sys.executable, "-m", "lab.avro_relay.relay",
+            "--bootstrap", settings.bootstrap_servers, "--registry", settings.registry_url,
+            "--source", source, "--sink", sink, "--group", group,
+            "--commit-every", str(settings.commit_every),
+        ],
+        run_dir,
+    )  # fmt: skip
+    acked: list[int] = []
+    producing = threading.Thread(target=_produce, args=(settings, source, acked), daemon=True)
+    producing.start()
+    relay.start()
+    chosen = random.Random(settings.seed)
+    try:
+        for number in range(settings.kills):
+            before = _end(admin, sink, settings.partitions)
+
+            def writing(before: int = before) -> bool:
+                return _end(admin, sink, settings.partitions) > before
+
+            def idle() -> bool:  # nothing left to write: a kill now would prove nothing
+                return not producing.is_alive() and _committed_all(admin, source, group, settings)
+
+            wait_until(
+                lambda: writing() or idle(), START_TIMEOUT, f"relay {number + 1} to write", 0.1
+            )
+            if not writing():
+                relay.note(f"kill {number + 1} skipped: the relay had nothing left to write")
+                break
+            time.sleep(chosen.uniform(*KILL_AFTER))  # a drawn moment of its writing
+            relay.kill_and_restart()
+        producing.join(settings.messages / settings.rate + 60)
+        caught_up = _catch_up(admin, source, group, settings)
+    finally:
+        relay.stop()
+    report = AvroLabReport(
+        source, sink, group, len(acked), relay.kills, caught_up, str(run_dir / "relay.log"),
+        str(run_dir),
+    )  # fmt: skip
+    (run_dir / "report.json").write_text(report.to_json())
+    return report
+
+
+def _produce(settings: AvroLabSettings, topic: str, acked: list[int]) -> None:
+    """The source records, v1, at `rate`, each acknowledged once (idempotent producer)."""
+    serializer = AvroSerializer(SchemaRegistryClient({"url": settings.registry_url}), ORDER_V1)
+    producer = Producer(
+        {"bootstrap.servers": settings.bootstrap_servers, "enable.idempotence": True}
+    )
+    began = time.monotonic()
+    for n in range(settings.messages):
+        record = order(n)
+        value = serializer(record, SerializationContext(topic, MessageField.VALUE))
+        producer.produce(
+            topic, value=value, key=str(record["order_id"]).encode(), on_delivery=_acked(acked, n)
+        )
+        producer.poll(0)
+        time.sleep(max(0.0, began + (n + 1) / settings.rate - time.monotonic()))
+    if producer.flush(60) != 0:
+        raise RuntimeError("source records not acknowledged within 60 s")
+
+
+def _acked(acked: list[int], n: int) -> Callable[[object, object], None]:
+    def delivered(error: object, _message: object) -> None:
+        if error is None:
+            acked.append(n)
+
+    return delivered
+
+
+def _end(admin: AdminClient, topic: str, partitions: int) -> int:
+    return sum(source_lso(admin, topic, partitions).values())
+
+
+def _committed_all(admin: AdminClient, source: str, group: str, settings: AvroLabSettings) -> bool:
+    ends = source_lso(admin, source, settings.partitions)
+    done = group_offsets(admin, group, source, settings.partitions)
+    return all(done.get(p, 0) >= end for p, end in ends.items())
+
+
+def _catch_up(admin: AdminClient, source: str, group: str, settings: AvroLabSettings) -> bool:
+    try:
+        wait_until(
+            lambda: _committed_all(admin, source, group, settings),
+            120,
+            "the relay's group to commit the source's end",
+            0.5,
+        )
+    except AssertionError:
+        return False
+    return True
