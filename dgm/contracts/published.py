@@ -678,7 +678,8 @@ FAULTS = _table(
         "rebalance, member_joined, member_left, epoch_bump, outage_start, "
         "outage_end, broker_left, broker_joined, collector_start, topic_recreated, "
         "authorization_failed, authorization_restored, capability_missing, "
-        "capability_restored, high_watermark_backwards, log_start_backwards, lso_backwards",
+        "capability_restored, high_watermark_backwards, log_start_backwards, lso_backwards, "
+        "schema_lookup_failed, schema_lookup_restored",
     ),
     ("group_id", "VARCHAR", "group, for group events"),
     ("pipeline", "VARCHAR", "pipeline the fault is attributed to; null when cluster-wide"),

@@ -53,3 +53,9 @@ class SchemaLookup(Protocol):
     def schema(self, schema_id: int, id_kind: IdKind = "content") -> RegisteredSchema:
         """The schema registered under `schema_id`; raises SchemaLookupError otherwise."""
         ...
+
+
+# Events (the `events` sample kind) the audit records about a registry: a schema it could not
+# fetch for a topic's records, and the same schema fetched for that topic again later.
+SCHEMA_LOOKUP_FAILED = "schema_lookup_failed"
+SCHEMA_LOOKUP_RESTORED = "schema_lookup_restored"

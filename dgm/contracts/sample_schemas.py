@@ -152,7 +152,9 @@ EVENTS = _schema(
         "member_joined, member_left, epoch_bump, topic_recreated, authorization_failed, "
         "authorization_restored, capability_missing, capability_restored, "
         "high_watermark_backwards, log_start_backwards, lso_backwards "
-        "(a partition's offset went down between two samples: a truncated log)",
+        "(a partition's offset went down between two samples: a truncated log); "
+        "recorded by the audit: schema_lookup_failed, schema_lookup_restored "
+        "(a schema its records name that the topic's schema registry did not give)",
     ),
     _column(
         "group_id",
@@ -187,12 +189,14 @@ EVENTS = _schema(
     _column(
         "detail",
         pa.string(),
-        "one human-readable line; authorization_*: 'cannot see X: missing permission Y'",
+        "one human-readable line; authorization_*: 'cannot see X: missing permission Y'; "
+        "schema_lookup_failed: 'cannot read the schema N (content|global id) of topic T from "
+        "the schema registry of cluster C: reason'",
     ),
     _column(
         "topic",
         pa.string(),
-        "topic_recreated, *_backwards: the topic; authorization_*: the topic",
+        "topic_recreated, *_backwards: the topic; authorization_*, schema_lookup_*: the topic",
         True,
     ),
     _column("partition", pa.int32(), "*_backwards: the partition", True),

@@ -12,6 +12,7 @@ from dgm.clients.permissions import AUTHORIZATION_FAILED, AUTHORIZATION_RESTORED
 from dgm.config.document import DgmConfig
 from dgm.contracts import published as tables
 from dgm.contracts.clusters import cluster_column
+from dgm.contracts.registered_schemas import SCHEMA_LOOKUP_FAILED, SCHEMA_LOOKUP_RESTORED
 from spark_jobs.analyze.publish import arrow_of
 
 # Events that give a verdict weight: for the pipeline's group, for producers on its topics,
@@ -27,7 +28,13 @@ TOPIC_FAULTS = (
 )
 CLUSTER_FAULTS = ("outage_start", "broker_left")
 # Not faults (they give no weight), but shown with the pipelines of their topic or group.
-TOPIC_EVENTS = (*TOPIC_FAULTS, AUTHORIZATION_FAILED, AUTHORIZATION_RESTORED)
+TOPIC_EVENTS = (
+    *TOPIC_FAULTS,
+    AUTHORIZATION_FAILED,
+    AUTHORIZATION_RESTORED,
+    SCHEMA_LOOKUP_FAILED,
+    SCHEMA_LOOKUP_RESTORED,
+)
 
 
 def faults(config: DgmConfig, events: pa.Table, producers: pa.Table) -> pa.Table:

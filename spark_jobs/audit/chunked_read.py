@@ -8,6 +8,7 @@ arrival is set in the same read from the collectors' LSO samples (arrivals.py)."
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,9 +31,11 @@ from spark_jobs.audit.offsets_samples import OffsetsSamples
 from spark_jobs.audit.ranges import OffsetRange, split_ranges
 from spark_jobs.audit.record_columns import fingerprints
 from spark_jobs.audit.registry_columns import batch_schemas, registry_lookups
+from spark_jobs.audit.schema_events import SchemaEvents
 from spark_jobs.audit.scratch import Scratch
 from spark_jobs.audit.store import FingerprintStore, empty_fingerprints
 from spark_jobs.audit.tracker import AuditTracker
+from spark_jobs.audit.unidentified import ReasonCounts, lines
 from spark_jobs.sampling import kept
 
 # Offsets read per Spark job: the audit's progress is exact at each chunk's end. Each chunk
@@ -65,17 +68,26 @@ def read_chunks(
     `arrivals`: the LSO's segments (arrivals.segments) the records' arrivals are set from.
     Records per partition."""
     counts: dict[Key, int] = {}
+    unidentified: Counter[tuple[str, str]] = Counter()
     lookups = registry_lookups(config)
+    # A schema the registry does not give is an event, besides its records' reason.
+    events = None if config is None else SchemaEvents(config.state_dir, config.clusters)
     for chunk in split_ranges(ranges, chunk_offsets):
         # One Kafka relation per id rule (and schema registry), not per topic: each relation
         # costs the driver its own offset reader and planning, every cycle.
         by_rule: dict[tuple[MessageIdRule, Any], list[OffsetRange]] = {}
         for r in chunk:
             by_rule.setdefault((rules[r.topic], lookups(r.topic)), []).append(r)
-        frames = []
+        frames, observed = [], []
         for (rule, lookup), mine in by_rule.items():
             records = _expected(read_ranges(spark, sources, mine, "read_uncommitted"), config)
-            frames.append(fingerprints(records, rule, batch_schemas(records, rule, lookup)))
+            schemas = batch_schemas(records, rule, lookup)
+            topics = sorted({r.topic for r in mine})
+            if events is not None:
+                events.told(records, topics, schemas)
+            reasons = ReasonCounts(topics) if schemas is not None else None
+            observed += [reasons] if reasons is not None else []
+            frames.append(fingerprints(records, rule, schemas, reasons))
         frame = union(frames)
         if aborted is not None:
             frame = mark_aborted_spans(frame, aborted)
@@ -86,6 +98,11 @@ def read_chunks(
         for key, rows in counted.items():
             counts[key] = counts.get(key, 0) + rows
         tracker.add(sum(counted.values()), sum(r.size for r in chunk))
+        for reasons in observed:
+            unidentified.update(reasons.counts())
+    # Why records have no id: an operator's first question when the count is not zero.
+    for line in lines(unidentified):
+        tracker.log(line)
     return counts
 
 

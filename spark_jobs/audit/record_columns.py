@@ -18,7 +18,13 @@ from dgm.contracts import headers
 from dgm.contracts.fingerprints import COORDINATES
 from dgm.contracts.message_ids import SEQ_DIGITS, SRC_PATTERN
 from spark_jobs.audit.message_id_columns import bounded, header, message_id
-from spark_jobs.audit.registry_columns import Schemas, with_framing, with_registry_id
+from spark_jobs.audit.registry_columns import (
+    Schemas,
+    final_reason,
+    with_framing,
+    with_registry_id,
+)
+from spark_jobs.audit.unidentified import ReasonCounts
 from spark_jobs.schemas import FINGERPRINT
 
 # What fingerprints() reads from a Spark Kafka source row.
@@ -33,7 +39,10 @@ def _digits(text: Column, pattern: str, group: int, to: str) -> Column:
 
 
 def fingerprints(
-    records: DataFrame, rule: MessageIdRule, schemas: Schemas | None = None
+    records: DataFrame,
+    rule: MessageIdRule,
+    schemas: Schemas | None = None,
+    reasons: ReasonCounts | None = None,
 ) -> DataFrame:
     """FINGERPRINT rows from Spark Kafka source rows (read with includeHeaders=true).
 
@@ -44,6 +53,9 @@ def fingerprints(
     `committed` starts true: a read of a topic that never saw a transaction needs no second
     view. Where the topic has seen transactions, pass the result to
     aborted_marking.mark_committed.
+
+    `reasons`: for kind = "registry_field", counts the records without an id by reason as
+    the frame's job runs (unidentified.py).
     """
     present = set(records.columns)  # one schema request to the JVM, not one per name
     missing = [name for name in KAFKA_COLUMNS if name not in present]
@@ -53,7 +65,9 @@ def fingerprints(
             " (headers come only with includeHeaders=true)"
         )
     if rule.kind == "registry_field":
-        records, found, _ = with_registry_id(with_framing(records), rule.name, schemas or {})
+        records, found, why = with_registry_id(with_framing(records), rule.name, schemas or {})
+        if reasons is not None:
+            records = reasons.observe(records, final_reason(found, why), schemas or {})
         id_column = bounded(found)
     else:
         id_column = message_id(rule)
