@@ -1,7 +1,8 @@
 """The watch finds the registry_field ids the audit finds: watch/registry_ids.py and
 spark_jobs/audit/registry_columns.py on the same awkward records (unions, nulls, nested
 records, maps, enums, decimals, two schema versions, every framing, wrong magic bytes,
-truncated payloads, unknown schemas), ids and reasons alike, record by record."""
+truncated payloads, unknown schemas; Protobuf records of several schemas, nested, unset,
+with wrong indexes, cut short), ids and reasons alike, record by record."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ from spark_jobs.audit.registry_columns import (
     with_registry_ids,
 )
 from watch import ids
+from watch.protobuf_ids import ProtobufDecoder, protobuf_decoder
 from watch.registry_ids import RegistryIds
 
 # The columns of the Spark Kafka source (includeHeaders=true).
@@ -87,6 +89,39 @@ RECURSIVE = {
 }
 
 
+PROTO_COMMON = """syntax = "proto3";
+package shop.common;
+message Customer { optional int64 id = 1; bytes code = 2; }
+"""
+PROTO_V1 = """syntax = "proto3";
+package shop;
+import "shop/common.proto";
+message Order {
+  string id = 1;
+  int64 seq = 2;
+  oneof ref { string ref_text = 3; Inner ref_inner = 4; }
+  shop.common.Customer customer = 5;
+  map<string, string> attrs = 6;
+  Kind kind = 7;
+  bool flag = 8;
+  double ratio = 9;
+  enum Kind { A = 0; B = 1; }
+  message Inner { int32 id = 1; }
+}
+"""
+PROTO_V2 = PROTO_V1.replace("double ratio = 9;", "double ratio = 9;\n  optional string extra = 10;")
+
+
+def protobuf(schema_id: int, text: str) -> RegisteredSchema:
+    return RegisteredSchema(
+        schema_id,
+        "PROTOBUF",
+        text,
+        (RegisteredSchema(0, "PROTOBUF", PROTO_COMMON),),
+        ("shop/common.proto",),
+    )
+
+
 def avro(schema_id: int, schema: Any) -> RegisteredSchema:
     return RegisteredSchema(schema_id, "AVRO", json.dumps(schema))
 
@@ -102,12 +137,17 @@ SCHEMAS: dict[tuple[IdKind, int], RegisteredSchema] = {
         7, "PROTOBUF", 'syntax = "proto3"; message M { string id = 1; }'
     ),
     ("content", 8): RegisteredSchema(8, "AVRO", "not json"),
+    # Protobuf: two versions (v2 adds a field) and one by global id, with a reference.
+    ("content", 11): protobuf(11, PROTO_V1),
+    ("content", 12): protobuf(12, PROTO_V2),
+    ("global", 111): protobuf(111, PROTO_V1),
     ("content", 10): avro(10, RECURSIVE),
 }
 
 PATHS = [
     "id", "seq", "ref", "ref.id", "customer.id", "customer.code", "amount", "price",
     "attrs.k", "kind", "when", "uid", "flag", "num", "ratio", "extra", "nope", "customer.nope",
+    "ref_text", "ref_inner.id",
 ]  # fmt: skip
 
 
@@ -186,6 +226,54 @@ def generated(seed: int, count: int) -> list[Record]:
     return records
 
 
+def protobuf_records(seed: int, count: int) -> list[Record]:
+    """Protobuf records of the schemas above: nested messages, unset fields, a oneof, wrong
+    and cut-short message indexes, truncated payloads, every framing."""
+    rng = random.Random(seed)
+    decoder = protobuf_decoder(SCHEMAS[("content", 12)])
+    assert isinstance(decoder, ProtobufDecoder)
+    order, inner = decoder.message_class((0,)), decoder.message_class((0, 1))
+    assert order is not None and inner is not None
+    records: list[Record] = []
+    for _ in range(count):
+        fields: dict[str, Any] = {
+            "id": random_text(rng),
+            "seq": rng.choice([0, -1, 2**63 - 1, rng.randint(0, 99)]),
+            "attrs": rng.choice([{}, {"k": "v"}]),
+            "kind": rng.choice([0, 1]),
+            "flag": rng.random() < 0.5,
+            "ratio": rng.choice([0.0, 0.5]),
+        }
+        if rng.random() < 0.7:
+            fields["customer"] = rng.choice([{}, {"id": 0}, {"id": 5, "code": b"\xff"}])
+        ref = rng.choice(["text", "inner", None])
+        if ref == "text":
+            fields["ref_text"] = random_text(rng)
+        elif ref == "inner":
+            fields["ref_inner"] = {"id": rng.choice([0, 7])}
+        version = rng.choice([11, 12])
+        if version == 12 and rng.random() < 0.5:
+            fields["extra"] = rng.choice(["", "x"])
+        payload = order(**fields).SerializeToString()
+        indexes = rng.choice([b"\x00", b"\x00", b"\x02\x00", b"\x02\x02", b"\x04\x00", b""])
+        if indexes == b"\x04\x00":  # [0, 1]: the nested Inner
+            indexes += b"\x02"
+            payload = inner(id=rng.choice([0, 3])).SerializeToString()
+        how = rng.choice(["confluent", "global", "header"])
+        headers: Headers = None
+        if how == "confluent":
+            value = b"\x00" + version.to_bytes(4, "big") + indexes + payload
+        elif how == "global":
+            value = b"\x00" + (111).to_bytes(8, "big") + indexes + payload
+        else:
+            value = indexes + payload
+            headers = [("apicurio.value.contentId", version.to_bytes(8, "big"))]
+        if rng.random() < 0.15 and value:  # truncated
+            value = value[: rng.randint(0, len(value) - 1)]
+        records.append((value, headers))
+    return records
+
+
 def zigzag_string(raw: bytes) -> bytes:
     return bytes([len(raw) * 2]) + raw  # short strings only
 
@@ -257,7 +345,7 @@ def python_found(reader: RegistryIds, record: Record) -> tuple[Any, ...]:
 
 
 def test_python_finds_the_registry_ids_spark_finds(spark: Any) -> None:
-    records = handmade() + generated(seed=20261128, count=400)
+    records = handmade() + generated(seed=20261128, count=400) + protobuf_records(7, 120)
     expected, fetched = spark_found(spark, records)
     reader = RegistryIds(Schemas())
     labels = [f"{kind}:{path}" for path in PATHS for kind in ("id", "why")]
@@ -277,6 +365,35 @@ def test_python_finds_the_registry_ids_spark_finds(spark: Any) -> None:
     }  # fmt: skip
     # Each schema fetched once by the watch, however many records name it.
     assert reader.lookups == fetched
+
+
+def test_the_protobuf_decoder_takes_every_record() -> None:
+    # Not wired into the readers yet (both say "format unsupported", above): the decoder
+    # they will share meets the same awkward records without an exception, and finds ids.
+    reader = RegistryIds(Schemas())
+    decoders: dict[tuple[IdKind, int], ProtobufDecoder | str] = {}
+    found: set[str | None] = set()
+    ids_found = 0
+    for value, headers in protobuf_records(7, 120):
+        framed_record = framing.unframe(value, headers)
+        if isinstance(framed_record, str):
+            found.add(framed_record)
+            continue
+        key = (framed_record.id_kind, framed_record.schema_id)
+        if key not in decoders:
+            decoders[key] = protobuf_decoder(SCHEMAS[key])
+        decoder = decoders[key]
+        assert isinstance(decoder, ProtobufDecoder)
+        for path in PATHS:
+            path_id, reason = decoder.find(framed_record.payload, path)
+            found.add(reason)
+            ids_found += path_id is not None
+        assert reader.find("id", value, headers) == (None, framing.FORMAT_UNSUPPORTED)
+    assert found >= {
+        None, framing.NOT_FRAMED, framing.PAYLOAD_UNREADABLE, framing.FIELD_MISSING,
+        framing.NOT_AN_ID,
+    }  # fmt: skip
+    assert ids_found > 100
 
 
 @pytest.mark.parametrize(
