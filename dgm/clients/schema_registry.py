@@ -276,9 +276,7 @@ def _tls_context(config: SchemaRegistryConfig) -> ssl.SSLContext:
     """Used for https:// URLs only; files that cannot be loaded are a config error, told at
     start rather than as a failure of every lookup."""
     try:
-        context = ssl.create_default_context(
-            cafile=str(config.ca_file) if config.ca_file else None
-        )
+        context = ssl.create_default_context(cafile=str(config.ca_file) if config.ca_file else None)
         if config.cert_file is not None and config.key_file is not None:
             context.load_cert_chain(config.cert_file, config.key_file, config.key_password)
     except (ssl.SSLError, OSError) as error:  # the text names files, never the key password

@@ -36,9 +36,7 @@ def tls(tmp_path_factory: pytest.TempPathFactory) -> TlsFiles:
 
 
 @pytest.fixture(scope="module")
-def secured(
-    tmp_path_factory: pytest.TempPathFactory, tls: TlsFiles
-) -> Iterator[EmbeddedRegistry]:
+def secured(tmp_path_factory: pytest.TempPathFactory, tls: TlsFiles) -> Iterator[EmbeddedRegistry]:
     registry = EmbeddedRegistry(
         tmp_path_factory.mktemp("secured"),
         basic_auth=(USER, PASSWORD),
@@ -105,9 +103,7 @@ def test_a_refusal_is_unauthorized_and_no_secret_is_told(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.DEBUG)
-    config = SchemaRegistryConfig(
-        url=secured.ccompat_url, ca_file=tls.ca, retries=2, **credentials
-    )
+    config = SchemaRegistryConfig(url=secured.ccompat_url, ca_file=tls.ca, retries=2, **credentials)
     schemas = RegistrySchemas(config, sleep=lambda _: None)
     with pytest.raises(SchemaLookupError) as refused:
         schemas.schema(schema_id)

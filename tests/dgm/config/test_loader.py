@@ -265,7 +265,7 @@ def test_a_latency_objective_under_any_claim_names_its_key_when_wrong(tmp_path: 
     assert pipeline().objective() is None
     assert error_for(tmp_path, PIPELINE + 'latency_objective = "soon"\n') == (
         'dgm.toml: pipelines[0].latency_objective: expected a duration > 0 like "30s", "5m", '
-        '"1h" (s, m, h or d), got \'soon\''
+        "\"1h\" (s, m, h or d), got 'soon'"
     )
 
 

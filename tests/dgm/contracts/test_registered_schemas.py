@@ -16,6 +16,7 @@ def test_a_lookup_error_keeps_its_reason_across_processes() -> None:
 
 def test_a_schema_with_references_is_a_value() -> None:
     imported = RegisteredSchema(1, "PROTOBUF", 'syntax = "proto3";')
+
     def made() -> RegisteredSchema:
         return RegisteredSchema(2, "PROTOBUF", "import ...", (imported,), ("a.proto",))
 
