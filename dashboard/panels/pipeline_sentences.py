@@ -13,7 +13,7 @@ from dgm.contracts.clusters import DEFAULT_CLUSTER
 from dgm.contracts.vocabulary import Evidence
 
 EVIDENCE: dict[str, str] = {
-    Evidence.TESTED: "**Tested**: {faults} fault(s) (rebalances, restarts, producer epoch bumps, "
+    Evidence.TESTED: "**Tested**: {faults} fault(s) (rebalances, restarts, new producer sessions, "
     "outages) observed while the {checked} checked records flowed.",
     Evidence.UNTESTED: "**Untested**: no fault was seen while the {checked} checked records "
     "flowed. Zero anomalies with no fault seen is weaker evidence than zero anomalies across "

@@ -142,7 +142,7 @@ VERDICTS = _table(
         "faults_observed",
         "BIGINT",
         "faults seen while the checked records flowed: rebalances, "
-        "member changes, producer epoch bumps, broker outages",
+        "member changes, new producer sessions (epoch_bump), broker outages",
     ),
     (
         "evidence",

@@ -70,7 +70,7 @@ def republishing(
     assert len(published) >= PUBLICATIONS - 1, said
 
 
-def test_twenty_reloads_while_analyze_republishes_show_no_error(
+def test_reloads_while_analyze_republishes_show_no_error(
     republishing: Path, published_lab: PublishedLab
 ) -> None:
     names = {published_lab.pipeline(run) for run in published_lab.reports}
