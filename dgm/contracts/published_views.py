@@ -147,6 +147,19 @@ LATEST_GROUP_LAG = View(
     "QUALIFY sampled_at = max(sampled_at) OVER (PARTITION BY group_id)",
 )
 
+
+def _not_restored(missing: str, restored: str, more_columns: str = "") -> str:
+    """Each `detail` whose newest event since the newest collector_start is `missing`, not
+    `restored` (a collector records again, once, what is still missing), with when (since)."""
+    return f"""SELECT detail, max("at") AS since{more_columns}
+    FROM {FAULTS.name}
+    WHERE event IN ('{missing}', '{restored}')
+      AND "at" >= (SELECT coalesce(max("at"), TIMESTAMPTZ '1970-01-01 00:00:00+00')
+                   FROM {FAULTS.name} WHERE event = 'collector_start')
+    GROUP BY detail
+    HAVING arg_max(event, "at") = '{missing}'"""
+
+
 MISSING_PERMISSIONS = View(
     "missing_permissions",
     f"What dgm cannot see now, one row per refused permission: the {AUTHORIZATION_FAILED} "
@@ -154,14 +167,11 @@ MISSING_PERMISSIONS = View(
     f"once, what it is still refused) not followed by an {AUTHORIZATION_RESTORED}. detail: "
     "'cannot see X: missing permission Y'; since: when it was recorded; pipelines: the "
     "pipelines of its topic or group, comma-separated (null for none).",
-    f"""SELECT detail, max("at") AS since,
-           string_agg(DISTINCT pipeline, ', ' ORDER BY pipeline) AS pipelines
-    FROM {FAULTS.name}
-    WHERE event IN ('{AUTHORIZATION_FAILED}', '{AUTHORIZATION_RESTORED}')
-      AND "at" >= (SELECT coalesce(max("at"), TIMESTAMPTZ '1970-01-01 00:00:00+00')
-                   FROM {FAULTS.name} WHERE event = 'collector_start')
-    GROUP BY detail
-    HAVING arg_max(event, "at") = '{AUTHORIZATION_FAILED}'""",
+    _not_restored(
+        AUTHORIZATION_FAILED,
+        AUTHORIZATION_RESTORED,
+        ", string_agg(DISTINCT pipeline, ', ' ORDER BY pipeline) AS pipelines",
+    ),
 )
 
 MISSING_CAPABILITIES = View(
@@ -171,13 +181,7 @@ MISSING_CAPABILITIES = View(
     f"newest collector_start not followed by a {CAPABILITY_RESTORED}, read as "
     f"{MISSING_PERMISSIONS.name} reads refusals. detail: 'cannot see X on cluster C: the "
     "broker (3.6) has no API'; since: when it was recorded.",
-    f"""SELECT detail, max("at") AS since
-    FROM {FAULTS.name}
-    WHERE event IN ('{CAPABILITY_MISSING}', '{CAPABILITY_RESTORED}')
-      AND "at" >= (SELECT coalesce(max("at"), TIMESTAMPTZ '1970-01-01 00:00:00+00')
-                   FROM {FAULTS.name} WHERE event = 'collector_start')
-    GROUP BY detail
-    HAVING arg_max(event, "at") = '{CAPABILITY_MISSING}'""",
+    _not_restored(CAPABILITY_MISSING, CAPABILITY_RESTORED),
 )
 
 VIEWS: tuple[View, ...] = (

@@ -35,7 +35,7 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 from dgm.util.waiting import wait_until
 from lab import child_process
 from lab.avro_relay.schemas import ORDER_V1, order
-from lab.offsets import group_offsets, source_lso
+from lab.offsets import group_behind, source_lso
 from lab.topics import create_topic
 
 KILL_AFTER = (0.2, 1.5)  # seconds after the sink grew
@@ -137,7 +137,10 @@ def run_avro_lab(settings: AvroLabSettings) -> AvroLabReport:
                 return _end(admin, sink, settings.partitions) > before
 
             def idle() -> bool:  # nothing left to write: a kill now would prove nothing
-                return not producing.is_alive() and _committed_all(admin, source, group, settings)
+                return (
+                    not producing.is_alive()
+                    and group_behind(admin, group, source, settings.partitions) == 0
+                )
 
             wait_until(
                 lambda: writing() or idle(), START_TIMEOUT, f"relay {number + 1} to write", 0.1
@@ -190,16 +193,10 @@ def _end(admin: AdminClient, topic: str, partitions: int) -> int:
     return sum(source_lso(admin, topic, partitions).values())
 
 
-def _committed_all(admin: AdminClient, source: str, group: str, settings: AvroLabSettings) -> bool:
-    ends = source_lso(admin, source, settings.partitions)
-    done = group_offsets(admin, group, source, settings.partitions)
-    return all(done.get(p, 0) >= end for p, end in ends.items())
-
-
 def _catch_up(admin: AdminClient, source: str, group: str, settings: AvroLabSettings) -> bool:
     try:
         wait_until(
-            lambda: _committed_all(admin, source, group, settings),
+            lambda: group_behind(admin, group, source, settings.partitions) == 0,
             120,
             "the relay's group to commit the source's end",
             0.5,

@@ -28,7 +28,7 @@ from dgm.util.waiting import wait_until
 from lab.console.relay import LOG4J2, ConsoleRelay, EventLog, RelayTopics, relay_commands
 from lab.java_kills import kill_while_working
 from lab.ledger import read_ledger
-from lab.offsets import group_offsets, source_lso
+from lab.offsets import group_behind, source_lso
 from lab.runner import LabRun, produced, production_problems
 from lab.topics import create_topic
 
@@ -168,9 +168,7 @@ def _catch_up(admin: AdminClient, run: LabRun, settings: ConsoleLabSettings, led
     expected = set(read_ledger(ledger).acked)
 
     def done(sink: _SinkIds) -> bool:
-        lso = source_lso(admin, names.source, settings.partitions)
-        committed = group_offsets(admin, names.group, names.source, settings.partitions)
-        behind = sum(max(0, end - committed.get(p, 0)) for p, end in lso.items())
+        behind = group_behind(admin, names.group, names.source, settings.partitions)
         sink.advance()
         return behind == 0 and expected <= sink.ids
 

@@ -10,17 +10,15 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
-import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
 from dgm.util.errors import UserFacingError
-from embedded_kafka.jar_cache import COMPLETE_MARKER, cache_dir, locked, replace_whole
-from embedded_kafka.java import find_java
+from embedded_kafka.jar_cache import COMPLETE_MARKER, cache_dir, locked
 from embedded_kafka.kafka_jars import STREAMS, JarSet
+from lab.java_compile import compile_source
 
 SOURCE_FILE = "StreamsPipeline.java"
 LOG_CONFIG = "log4j2.properties"
@@ -58,31 +56,7 @@ def resolve_classpath(progress: Progress) -> StreamsClasspath:
     with locked(cache_dir(CLASSES, jars.version)) as root:
         classes = root / f"classes-{hashlib.sha256(source).hexdigest()[:16]}"
         if not (classes / COMPLETE_MARKER).exists():
-            _compile(source, libs, classes, progress, jars.title)
-    return StreamsClasspath(libs, classes, resource(LOG_CONFIG))
-
-
-def _compile(source: bytes, libs: Path, classes: Path, progress: Progress, against: str) -> None:
-    javac = find_java().with_name("javac")
-    if not javac.exists():
-        found = shutil.which("javac")
-        if found is None:
-            raise StreamsBuildError(
-                f"compiling {SOURCE_FILE} needs javac (a JDK 17+, not only a JRE): none next "
-                f"to {find_java()} nor on PATH"
+            compile_source(
+                SOURCE_FILE, source, libs, classes, jars.title, progress, StreamsBuildError
             )
-        javac = Path(found)
-    progress(f"Compiling {SOURCE_FILE} into {classes}...")
-
-    def compile_into(staging: Path) -> None:
-        (staging / SOURCE_FILE).write_bytes(source)
-        result = subprocess.run(
-            [str(javac), "-J-Xmx256m", "-d", str(staging), "-cp", str(libs / "*"),
-             str(staging / SOURCE_FILE)],
-            capture_output=True, text=True, timeout=300, check=False,
-        )  # fmt: skip
-        if result.returncode != 0:
-            raise StreamsBuildError(f"javac failed on {SOURCE_FILE}:\n{result.stderr.strip()}")
-        (staging / SOURCE_FILE).unlink()
-
-    replace_whole(classes, against, compile_into)
+    return StreamsClasspath(libs, classes, resource(LOG_CONFIG))

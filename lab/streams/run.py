@@ -21,13 +21,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import IsolationLevel, TopicPartition
-from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]
+from confluent_kafka.admin import AdminClient  # type: ignore[attr-defined]
 
 from dgm.util.waiting import wait_until
 from lab.java_child import JavaSupervisor
 from lab.java_kills import kill_while_working, kills_report
-from lab.offsets import group_offsets, source_lso
+from lab.offsets import group_behind, high_watermarks, no_open_transaction
 from lab.runner import LabRun, produced, production_problems
 from lab.streams.app import GUARANTEES, AppSettings, Guarantee, app_command, streams_supervisor
 from lab.streams.jars import resolve_classpath
@@ -167,10 +166,8 @@ def _catch_up(admin: AdminClient, run: LabRun, settings: StreamsLabSettings) -> 
     names = run.names
 
     def done() -> bool:
-        lso = source_lso(admin, names.source, settings.partitions)
-        committed = group_offsets(admin, names.group, names.source, settings.partitions)
-        behind = sum(max(0, end - committed.get(p, 0)) for p, end in lso.items())
-        return behind == 0 and _sink_settled(admin, names.sink, settings.partitions)
+        behind = group_behind(admin, names.group, names.source, settings.partitions)
+        return behind == 0 and no_open_transaction(admin, names.sink, settings.partitions)
 
     return run.caught_up(
         lambda: wait_until(
@@ -180,17 +177,5 @@ def _catch_up(admin: AdminClient, run: LabRun, settings: StreamsLabSettings) -> 
     )
 
 
-def _sink_settled(admin: AdminClient, topic: str, partitions: int) -> bool:
-    return source_lso(admin, topic, partitions) == _ends(admin, topic, partitions)
-
-
 def _sink_end(admin: AdminClient, topic: str, partitions: int) -> int:
-    return sum(_ends(admin, topic, partitions).values())
-
-
-def _ends(admin: AdminClient, topic: str, partitions: int) -> dict[int, int]:
-    """High watermark per partition (read_uncommitted latest): what the log holds."""
-    latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]
-    request = {TopicPartition(topic, p): latest for p in range(partitions)}
-    futures = admin.list_offsets(request, isolation_level=IsolationLevel.READ_UNCOMMITTED)
-    return {tp.partition: int(f.result(timeout=30).offset) for tp, f in futures.items()}
+    return sum(high_watermarks(admin, topic, partitions).values())

@@ -11,17 +11,15 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
-import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
 from dgm.util.errors import UserFacingError
-from embedded_kafka.jar_cache import COMPLETE_MARKER, cache_dir, locked, replace_whole
-from embedded_kafka.java import find_java
+from embedded_kafka.jar_cache import COMPLETE_MARKER, cache_dir, locked
 from embedded_kafka.kafka_jars import BROKER, JarSet
+from lab.java_compile import compile_source
 
 SOURCE_FILE = "TxnCopier.java"
 MAIN_CLASS = "TxnCopier"
@@ -54,36 +52,5 @@ def resolve_classpath(version: str, progress: Progress) -> CopierClasspath:
     with locked(cache_dir(CLASSES, version)) as root:
         classes = root / f"classes-{hashlib.sha256(source).hexdigest()[:16]}"
         if not (classes / COMPLETE_MARKER).exists():
-            _compile(source, libs, classes, progress, version)
+            compile_source(SOURCE_FILE, source, libs, classes, version, progress, CopierBuildError)
     return CopierClasspath(version, libs, classes)
-
-
-def _javac() -> Path:
-    javac = find_java().with_name("javac")
-    if javac.exists():
-        return javac
-    found = shutil.which("javac")
-    if found is None:
-        raise CopierBuildError(
-            f"compiling {SOURCE_FILE} needs javac (a JDK 17+, not only a JRE): none next to "
-            f"{find_java()} nor on PATH"
-        )
-    return Path(found)
-
-
-def _compile(source: bytes, libs: Path, classes: Path, progress: Progress, version: str) -> None:
-    javac = _javac()
-    progress(f"Compiling {SOURCE_FILE} against Kafka {version} into {classes}...")
-
-    def compile_into(staging: Path) -> None:
-        (staging / SOURCE_FILE).write_bytes(source)
-        result = subprocess.run(
-            [str(javac), "-J-Xmx256m", "-d", str(staging), "-cp", str(libs / "*"),
-             str(staging / SOURCE_FILE)],
-            capture_output=True, text=True, timeout=300, check=False,
-        )  # fmt: skip
-        if result.returncode != 0:
-            raise CopierBuildError(f"javac failed on {SOURCE_FILE}:\n{result.stderr.strip()}")
-        (staging / SOURCE_FILE).unlink()
-
-    replace_whole(classes, version, compile_into)

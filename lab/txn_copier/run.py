@@ -23,14 +23,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import IsolationLevel, TopicPartition
-from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]
+from confluent_kafka.admin import AdminClient  # type: ignore[attr-defined]
 
 from dgm.util.waiting import wait_until
 from embedded_kafka.java import find_java
 from lab.java_child import ChildSpec, JavaSupervisor
 from lab.java_kills import kill_while_working, kills_report
-from lab.offsets import group_offsets, source_lso
+from lab.offsets import group_behind, no_open_transaction
 from lab.runner import LabRun, produced, production_problems
 from lab.topics import create_topic
 from lab.txn_copier.build import MAIN_CLASS, CopierClasspath, resolve_classpath
@@ -199,21 +198,10 @@ def _catch_up(admin: AdminClient, run: LabRun, settings: CopierLabSettings) -> b
     names = run.names
 
     def done() -> bool:
-        lso = source_lso(admin, names.source, settings.partitions)
-        committed = group_offsets(admin, names.group, names.source, settings.partitions)
-        behind = sum(max(0, end - committed.get(p, 0)) for p, end in lso.items())
-        return behind == 0 and _sink_settled(admin, names.sink, settings.partitions)
+        behind = group_behind(admin, names.group, names.source, settings.partitions)
+        return behind == 0 and no_open_transaction(admin, names.sink, settings.partitions)
 
     return run.caught_up(
         lambda: wait_until(done, settings.catch_up_timeout, "the copier to catch up", 0.5),
         "the copier caught up with the source",
     )
-
-
-def _sink_settled(admin: AdminClient, topic: str, partitions: int) -> bool:
-    """No transaction open on the sink: its LSO is its high watermark on every partition."""
-    latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]
-    request = {TopicPartition(topic, p): latest for p in range(partitions)}
-    futures = admin.list_offsets(request, isolation_level=IsolationLevel.READ_UNCOMMITTED)
-    ends = {tp.partition: int(f.result(timeout=30).offset) for tp, f in futures.items()}
-    return source_lso(admin, topic, partitions) == ends
