@@ -1,7 +1,8 @@
-"""The relay process (`python -m lab.avro_relay.relay`): consume Avro v1 through the registry,
-write v2, flush, then commit, every `--commit-every` records. A SIGKILL between a flush and
-the commit after it makes its successor write those records again: at-least-once, with
-duplicates that are byte-for-byte different from their sources (a new writer schema id)."""
+"""The relay process (`python -m lab.registry_relay.relay`): consume v1 orders (Avro or JSON
+Schema) through the registry, write v2, flush, then commit, every `--commit-every` records. A
+SIGKILL between a flush and the commit after it makes its successor write those records again:
+at-least-once, with duplicates that are byte-for-byte different from their sources (a new
+writer schema id)."""
 
 from __future__ import annotations
 
@@ -12,10 +13,9 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka.schema_registry import SchemaRegistryClient
-from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
-from lab.avro_relay.schemas import ORDER_V1, ORDER_V2, enriched
+from lab.registry_relay.schemas import FORMATS, deserializer, enriched, serializer
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -23,10 +23,11 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("--bootstrap", "--registry", "--source", "--sink", "--group"):
         parser.add_argument(name, required=True)
     parser.add_argument("--commit-every", type=int, default=50)
+    parser.add_argument("--format", choices=FORMATS, default="avro")
     args = parser.parse_args(argv)
     registry = SchemaRegistryClient({"url": args.registry})
-    reader = AvroDeserializer(registry, ORDER_V1)
-    writer = AvroSerializer(registry, ORDER_V2)
+    reader = deserializer(args.format, registry, 1)
+    writer = serializer(args.format, registry, 2)
     consumer = Consumer(
         {
             "bootstrap.servers": args.bootstrap,

@@ -1,12 +1,12 @@
-"""`run_avro_lab`: the re-serializing relay (relay.py) on a real cluster and a real schema
+"""`run_registry_lab`: the re-serializing relay (relay.py) on a real cluster and a real schema
 registry, SIGKILLed while records flow, with a report.
 
-Creates a source and a sink topic; produces `messages` Avro v1 orders (schemas.py) through the
-registry, each acknowledged once; starts the relay and SIGKILLs it `kills` times, each a drawn
-moment after the sink grew (restarting it at once); waits until its group has committed the
-source's end; stops it (it flushes and commits) and writes a JSON report. Every start, kill and
-stop is in `<run folder>/relay.log` with its UTC time. What reached the sink, and how often, is
-left to an independent read of the topics.
+Creates a source and a sink topic; produces `messages` v1 orders (schemas.py: Avro or JSON
+Schema) through the registry, each acknowledged once; starts the relay and SIGKILLs it `kills`
+times, each a drawn moment after the sink grew (restarting it at once); waits until its group
+has committed the source's end; stops it (it flushes and commits) and writes a JSON report.
+Every start, kill and stop is in `<run folder>/relay.log` with its UTC time. What reached the
+sink, and how often, is left to an independent read of the topics.
 """
 
 from __future__ import annotations
@@ -29,13 +29,12 @@ from pathlib import Path
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.schema_registry import SchemaRegistryClient
-from confluent_kafka.schema_registry.avro import AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 from dgm.util.waiting import wait_until
 from lab import child_process
-from lab.avro_relay.schemas import ORDER_V1, order
 from lab.offsets import group_behind, source_lso
+from lab.registry_relay.schemas import Format, order, serializer
 from lab.topics import create_topic
 
 KILL_AFTER = (0.2, 1.5)  # seconds after the sink grew
@@ -44,7 +43,7 @@ STOP_TIMEOUT = 30.0
 
 
 @dataclass(frozen=True)
-class AvroLabSettings:
+class RegistryLabSettings:
     bootstrap_servers: str
     registry_url: str  # the Confluent-compatible API
     lab_dir: Path
@@ -54,10 +53,11 @@ class AvroLabSettings:
     partitions: int = 3
     commit_every: int = 50
     seed: int = 11
+    format: Format = "avro"
 
 
 @dataclass(frozen=True)
-class AvroLabReport:
+class RegistryLabReport:
     source_topic: str
     sink_topic: str
     group_id: str
@@ -107,8 +107,8 @@ class _Relay:
         self.log.close()
 
 
-def run_avro_lab(settings: AvroLabSettings) -> AvroLabReport:
-    name = f"avro-{uuid.uuid4().hex[:8]}"
+def run_registry_lab(settings: RegistryLabSettings) -> RegistryLabReport:
+    name = f"{settings.format.replace('_', '-')}-{uuid.uuid4().hex[:8]}"
     run_dir = settings.lab_dir / name
     run_dir.mkdir(parents=True)
     source, sink, group = f"{name}-source", f"{name}-sink", name
@@ -117,10 +117,10 @@ def run_avro_lab(settings: AvroLabSettings) -> AvroLabReport:
         create_topic(admin, topic, settings.partitions)
     relay = _Relay(
         [
-            sys.executable, "-m", "lab.avro_relay.relay",
+            sys.executable, "-m", "lab.registry_relay.relay",
             "--bootstrap", settings.bootstrap_servers, "--registry", settings.registry_url,
             "--source", source, "--sink", sink, "--group", group,
-            "--commit-every", str(settings.commit_every),
+            "--commit-every", str(settings.commit_every), "--format", settings.format,
         ],
         run_dir,
     )  # fmt: skip
@@ -154,7 +154,7 @@ def run_avro_lab(settings: AvroLabSettings) -> AvroLabReport:
         caught_up = _catch_up(admin, source, group, settings)
     finally:
         relay.stop()
-    report = AvroLabReport(
+    report = RegistryLabReport(
         source, sink, group, len(acked), relay.kills, caught_up, str(run_dir / "relay.log"),
         str(run_dir),
     )  # fmt: skip
@@ -162,16 +162,16 @@ def run_avro_lab(settings: AvroLabSettings) -> AvroLabReport:
     return report
 
 
-def _produce(settings: AvroLabSettings, topic: str, acked: list[int]) -> None:
+def _produce(settings: RegistryLabSettings, topic: str, acked: list[int]) -> None:
     """The source records, v1, at `rate`, each acknowledged once (idempotent producer)."""
-    serializer = AvroSerializer(SchemaRegistryClient({"url": settings.registry_url}), ORDER_V1)
+    writer = serializer(settings.format, SchemaRegistryClient({"url": settings.registry_url}), 1)
     producer = Producer(
         {"bootstrap.servers": settings.bootstrap_servers, "enable.idempotence": True}
     )
     began = time.monotonic()
     for n in range(settings.messages):
         record = order(n)
-        value = serializer(record, SerializationContext(topic, MessageField.VALUE))
+        value = writer(record, SerializationContext(topic, MessageField.VALUE))
         producer.produce(
             topic, value=value, key=str(record["order_id"]).encode(), on_delivery=_acked(acked, n)
         )
@@ -193,7 +193,7 @@ def _end(admin: AdminClient, topic: str, partitions: int) -> int:
     return sum(source_lso(admin, topic, partitions).values())
 
 
-def _catch_up(admin: AdminClient, source: str, group: str, settings: AvroLabSettings) -> bool:
+def _catch_up(admin: AdminClient, source: str, group: str, settings: RegistryLabSettings) -> bool:
     try:
         wait_until(
             lambda: group_behind(admin, group, source, settings.partitions) == 0,
