@@ -18,7 +18,7 @@ from alerts.run import evaluate_after_analysis
 from dgm.alerting.store import AlertStore
 from dgm.config.loader import load_config
 from tests.support.browser import CHROMIUM, WAIT_MS, chromium, serving, wait_cell
-from tests.support.published_world.publish import build
+from tests.support.published_world.publish import recent_copy
 
 pytestmark = [
     pytest.mark.slow,
@@ -37,7 +37,7 @@ def test_a_rule_added_in_the_browser_fires_after_the_next_analysis(
     tmp_path: Path, artifacts: Path
 ) -> None:
     state_dir = tmp_path / "state"
-    build(state_dir)
+    recent_copy(state_dir)
     with serving(state_dir, refresh_s=2, allow_edits=True) as url, chromium() as page:
         page.goto(f"{url}/alerts", timeout=WAIT_MS)
         page.get_by_text("No alert rules yet", exact=False).wait_for(timeout=WAIT_MS)
@@ -78,7 +78,7 @@ def test_a_rule_added_in_the_browser_fires_after_the_next_analysis(
 
 def test_an_alert_link_to_a_group_opens_that_group(tmp_path: Path) -> None:
     state_dir = tmp_path / "state"
-    build(state_dir)
+    recent_copy(state_dir)
     # orders-enricher is not the page's first group (ledger-auditor is: its HW lag exceeds
     # its LSO lag most), so only the link's ?group= can select it.
     rule = {"name": "enricher-lag", "metric": "consumer_lag_from_lso", "threshold": -1.0}
@@ -100,7 +100,7 @@ def test_an_alert_link_to_a_group_opens_that_group(tmp_path: Path) -> None:
 
 def test_by_default_rules_are_read_only_and_the_page_says_how_to_edit(tmp_path: Path) -> None:
     state_dir = tmp_path / "state"
-    build(state_dir)
+    recent_copy(state_dir)
     added = AlertStore(state_dir).add_rule(
         {
             "name": "ledger-dups",

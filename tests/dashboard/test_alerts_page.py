@@ -20,7 +20,7 @@ from dgm.alerting.store import STORE_FILE, AlertStore
 from dgm.config.document import DgmConfig
 from dgm.config.loader import load_config
 from tests.support.dashboard_app import APP, healthy, markdown, no_exception, page, write_config
-from tests.support.published_world.publish import Expected, build
+from tests.support.published_world.publish import Expected, recent_copy
 
 # payments-ledger: 4 extra copies over 10 windows of 167 records (tests/support/published_world/)
 LEDGER_RATE = 4 / (1670 - 4)
@@ -30,7 +30,7 @@ LEDGER_RATE = 4 / (1670 - 4)
 def state(tmp_path: Path, use_state_dir: Callable[..., None]) -> Expected:
     """A published analysis in a state directory of this test's own (alerts.sqlite too), the
     rule form on."""
-    expected = build(tmp_path)
+    expected = recent_copy(tmp_path)
     use_state_dir(tmp_path, allow_edits=True)
     return expected
 
@@ -262,7 +262,7 @@ def test_an_unreadable_alerts_file_is_a_message_with_retry(state: Expected, tmp_
 def test_by_default_there_is_no_form_and_the_page_says_how_to_turn_it_on(
     tmp_path: Path, use_state_dir: Callable[..., None]
 ) -> None:
-    build(tmp_path)
+    recent_copy(tmp_path)
     use_state_dir(tmp_path)  # no [dashboard] table: edits off
     AlertStore(tmp_path).add_rule({"name": "dups", "metric": "duplicate_rate", "threshold": 0.01})
     at = open_alerts()
@@ -279,7 +279,7 @@ def test_by_default_there_is_no_form_and_the_page_says_how_to_turn_it_on(
 def test_by_default_no_rules_says_to_declare_them_in_dgm_toml(
     tmp_path: Path, use_state_dir: Callable[..., None]
 ) -> None:
-    build(tmp_path)
+    recent_copy(tmp_path)
     use_state_dir(tmp_path)
     at = open_alerts()
     (empty,) = [str(i.value) for i in at.info if "No alert rules yet" in str(i.value)]

@@ -54,11 +54,11 @@ def test_file_without_the_tables_is_a_message(
 def test_retry_reads_a_file_published_meanwhile(
     tmp_path: Path, use_state_dir: Callable[[Path], None]
 ) -> None:
-    from tests.support.published_world.publish import build
+    from tests.support.published_world.publish import recent_copy
 
     use_state_dir(tmp_path)
     at = _run("overview")
-    build(tmp_path)
+    recent_copy(tmp_path)
     at.button[0].click().run()
     no_exception(at)
     assert ("red", "VIOLATES") in badges(at)

@@ -13,13 +13,13 @@ import duckdb
 import pytest
 
 from dashboard import queries
-from tests.support.published_world.publish import build
+from tests.support.published_world.publish import recent_copy
 
 
 @pytest.fixture
 def state_dir(tmp_path: Path, use_state_dir: Callable[[Path], None]) -> Path:
     use_state_dir(tmp_path)
-    build(tmp_path)
+    recent_copy(tmp_path)
     return tmp_path
 
 

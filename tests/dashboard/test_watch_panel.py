@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from dgm.contracts.watched import WatchStatus
 from tests.support.dashboard_app import APP, healthy, page
-from tests.support.published_world.publish import build
+from tests.support.published_world.publish import recent_copy
 from watch.publish import publish
 
 
@@ -47,7 +47,7 @@ def overview(state_dir: Path, use_state_dir: Callable[[Path], None]) -> AppTest:
 def test_only_the_seen_duplicates_no_analysis_published_are_shown(
     tmp_path: Path, use_state_dir: Callable[[Path], None]
 ) -> None:
-    build(tmp_path)
+    recent_copy(tmp_path)
     # (0, 131) is an extra copy the analysis published already; (1, 900) is new.
     publish(tmp_path, [seen("ord-0012", 0, 131), seen("ord-0500", 1, 900)], status(2))
     at = overview(tmp_path, use_state_dir)
@@ -60,7 +60,7 @@ def test_only_the_seen_duplicates_no_analysis_published_are_shown(
 def test_without_a_watch_file_or_new_duplicates_the_panel_says_nothing(
     tmp_path: Path, use_state_dir: Callable[[Path], None]
 ) -> None:
-    build(tmp_path)
+    recent_copy(tmp_path)
     at = overview(tmp_path, use_state_dir)
     assert not [w for w in at.warning if "watch" in w.value]
     publish(tmp_path, [seen("ord-0012", 0, 131)], status(2))
@@ -72,7 +72,7 @@ def test_without_a_watch_file_or_new_duplicates_the_panel_says_nothing(
 def test_a_watch_that_stopped_writing_is_said(
     tmp_path: Path, use_state_dir: Callable[[Path], None]
 ) -> None:
-    build(tmp_path)
+    recent_copy(tmp_path)
     publish(tmp_path, [], status(600))
     at = overview(tmp_path, use_state_dir)
     assert [c for c in at.caption if "The watch has not written since" in c.value]

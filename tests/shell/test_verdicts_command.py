@@ -12,11 +12,11 @@ import duckdb
 
 from dgm.contracts.published import PUBLISHED_FILE, verdicts_document
 from shell.verdicts_command import format_table, read_verdicts, sampled_rates
-from tests.support.published_world.publish import build
+from tests.support.published_world.publish import recent_copy
 
 
 def test_verdicts_show_the_log_integrity_counts(tmp_path: Path) -> None:
-    build(tmp_path)
+    recent_copy(tmp_path)
     rows, finished, _, _, _ = read_verdicts(tmp_path)
     lines = format_table(rows).splitlines()
     header = lines[0].split()
@@ -36,7 +36,7 @@ def test_verdicts_show_the_log_integrity_counts(tmp_path: Path) -> None:
 
 
 def test_a_sampled_pipeline_says_its_share_and_its_rates_intervals(tmp_path: Path) -> None:
-    build(tmp_path)  # orders-alo keeps 1 in 10 ids
+    recent_copy(tmp_path)  # orders-alo keeps 1 in 10 ids
     rows, finished, _, _, _ = read_verdicts(tmp_path)
     lines = format_table(rows).splitlines()
     assert "ids kept" in lines[0]
@@ -55,7 +55,7 @@ def test_a_sampled_pipeline_says_its_share_and_its_rates_intervals(tmp_path: Pat
 
 
 def test_the_json_carries_each_consumer_groups_lag_in_seconds(tmp_path: Path) -> None:
-    build(tmp_path)
+    recent_copy(tmp_path)
     rows, finished, _, _, _ = read_verdicts(tmp_path)
     document = verdicts_document(rows, finished, 60.0, datetime.now(UTC), [], [])
     by_name = {p["pipeline"]: p for p in json.loads(json.dumps(document, default=str))["pipelines"]}

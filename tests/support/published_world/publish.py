@@ -19,7 +19,11 @@ the LSO.
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import shutil
+import tempfile
+import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -150,6 +154,29 @@ def build(state_dir: Path, *, now: datetime | None = None, finished_ago_s: int =
         )
     expected.lost_ids["payments"] = len(lost())
     return expected
+
+
+# A copy this young of the file build() made is as fresh as the dashboard tests need (the
+# dashboard calls build()'s file STALE only past 3 x 72 s, tests/dashboard/conftest.py).
+RECENT_S = 60.0
+_recent: dict[str, tuple[float, Expected]] = {}
+
+
+def recent_copy(state_dir: Path) -> Expected:
+    """build(state_dir) with the default times, by copying a file build() made less than
+    RECENT_S ago (made once a minute per process: building costs seconds, copying nothing).
+    For tests that may change the file or what lies beside it, not the times in it."""
+    made = _recent.get("file")
+    if made is None or time.monotonic() - made[0] > RECENT_S or not made[1].path.exists():
+        template = Path(tempfile.mkdtemp(prefix="dgm-published-world-"))
+        made = (time.monotonic(), build(template))
+        _recent["file"] = made
+    state_dir.mkdir(parents=True, exist_ok=True)
+    path = state_dir / PUBLISHED_FILE
+    temp = state_dir / f".{PUBLISHED_FILE}.tmp"
+    shutil.copyfile(made[1].path, temp)
+    os.replace(temp, path)  # as build() does: never a half-copied file
+    return dataclasses.replace(made[1], path=path)
 
 
 if __name__ == "__main__":  # python -m tests.support.published_world.publish DIR: a file to look at
