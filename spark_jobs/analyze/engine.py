@@ -41,12 +41,12 @@ from spark_jobs.analysis_input import Fingerprints
 from spark_jobs.analyze import claims, order
 from spark_jobs.analyze import counts as tally
 from spark_jobs.analyze.context import Context, History, Routes, context, routes
-from spark_jobs.analyze.lineage import relinks, unstamped_sinks
+from spark_jobs.analyze.cycle_streams import cycle_relinks, cycle_rows, cycle_stream_records
+from spark_jobs.analyze.lineage import unstamped_sinks
 from spark_jobs.analyze.passes import (
     by_id,
     sessions_of,
     split_streams,
-    stream_records,
     streams,
     streams_in,
 )
@@ -311,12 +311,12 @@ def _advanced(
             rows = sides.toArrow()
         with _timed(timings, "stream records"):
             # While common is held: the new sink records' source records (the id join,
-            # lineage.py) are among the rows of their ids, kept or new.
+            # lineage.py) are among the rows of their ids, kept or new: read once, joined
+            # on the driver (cycle_streams.py).
             lacking = unstamped_sinks(fingerprints.added, ctx, state.unstamped)
-            held_rows = common.unionByName(fingerprints.added)
-            joined = state.unstamped | lacking
-            new_records = stream_records(fingerprints.added, ctx, held_rows, joined).toArrow()
-            relinked = relinks(common, fingerprints.added, ctx, state.unstamped)
+            cycle = cycle_rows(common, fingerprints.added, ctx)
+            new_records = cycle_stream_records(cycle, ctx, state.unstamped | lacking)
+            relinked = cycle_relinks(cycle, ctx, state.unstamped)
     finally:
         common.unpersist()
     with _timed(timings, "merge"):

@@ -105,7 +105,8 @@ def unstamped_sinks(
     return frozenset(found["topic"].to_pylist())
 
 
-def _among(ctx: Context, sinks: Collection[str]) -> dict[str, tuple[str, ...]]:
+def routes_among(ctx: Context, sinks: Collection[str]) -> dict[str, tuple[str, ...]]:
+    """id_routes of the `sinks` only."""
     return {sink: sources for sink, sources in id_routes(ctx).items() if sink in sinks}
 
 
@@ -119,7 +120,7 @@ def with_id_lineage(
     records of Kafka sink topics without dgm-src, from `positions` over `held` (default: the
     fingerprints themselves); left null where none is found. dgm-src, when present, wins.
     `sinks`: the unstamped_sinks of the fingerprints, when known."""
-    routes = _among(ctx, unstamped_sinks(fingerprints, ctx) if sinks is None else sinks)
+    routes = routes_among(ctx, unstamped_sinks(fingerprints, ctx) if sinks is None else sinks)
     if not routes:
         return fingerprints
     placed = _unstamped(routes)
@@ -140,7 +141,7 @@ def relinks(
     its topic feeds (`sinks`: the kept unstamped_sinks), whose id an `added` committed source
     record holds: that record's position appears or goes (its id became unique, or not), and
     what was judged of its stream with it. Empty when none."""
-    routes = _among(ctx, sinks)
+    routes = routes_among(ctx, sinks)
     if not routes:
         return frozenset()
     copies = kept.where(_unstamped(routes)).select(
