@@ -30,3 +30,48 @@ def test_a_quantile_is_within_one_bucket_above_the_exact_one(seconds: list[float
         assert exact <= got[column] * (1 + 1e-9) <= exact * 2**0.25 * (1 + 1e-9) + 1e-6
     assert got["measured"] == len(seconds)
     assert max(seconds) <= got["max"] * (1 + 1e-9) <= max(seconds) * 2**0.25 * (1 + 1e-9) + 1e-6
+
+
+def per_key(histogram: pd.DataFrame, qs: tuple[float, ...]) -> pd.DataFrame:
+    """quantiles' definition walked literally: a group per key, its buckets summed."""
+    rows = []
+    for pipeline, part in histogram.groupby("pipeline", sort=True):
+        counts = part.groupby("bucket")["records"].sum().sort_index()
+        counts = counts[counts > 0]
+        total = int(counts.sum())
+        if total == 0:
+            continue
+        cumulative = counts.cumsum().to_numpy()
+        _, highs = bucket_bounds_s(counts.index.to_numpy())
+        found = {"pipeline": pipeline, "measured": total, "max": float(highs[-1])}
+        for q in qs:
+            at = int(np.searchsorted(cumulative, q * total, side="left"))
+            found[f"p{round(q * 100)}"] = float(highs[min(at, len(highs) - 1)])
+        rows.append(found)
+    columns = ["pipeline", "measured", "max", *(f"p{round(q * 100)}" for q in qs)]
+    return pd.DataFrame(rows, columns=columns)
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["a", "b", "c"]),
+            st.integers(0, 3),  # a window, for the (pipeline, window) keys
+            st.integers(0, 40),
+            st.integers(-3, 20),  # counts are sums of signed tallies: some cancel out
+        ),
+        max_size=120,
+    ),
+    st.booleans(),
+)
+def test_quantiles_by_one_sort_equal_a_group_per_key(
+    rows: list[tuple[str, int, int, int]], windowed: bool
+) -> None:
+    histogram = pd.DataFrame(rows, columns=["pipeline", "window", "bucket", "records"])
+    if windowed:
+        keys = list(zip(histogram["pipeline"], histogram["window"], strict=True))
+        histogram = histogram.assign(pipeline=pd.Series(keys, dtype=object))
+    qs = (0.5, 0.95, 0.99)
+    found, wanted = quantiles(histogram, qs), per_key(histogram, qs)
+    assert list(found.columns) == list(wanted.columns)
+    assert found.to_dict("records") == wanted.to_dict("records")
