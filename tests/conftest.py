@@ -154,6 +154,15 @@ def no_offsets_run(kafka: KafkaUnderTest, tmp_path_factory: pytest.TempPathFacto
     return run_collected(kafka, tmp_path_factory.mktemp("no-offsets"))
 
 
+@pytest.fixture(scope="session")
+def console_relay_run(kafka: KafkaUnderTest, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """Kafka's console consumer and producer as a relay, SIGKILLed twice with the collectors
+    sampling, once for the session: tests/support/console_run.py."""
+    from tests.support.console_run import run_collected
+
+    return run_collected(kafka, tmp_path_factory.mktemp("console-relay"))
+
+
 # marker -> the fixtures that start (or reach) its server. A test is marked exactly when its
 # fixture closure holds one of them, so `-m "not integration and not spark and not postgres"`
 # (README, "Tests": the first tier) starts no broker, no JVM and no PostgreSQL.

@@ -1,5 +1,6 @@
-"""Kafka's console consumer piped into its console producer through SIGKILLs, against an
-independent read of its topics: nothing lost, no header anywhere, the copies counted."""
+"""Kafka's console consumer piped into its console producer through SIGKILLs (the session's
+run, tests/support/console_run.py), against an independent read of its topics: nothing lost,
+no header anywhere, the copies counted."""
 
 from __future__ import annotations
 
@@ -9,23 +10,17 @@ from pathlib import Path
 
 import pytest
 
-from lab.console.run import ConsoleLabSettings, run_console_lab
+from tests.support.console_run import KILLS, MESSAGES, ConsoleRun
 from tests.support.kafka_cluster import KafkaUnderTest
 from tests.support.truth import Record, read_records
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-MESSAGES, KILLS = 1500, 2
-
 
 def test_killed_relay_loses_nothing_and_stamps_nothing(
-    kafka: KafkaUnderTest, tmp_path: Path
+    kafka: KafkaUnderTest, console_relay_run: ConsoleRun
 ) -> None:
-    report = run_console_lab(
-        ConsoleLabSettings(
-            kafka.bootstrap_servers, tmp_path, messages=MESSAGES, rate=100.0, kills=KILLS, seed=5
-        )
-    )
+    report = console_relay_run.report
     assert report.caught_up, f"not caught up; see {report.run_dir}"
     assert report.messages["acked"] == MESSAGES
     assert [(k["process"], k["returncode"]) for k in report.kills] == [

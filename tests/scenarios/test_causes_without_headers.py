@@ -25,11 +25,12 @@ from dgm.config.loader import append_pipeline, load_config
 from dgm.config.pipelines import MessageIdRule, PipelineConfig
 from dgm.contracts.published import PUBLISHED_FILE
 from dgm.util.waiting import wait_until
-from lab.console.run import ConsoleLabSettings, run_console_lab
 from lab.producer import ProducerResult, ProducerSettings, run_producer
 from lab.proxy import proxies_for
 from lab.streams.run import StreamsLabSettings, run_streams_lab
 from spark_jobs.job import AnalysisJob
+from tests.support import console_run
+from tests.support.console_run import ConsoleRun
 from tests.support.header_free import (
     duplicates_rows,
     id_of,
@@ -157,24 +158,10 @@ def test_streams_at_least_once_without_headers_names_every_duplicate_reprocessin
 
 
 def test_console_relay_with_auto_commit_names_every_duplicate_reprocessing(
-    kafka: Any, spark: Any, tmp_path: Path
+    kafka: Any, spark: Any, console_relay_run: ConsoleRun
 ) -> None:
-    config_path = config_at(tmp_path)
-    with collecting(kafka.bootstrap_servers, load_config(config_path), INTERVAL_S):
-        report = run_console_lab(
-            ConsoleLabSettings(
-                kafka.bootstrap_servers,
-                tmp_path / "lab",
-                messages=MESSAGES,
-                rate=100.0,
-                kills=KILLS,
-                seed=38,
-                progress=lambda line: None,
-            )
-        )
-        assert report.caught_up, f"not caught up; see {report.run_dir}"
-        wait_for_cycles(tmp_path / "state", offsets_samples(tmp_path / "state") + 2)
-    assert [k["returncode"] for k in report.kills] == [-9] * KILLS
+    report, config_path = console_relay_run.report, console_relay_run.config_path
+    assert [k["returncode"] for k in report.kills] == [-9] * console_run.KILLS
     source, sink, database, extra, extra_truth = judged_relay(
         kafka, spark, config_path, "console-relay", report.source_topic, report.sink_topic,
         report.group_id,
