@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import cProfile
 import os
 import shutil
 import statistics
@@ -201,25 +202,61 @@ def cycle(spark: Any, variant: Variant, config: Any, cycle_index: int, now: date
     return took
 
 
+# The steps of analyze() outside the engine (spark_jobs/analyze/analysis.py), each timed as the
+# explaining is: where a variant's time goes besides the engine's own timings.
+STEPS = {
+    "explained_duplicates": "explain duplicates",
+    "kept_fingerprints": "kept",
+    "latest_committed": "committed",
+    "faults": "faults",
+    "pipeline_tables": "pipeline tables",
+    "with_latency": "latency",
+    "pipeline_stages": "stages",
+    "lagged_group_offsets": "lag",
+    "group_status": "group status",
+    "runs": "runs",
+    "sample_tables": "samples",
+    "with_cluster_columns": "clusters",
+}
+
+
 @contextlib.contextmanager
 def timed_explaining(spent: dict[str, float]) -> Iterator[None]:
-    """Time the duplicates' explaining (whichever function the variant runs) into `spent`."""
+    """Time the duplicates' explaining (whichever function the variant runs) and analyze()'s
+    other steps outside the engine into `spent`."""
     import spark_jobs.analyze.analysis as analysis
+    from spark_jobs.analyze import integrity
 
-    explaining = analysis.explained_duplicates
+    saved = {name: getattr(analysis, name) for name in STEPS}
+    applied = integrity.applied
 
-    def timed(*args: Any) -> Any:
-        began = time.perf_counter()
-        try:
-            return explaining(*args)
-        finally:
-            spent["explain duplicates"] = time.perf_counter() - began
+    profile_to = os.environ.get("DGM_BENCH_PROFILE_EXPLAIN")  # the last cycle's, in pstats
 
-    analysis.explained_duplicates = timed
+    def timing(label: str, function: Any) -> Any:
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            began = time.perf_counter()
+            explaining = label == "explain duplicates" and function.__name__ != "<lambda>"
+            profile = cProfile.Profile() if profile_to and explaining else None  # not bare's
+            try:
+                if profile is None:
+                    return function(*args, **kwargs)
+                return profile.runcall(function, *args, **kwargs)
+            finally:
+                spent[label] = spent.get(label, 0.0) + time.perf_counter() - began
+                if profile is not None and profile_to:
+                    profile.dump_stats(profile_to)
+
+        return timed
+
+    for name, label in STEPS.items():
+        setattr(analysis, name, timing(label, saved[name]))
+    integrity.applied = timing("integrity", applied)
     try:
         yield
     finally:
-        analysis.explained_duplicates = explaining
+        for name, function in saved.items():
+            setattr(analysis, name, function)
+        integrity.applied = applied
 
 
 def main() -> int:

@@ -94,10 +94,15 @@ def copy_arrivals(copies: pd.DataFrame, offsets: pd.DataFrame) -> tuple[np.ndarr
     width = np.full(len(copies), np.nan)
     if copies.empty:
         return when, width
-    keys = pd.MultiIndex.from_arrays(
-        [copies["topic"].astype(str), copies["partition"].astype("int64")]
-    )
-    codes, partitions = pd.factorize(keys)
+    # A partition's code from its topic's and its number: factorizing (topic, partition)
+    # pairs builds a tuple per copy.
+    topic_codes, topics = pd.factorize(copies["topic"].astype(str))
+    number = copies["partition"].to_numpy(dtype=np.int64)
+    span = int(number.max()) + 1
+    pairs, codes = np.unique(topic_codes * span + number, return_inverse=True)
+    partitions = [
+        (str(topics[t]), int(n)) for t, n in zip(pairs // span, pairs % span, strict=True)
+    ]
     series = arrivals(offsets, set(partitions))
     order = np.argsort(codes, kind="stable")
     bounds = np.searchsorted(codes[order], np.arange(len(partitions) + 1))

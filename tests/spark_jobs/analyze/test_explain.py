@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import numpy as np
 import pandas as pd
 
-from spark_jobs.analyze.explain import explained, group_timeline
+from spark_jobs.analyze.explain import copy_arrivals, explained, group_timeline
+from spark_jobs.analyze.lag_seconds import arrivals
 
 T0 = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)
 SINK, SOURCE, GROUP = "out", "in", "relay"
@@ -200,3 +202,35 @@ def test_equal_timestamps_in_a_sink_name_nothing_without_a_run() -> None:
         events(),
     )
     assert rows.loc[("id-1", 2), "cause"] == "unknown"
+
+
+def test_copy_arrivals_are_each_partitions_own_lso_series() -> None:
+    rng = np.random.default_rng(3)
+    start = pd.Timestamp("2026-01-01", tz="UTC")
+    samples = [
+        (start + pd.Timedelta(seconds=s), topic, partition, 10 * s + 3 * partition + len(topic))
+        for s in range(20)
+        for topic in ("a", "bb")
+        for partition in range(3)
+        if (topic, partition) != ("bb", 2)  # a partition never sampled: no arrival
+    ]
+    offsets = pd.DataFrame(samples, columns=["sampled_at", "topic", "partition", "lso"])
+    copies = pd.DataFrame(
+        {
+            "topic": rng.choice(["a", "bb"], 300),
+            "partition": rng.integers(0, 3, 300),
+            "offset": rng.integers(0, 220, 300),
+        }
+    )
+    when, width = copy_arrivals(copies, offsets)
+    series = arrivals(offsets)
+    for i, (topic, partition, offset) in enumerate(copies.itertuples(index=False)):
+        found = series.get((topic, int(partition)))
+        if found is None:
+            assert np.isnan(when[i]) and np.isnan(width[i])
+            continue
+        at, resolution, _ = found.readable_at(
+            np.array([offset]), np.array([np.iinfo(np.int64).max])
+        )
+        assert np.allclose([when[i], width[i]], [at[0], resolution[0]], equal_nan=True)
+    assert np.isfinite(when).sum() > 100
