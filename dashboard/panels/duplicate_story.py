@@ -1,6 +1,7 @@
 """The story of one duplicated id on the topic page (`?topic=NAME&id=ID`): every copy with
 its coordinates, producer, transaction state, the group's commit around it and the nearest
-fault. Payloads are never shown: the published tables hold none."""
+fault; and, on request, the copies' values read back from Kafka (copy_values.py): the
+published tables hold none."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import story_queries, ui
+from dashboard.panels import copy_values
 
 MAX_CHOICES = 1000  # ids offered in the picker; a link may name any other
 # One copy as the duplicates table shows it too: why it is a copy, where and when it is, its
@@ -133,5 +135,7 @@ def render(topic: str, ids: list[str]) -> None:
         "epoch and sequence come from the copy's record batch (or its transaction while it "
         "is open); 'readable at' is when the LSO passed it, between two samples; the group's "
         "commit is the sample nearest before and after it becoming readable, on its source "
-        "partition. Payloads are never published, so never shown."
+        "partition. Values are never published: they are read from Kafka when asked for, "
+        "decoded by their writer schema where a schema registry framed them."
     )
+    copy_values.render(topic, message_id, copies)

@@ -153,6 +153,9 @@ class PipelineConfig:
     # side (docs/design.md, "Sampled pipelines"); unset: analysis.sample_one_in. Pipelines
     # that share a topic sample it alike. >= 1.
     sample_one_in: int | None = None
+    # The dashboard's duplicate story reads a copy's value back from Kafka on request, decoded
+    # (dgm.contracts.record_view); true hides the values of this pipeline's topics instead.
+    hide_values: bool = False
 
     def problems(self) -> Iterator[Problem]:
         if not _PIPELINE_NAME.fullmatch(self.name):

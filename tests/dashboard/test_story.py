@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
+import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.support.dashboard_app import healthy, markdown, page
+from tests.support.dashboard_app import APP, healthy, markdown, page
+from tests.support.published_world.publish import Expected
 
 
 def _story(at: AppTest) -> pd.DataFrame:
@@ -54,3 +58,41 @@ def test_an_id_that_is_no_duplicate_says_so(app: AppTest) -> None:
     assert any(
         "pay-9999" in str(i.value) and "not a duplicated id" in str(i.value) for i in at.info
     )
+
+
+def test_values_are_read_only_on_a_press_and_a_pipeline_can_hide_them(
+    published: Expected, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Nothing answers at this address: pressing reads, and says it could not.
+    config = tmp_path / "dgm.toml"
+    written = (
+        f'state_dir = "{published.path.parent}"\n[cluster]\nbootstrap_servers = "127.0.0.1:9"\n'
+    )
+    config.write_text(written)
+    monkeypatch.setenv("DGM_CONFIG", str(config))
+    monkeypatch.setenv("DGM_STATE_DIR", str(published.path.parent))
+    monkeypatch.setenv("DGM_DASHBOARD_REFRESH_S", "0")
+    at = page(
+        AppTest.from_file(str(APP), default_timeout=60),
+        "topic",
+        topic="payments-ledger",
+        id="pay-0042",
+    )
+    read = next(b for b in at.button if b.label == "Read these copies' values from Kafka")
+    assert not at.warning  # not read before the press
+    read.click().run(timeout=60)
+    assert any("Could not read payments-ledger" in str(w.value) for w in at.warning), at.warning
+    # A pipeline of the topic hides them: no button, said why.
+    config.write_text(
+        written + '[[pipelines]]\nname = "ledger"\nsource_topics = ["payments"]\n'
+        'sink_topics = ["payments-ledger"]\nconsumer_group = "g"\n'
+        'declared_semantic = "at-least-once"\nhide_values = true\n'
+    )
+    at = page(
+        AppTest.from_file(str(APP), default_timeout=60),
+        "topic",
+        topic="payments-ledger",
+        id="pay-0042",
+    )
+    assert not [b for b in at.button if b.label.startswith("Read these copies")]
+    assert any("pipeline ledger sets hide_values" in str(c.value) for c in at.caption)

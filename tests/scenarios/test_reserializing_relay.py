@@ -6,7 +6,9 @@ order_id) dgm's duplicates and losses equal an independent read of the topics wi
 confluent-kafka's own deserializers; then, the pipelines' rule changed to `hash` of key and
 value, the topics are audited again under it (spark_jobs/audit/changed_rules.py) and every sink
 copy's bytes differ from its source's (a new writer schema id, an added field), so every source
-record reads as lost: the false losses are printed beside the right figures."""
+record reads as lost: the false losses are printed beside the right figures. Then, in
+Chromium, the Avro sink's drill-down shows a duplicated order's copies read back from Kafka,
+decoded by their writer schema (the added field included)."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from dgm.config.loader import load_config
 from lab.registry_relay.run import RegistryLabReport, RegistryLabSettings, run_registry_lab
 from lab.registry_relay.schemas import FORMATS, ID_FIELD, Format
 from tests.support.analysis_run import analyze_once, verdict
+from tests.support.browser import WAIT_MS, chromium, serving
 from tests.support.kafka_cluster import KafkaUnderTest
 from tests.support.published_lab import collecting
 from tests.support.registry_topics import copies_by_id, read_registry_topic
@@ -60,7 +63,7 @@ def write_config(
 
 def truth_of(
     kafka: KafkaUnderTest, registry: str, form: Format, report: RegistryLabReport, partitions: int
-) -> dict[str, int]:
+) -> dict[str, Any]:
     """Duplicates and losses by an independent read of both topics, after checking the relay
     really re-serialized (an added field, writer schema ids the source never used)."""
     source = read_registry_topic(
@@ -77,6 +80,7 @@ def truth_of(
         "sent": len(sent),
         "duplicates": sum(copied.values()) - len(copied),
         "lost": len(set(sent) - set(copied)),
+        "a_duplicate": min((i for i, n in copied.items() if n > 1), default=""),
     }
 
 
@@ -102,11 +106,12 @@ def test_the_id_inside_re_serialized_records_judges_exactly_where_a_hash_loses_a
         ThreadPoolExecutor() as pool,
     ):
         reports = dict(zip(FORMATS, pool.map(run_registry_lab, settings.values()), strict=True))
-    truths: dict[Format, dict[str, int]] = {}
+    truths: dict[Format, dict[str, Any]] = {}
     for form, report in reports.items():
         assert report.caught_up and report.acked == settings[form].messages, report
         assert report.kills and all(k["returncode"] == -9 for k in report.kills), report.kills
         truths[form] = truth_of(kafka, schema_registry.url, form, report, settings[form].partitions)
+    assert truths["avro"]["a_duplicate"], truths  # SIGKILLs mid-write must duplicate
     judged: dict[str, dict[Format, dict[str, Any]]] = {}
     for rule in RULES:  # in order: the rule changes under the kept fingerprints
         config = write_config(first, kafka, schema_registry.url, rule, reports)
@@ -120,6 +125,8 @@ def test_the_id_inside_re_serialized_records_judges_exactly_where_a_hash_loses_a
                 "unidentified": row["unidentified"],
                 "achieved": row["achieved"],
             }
+        if rule == "registry_field":  # the published duplicates are keyed by order id
+            decoded_in_the_browser(first, reports["avro"].sink_topic, truths["avro"]["a_duplicate"])
     for form in FORMATS:
         kills = len(reports[form].kills)
         print(f"\n{form} re-serializing relay, {kills} SIGKILLs: truth {truths[form]}")
@@ -134,3 +141,18 @@ def test_the_id_inside_re_serialized_records_judges_exactly_where_a_hash_loses_a
         assert exact["achieved"] == "at-least-once", (form, judged)
         # By hash no sink copy matches its source: every order reads as lost.
         assert judged["hash"][form]["lost"] == truth["sent"], (form, judged)
+
+
+def decoded_in_the_browser(root: Path, topic: str, order_id: str) -> None:
+    """The topic's duplicate story of `order_id`: its copies' values, read on a press."""
+    with serving(root / "state", config=root / "dgm.toml") as url, chromium() as page:
+        page.goto(f"{url}/topic?topic={topic}&id={order_id}", timeout=WAIT_MS)
+        page.get_by_text("Read these copies' values from Kafka").click(timeout=WAIT_MS)
+        shown = page.locator(".st-key-copy-values")
+        shown.get_by_text("copy 2: partition", exact=False).wait_for(timeout=WAIT_MS)
+        shown.get_by_text('"region":', exact=False).last.wait_for(timeout=WAIT_MS)
+        page.screenshot(path=str(root / "decoded-copies.png"), full_page=True)
+        text = shown.inner_text()
+    assert text.count("Avro, schema") >= 2, text  # every copy, framed and decoded
+    assert f'"order_id": "{order_id}"' in text and '"region":' in text, text
+    print(f"the drill-down of {order_id} in Chromium:\n{text[:400]}")
