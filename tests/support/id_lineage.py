@@ -11,9 +11,20 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dgm.contracts.fingerprints import FINGERPRINT as ARROW_FINGERPRINT
+from spark_jobs.analyze.context import Context
 
 LINEAGE = ("lineage", "src_topic", "src_partition", "src_offset")
 GHOSTS = 3  # sink records whose id no source record holds
+# k is written by p (from s) and q (from s2), k3 by r (from s3); ks is sampled (left out of
+# the join), and an external sink has no log order.
+ROUTES = Context(
+    sources={"s": ("p", "t"), "s2": ("q",), "s3": ("r",)},
+    sinks={"k": ("p", "q"), "k3": ("r",), "ks": ("t",), "external:p:tbl": ("p",)},
+    source_topics={"p": ("s",), "q": ("s2",), "r": ("s3",), "t": ("s",)},
+    plain_sources={},
+    claimed={},
+    sampled={"ks": 10},
+)
 
 
 def _renumbered(rows: pa.Table, start: int = 0) -> pa.Table:

@@ -13,25 +13,17 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from spark_jobs.analyze.context import Context
 from spark_jobs.analyze.cycle_streams import cycle_relinks, cycle_rows, cycle_stream_records
 from spark_jobs.analyze.lineage import relinks
 from spark_jobs.analyze.passes import stream_records
 from spark_jobs.schemas import FINGERPRINT
 from tests.support.fingerprint_rows import fp
+from tests.support.id_lineage import ROUTES
 from tests.support.strength import by_strength
 
 pytestmark = pytest.mark.spark
 
-# k is written by p (from s) and q (from s2), k3 by r (from s3); ks is sampled (left out).
-CTX = Context(
-    sources={"s": ("p", "t"), "s2": ("q",), "s3": ("r",)},
-    sinks={"k": ("p", "q"), "k3": ("r",), "ks": ("t",), "external:p:tbl": ("p",)},
-    source_topics={"p": ("s",), "q": ("s2",), "r": ("s3",), "t": ("s",)},
-    plain_sources={},
-    claimed={},
-    sampled={"ks": 10},
-)
+CTX = ROUTES  # k from s and s2, k3 from s3; ks sampled
 TOPICS = ("s", "s2", "s3", "k", "k3", "ks", "external:p:tbl", "other")
 
 

@@ -18,7 +18,6 @@ import pytest
 
 from dgm.contracts.vocabulary import OrderAnomaly
 from spark_jobs.analysis_input import Fingerprints
-from spark_jobs.analyze.context import Context
 from spark_jobs.analyze.engine import Engine
 from spark_jobs.analyze.lineage import with_id_lineage
 from spark_jobs.analyze.order import per_pipeline
@@ -27,7 +26,15 @@ from tests.support import engine_run, reference
 from tests.support.engine_run import FAR
 from tests.support.fingerprint_rows import fp
 from tests.support.generated_fingerprints import pipeline as generated_pipeline
-from tests.support.id_lineage import GHOSTS, held_once, placeable, restarted, stripped, with_ghosts
+from tests.support.id_lineage import (
+    GHOSTS,
+    ROUTES,
+    held_once,
+    placeable,
+    restarted,
+    stripped,
+    with_ghosts,
+)
 from tests.support.incremental_cycles import canonical_all
 from tests.support.order_comparison import canonical
 
@@ -35,15 +42,7 @@ SINK = OrderAnomaly.SINK_OUT_OF_ORDER.value
 
 
 def test_the_id_join_places_copies_of_ids_held_once(spark: Any) -> None:
-    # k is written by p (from s) and q (from s2), k3 by r (from s3); ks is sampled.
-    ctx = Context(
-        sources={"s": ("p", "t"), "s2": ("q",), "s3": ("r",)},
-        sinks={"k": ("p", "q"), "k3": ("r",), "ks": ("t",), "external:p:tbl": ("p",)},
-        source_topics={"p": ("s",), "q": ("s2",), "r": ("s3",), "t": ("s",)},
-        plain_sources={},
-        claimed={},
-        sampled={"ks": 10},
-    )
+    ctx = ROUTES  # k from s and s2, k3 from s3; ks sampled
     rows = [
         fp("s", 0, 0, "a"), fp("s", 0, 1, "b"), fp("s2", 1, 0, "b"), fp("s3", 0, 0, "b"),
         fp("s", 1, 0, "c"), fp("s", 1, 1, "c"), fp("s", 0, 2, "d", committed=False),
