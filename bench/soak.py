@@ -1,0 +1,328 @@
+"""The rate dgm keeps up with: `dgm run` against many pipelines fed at a constant rate.
+
+One embedded broker; `--pipelines` pipelines, each a source and a sink topic of
+`--partitions` partitions (1 in 10 exactly-once, through a transactional relay; the rest
+at-least-once, through a relay committing after it flushed); a producer writes `--rate`
+records a second in all, spread over the sources, ids in the JSON values (no dgm header).
+`dgm run` (collectors, analysis with alerts, exporter, dashboard) watches them all. Every
+`--every` seconds this prints one row: the records produced, the audit's backlog (records in
+the soak topics not yet fingerprinted: the topics' end offsets minus the newest analysis's
+fingerprints), the verdict's age (now minus the newest analysis's end), that analysis's cycle
+time, each service's resident memory (its process and children: the analysis' Spark JVM
+with it) and the state directory's stores. Kept up means backlog and age stay bounded.
+
+    python -m bench.soak [--pipelines 100] [--partitions 3] [--rate 500] [--minutes 30]
+        [--every 30] [--master local[2]] [--out FILE.json]
+
+Not a timed test: the figures go to bench/README.md and bench/HISTORY.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from bench.one_broker import one_broker
+from dgm.contracts.published import PUBLISHED_FILE, open_read_only
+
+TRANSACTIONAL_ONE_IN = 10
+# Each service of `dgm run` by what its command line holds (the dashboard is streamlit's).
+SERVICES = {
+    "collect": " collect",
+    "watch": " watch",
+    "analyze": " analyze",
+    "dashboard": "dashboard/app.py",
+    "exporter": " exporter",
+}
+
+
+def topics(pipelines: int) -> list[tuple[str, str, str]]:
+    """(kind "a" at-least-once or "t" transactional, source, sink) of every pipeline."""
+    found = []
+    for i in range(pipelines):
+        kind = "t" if i % TRANSACTIONAL_ONE_IN == 0 else "a"
+        found.append((kind, f"soak-{kind}-src-{i:03d}", f"soak-{kind}-sink-{i:03d}"))
+    return found
+
+
+def config_text(state_dir: Path, bootstrap: str, pipelines: int, master: str) -> str:
+    text = (
+        f'state_dir = "{state_dir}"\n[cluster]\nbootstrap_servers = "{bootstrap}"\n'
+        f'[collectors]\ninclude_topics = ["^soak-"]\n[analysis]\nspark_master = "{master}"\n'
+    )
+    for kind, source, sink in topics(pipelines):
+        group, semantic = (
+            ("soak-eos", "exactly-once") if kind == "t" else ("soak-alo", "at-least-once")
+        )
+        text += (
+            f'[[pipelines]]\nname = "{source.replace("-src-", "-")}"\n'
+            f'source_topics = ["{source}"]\nsink_topics = ["{sink}"]\n'
+            f'consumer_group = "{group}"\ndeclared_semantic = "{semantic}"\n'
+            '[pipelines.message_id]\nkind = "json_field"\nname = "id"\n'
+        )
+    return text
+
+
+def produce(bootstrap: str, pipelines: int, rate: float, counted: Path) -> None:
+    """Role `producer`: `rate` records a second over the sources, the count in `counted`."""
+    sources = [source for _, source, _ in topics(pipelines)]
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 20}
+    )
+    began, n = time.monotonic(), 0
+    while True:
+        producer.produce(
+            sources[n % len(sources)], json.dumps({"id": f"r{n}", "n": n}).encode(), str(n).encode()
+        )
+        n += 1
+        if n % 100 == 0:
+            producer.poll(0)
+            counted.with_suffix(".new").write_text(str(n))
+            counted.with_suffix(".new").replace(counted)  # never read half-written
+        time.sleep(max(0.0, began + n / rate - time.monotonic()))
+
+
+def relay(bootstrap: str, kind: str) -> None:
+    """Role `relay-a` (commit after flush, at-least-once) or `relay-t` (transactions)."""
+    group = "soak-eos" if kind == "t" else "soak-alo"
+    consumer = Consumer({
+        "bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+        "auto.offset.reset": "earliest", "isolation.level": "read_committed",
+    })  # fmt: skip
+    settings = {"bootstrap.servers": bootstrap, "linger.ms": 20}
+    if kind == "t":
+        settings["transactional.id"] = "soak-relay-t"
+    producer = Producer(settings)
+    if kind == "t":
+        producer.init_transactions()
+    consumer.subscribe([f"^soak-{kind}-src-.*"])
+    while True:
+        messages = consumer.consume(500, 0.5)
+        if not messages:
+            continue
+        if kind == "t":
+            producer.begin_transaction()
+        for m in messages:
+            if m.error() is None:
+                sink = (m.topic() or "").replace("-src-", "-sink-")
+                producer.produce(sink, m.value(), m.key())
+        if kind == "t":
+            offsets = consumer.position(consumer.assignment())
+            producer.send_offsets_to_transaction(offsets, consumer.consumer_group_metadata())
+            producer.commit_transaction()
+        else:
+            producer.flush()
+            consumer.commit(asynchronous=False)
+
+
+def _descendants(root: int) -> dict[int, int]:
+    """pid -> parent pid of every process under `root` (itself included)."""
+    parents = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+    found, frontier = {root: 0}, [root]
+    while frontier:
+        pid = frontier.pop()
+        for child, parent in parents.items():
+            if parent == pid and child not in found:
+                found[child] = pid
+                frontier.append(child)
+    return found
+
+
+def _rss_mb(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def service_rss(run_pid: int) -> dict[str, float]:
+    """MB resident per service of `dgm run`: each service process with its children."""
+    tree = _descendants(run_pid)
+    found = dict.fromkeys(SERVICES, 0.0)
+    for pid, parent in tree.items():
+        if parent != run_pid:
+            continue
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        name = next((s for s, told in SERVICES.items() if told in command), None)
+        if name is not None:
+            below = [p for p in _descendants(pid)]
+            found[name] += sum(_rss_mb(p) for p in below)
+    return found
+
+
+def size_mb(path: Path) -> float:
+    if path.is_file():
+        return path.stat().st_size / 2**20
+    return (
+        sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) / 2**20
+        if path.exists()
+        else 0.0
+    )
+
+
+def end_offsets(admin: AdminClient, bootstrap: str, names: list[str], partitions: int) -> int:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "soak-offsets"})
+    try:
+        total = 0
+        for name in names:
+            for p in range(partitions):
+                total += consumer.get_watermark_offsets(TopicPartition(name, p), timeout=10)[1]
+        return total
+    finally:
+        consumer.close()
+
+
+def newest_run(state_dir: Path) -> dict[str, Any] | None:
+    try:
+        with open_read_only(state_dir / PUBLISHED_FILE) as db:
+            row = db.execute(
+                "SELECT started_at, finished_at, fingerprints FROM runs "
+                "ORDER BY finished_at DESC LIMIT 1"
+            ).fetchone()
+    except (FileNotFoundError, Exception):  # not published yet, or being replaced
+        return None
+    return None if row is None else {"started": row[0], "finished": row[1], "fingerprints": row[2]}
+
+
+HEADER = (
+    "minute produced backlog age_s cycle_s rss_mb(collect/watch/analyze/dashboard/exporter) "
+    "stores_mb(samples/fingerprints/published)"
+)
+
+
+def observe(
+    state: Path, admin: AdminClient, bootstrap: str, names: list[str], partitions: int,
+    counted: Path, run_pid: int,
+) -> dict[str, Any]:  # fmt: skip
+    """One row: the records produced, the backlog, the verdict's age, memory and stores."""
+    newest = newest_run(state)
+    ends = end_offsets(admin, bootstrap, names, partitions)
+    now = datetime.now(UTC)
+    cycle = (newest["finished"] - newest["started"]).total_seconds() if newest else None
+    return {
+        "produced": int(counted.read_text() or 0) if counted.exists() else 0,
+        "end_offsets": ends,
+        "backlog": ends - newest["fingerprints"] if newest else None,
+        "age_s": (now - newest["finished"]).total_seconds() if newest else None,
+        "cycle_s": cycle,
+        "rss_mb": service_rss(run_pid),
+        "stores_mb": {
+            "samples": size_mb(state / "samples"),
+            "fingerprints": size_mb(state / "fingerprints"),
+            "published": size_mb(state / PUBLISHED_FILE),
+        },
+    }
+
+
+def line(row: dict[str, Any]) -> str:
+    rss = "/".join(f"{row['rss_mb'][s]:.0f}" for s in SERVICES)
+    stores = "/".join(f"{v:.1f}" for v in row["stores_mb"].values())
+    told = " ".join(str(row[k]) for k in ("backlog", "age_s", "cycle_s"))
+    return f"{row['minute']:6.1f} {row['produced']:9d} {told} {rss} {stores}"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pipelines", type=int, default=100)
+    parser.add_argument("--partitions", type=int, default=3)
+    parser.add_argument("--rate", type=float, default=500.0, help="records a second in all")
+    parser.add_argument("--minutes", type=float, default=30.0)
+    parser.add_argument("--every", type=float, default=30.0)
+    parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--out", type=Path)
+    parser.add_argument(
+        "--role", choices=("producer", "relay-a", "relay-t"), help=argparse.SUPPRESS
+    )
+    parser.add_argument("--bootstrap", help=argparse.SUPPRESS)
+    parser.add_argument("--counted", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.role == "producer":
+        produce(args.bootstrap, args.pipelines, args.rate, args.counted)
+    if args.role in ("relay-a", "relay-t"):
+        relay(args.bootstrap, args.role[-1])
+    if args.role:
+        return 0
+    names = [t for _, source, sink in topics(args.pipelines) for t in (source, sink)]
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="dgm-bench-soak-") as tmp:
+        root = Path(tmp)
+        with one_broker(root / "broker", names, args.partitions) as bootstrap:
+            admin = AdminClient({"bootstrap.servers": bootstrap})
+            state, config = root / "state", root / "dgm.toml"
+            config.write_text(config_text(state, bootstrap, args.pipelines, args.master))
+            counted = root / "produced"
+            me = [sys.executable, "-m", "bench.soak", "--bootstrap", bootstrap]
+            children = [
+                subprocess.Popen([*me, "--role", "relay-a"]),
+                subprocess.Popen([*me, "--role", "relay-t"]),
+                subprocess.Popen([*me, "--role", "producer", "--pipelines", str(args.pipelines),
+                    "--rate", str(args.rate), "--counted", str(counted)]),
+            ]  # fmt: skip
+            logs = (root / "dgm-run.log").open("w")
+            ports = ["--port", "8599", "--exporter-port", "9599"]
+            run = subprocess.Popen(
+                ["dgm", "run", "--config", str(config), *ports],
+                stdout=logs,
+                stderr=subprocess.STDOUT,
+            )
+            began = time.monotonic()
+            print(HEADER, flush=True)
+            try:
+                while time.monotonic() - began < args.minutes * 60:
+                    time.sleep(args.every)
+                    row = observe(state, admin, bootstrap, names, args.partitions, counted, run.pid)
+                    row["minute"] = round((time.monotonic() - began) / 60, 2)
+                    rows.append(row)
+                    print(line(row), flush=True)
+            finally:
+                run.send_signal(signal.SIGINT)
+                try:
+                    run.wait(120)
+                except subprocess.TimeoutExpired:
+                    run.kill()
+                for child in children:
+                    child.kill()
+                    child.wait()
+                logs.close()
+    document = {
+        "pipelines": args.pipelines,
+        "partitions": 2 * args.pipelines * args.partitions,
+        "rate": args.rate,
+        "master": args.master,
+        "cores": os.cpu_count(),
+        "rows": rows,
+    }
+    text = json.dumps(document, default=str, indent=1)
+    if args.out:
+        args.out.write_text(text)
+    print(text[-2000:])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
