@@ -31,11 +31,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+import duckdb
+from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient
 
 from bench.one_broker import one_broker
 from dgm.contracts.published import PUBLISHED_FILE, open_read_only
+from lab.offsets import high_watermarks
 
 TRANSACTIONAL_ONE_IN = 10
 # Each service of `dgm run` by what its command line holds (the dashboard is streamlit's).
@@ -127,23 +129,27 @@ def relay(bootstrap: str, kind: str) -> None:
             consumer.commit(asynchronous=False)
 
 
-def _descendants(root: int) -> dict[int, int]:
-    """pid -> parent pid of every process under `root` (itself included)."""
-    parents = {}
+def _children() -> dict[int, list[int]]:
+    """pid -> its child pids, from one scan of /proc."""
+    found: dict[int, list[int]] = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
                 stat = (entry / "stat").read_text()
             except OSError:
                 continue
-            parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
-    found, frontier = {root: 0}, [root]
+            parent = int(stat.rsplit(")", 1)[1].split()[1])
+            found.setdefault(parent, []).append(int(entry.name))
+    return found
+
+
+def _subtree(children: dict[int, list[int]], root: int) -> list[int]:
+    """`root` and every process below it."""
+    found, frontier = [root], [root]
     while frontier:
-        pid = frontier.pop()
-        for child, parent in parents.items():
-            if parent == pid and child not in found:
-                found[child] = pid
-                frontier.append(child)
+        below = children.get(frontier.pop(), [])
+        found += below
+        frontier += below
     return found
 
 
@@ -159,19 +165,16 @@ def _rss_mb(pid: int) -> float:
 
 def service_rss(run_pid: int) -> dict[str, float]:
     """MB resident per service of `dgm run`: each service process with its children."""
-    tree = _descendants(run_pid)
+    children = _children()
     found = dict.fromkeys(SERVICES, 0.0)
-    for pid, parent in tree.items():
-        if parent != run_pid:
-            continue
+    for pid in children.get(run_pid, []):
         try:
             command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
         except OSError:
             continue
         name = next((s for s, told in SERVICES.items() if told in command), None)
         if name is not None:
-            below = [p for p in _descendants(pid)]
-            found[name] += sum(_rss_mb(p) for p in below)
+            found[name] += sum(_rss_mb(p) for p in _subtree(children, pid))
     return found
 
 
@@ -185,16 +188,9 @@ def size_mb(path: Path) -> float:
     )
 
 
-def end_offsets(admin: AdminClient, bootstrap: str, names: list[str], partitions: int) -> int:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "soak-offsets"})
-    try:
-        total = 0
-        for name in names:
-            for p in range(partitions):
-                total += consumer.get_watermark_offsets(TopicPartition(name, p), timeout=10)[1]
-        return total
-    finally:
-        consumer.close()
+def end_offsets(admin: AdminClient, names: list[str], partitions: int) -> int:
+    """The soak topics' high watermarks, summed."""
+    return sum(sum(high_watermarks(admin, name, partitions).values()) for name in names)
 
 
 def newest_run(state_dir: Path) -> dict[str, Any] | None:
@@ -204,7 +200,7 @@ def newest_run(state_dir: Path) -> dict[str, Any] | None:
                 "SELECT started_at, finished_at, fingerprints FROM runs "
                 "ORDER BY finished_at DESC LIMIT 1"
             ).fetchone()
-    except (FileNotFoundError, Exception):  # not published yet, or being replaced
+    except (FileNotFoundError, duckdb.Error):  # not published yet, or being replaced
         return None
     return None if row is None else {"started": row[0], "finished": row[1], "fingerprints": row[2]}
 
@@ -216,12 +212,12 @@ HEADER = (
 
 
 def observe(
-    state: Path, admin: AdminClient, bootstrap: str, names: list[str], partitions: int,
-    counted: Path, run_pid: int,
+    state: Path, admin: AdminClient, names: list[str], partitions: int, counted: Path,
+    run_pid: int,
 ) -> dict[str, Any]:  # fmt: skip
     """One row: the records produced, the backlog, the verdict's age, memory and stores."""
     newest = newest_run(state)
-    ends = end_offsets(admin, bootstrap, names, partitions)
+    ends = end_offsets(admin, names, partitions)
     now = datetime.now(UTC)
     cycle = (newest["finished"] - newest["started"]).total_seconds() if newest else None
     return {
@@ -295,7 +291,7 @@ def main() -> int:
             try:
                 while time.monotonic() - began < args.minutes * 60:
                     time.sleep(args.every)
-                    row = observe(state, admin, bootstrap, names, args.partitions, counted, run.pid)
+                    row = observe(state, admin, names, args.partitions, counted, run.pid)
                     row["minute"] = round((time.monotonic() - began) / 60, 2)
                     rows.append(row)
                     print(line(row), flush=True)

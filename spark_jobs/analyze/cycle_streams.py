@@ -1,11 +1,13 @@
 """A cycle's stream records and relinked partitions from the rows of its touched ids, read
-from Spark once (engine._advanced): what passes.stream_records over the new rows (the id join
-over the kept and new rows of their ids) and lineage.relinks give, computed on the driver.
+from Spark once (engine._advanced): what passes.stream_records gives over the new rows (the id
+join over the kept and new rows of their ids), and which kept sink records a new source record
+moved between streams, computed on the driver.
 
-A cycle's rows are few (the touched ids' rows), and the two Spark jobs those functions would
-run on them cost seconds a cycle in scheduling alone (bench/explain_cost.py); the rebuild keeps
-the Spark versions for every row. tests/spark_jobs/analyze/test_cycle_streams.py holds the two
-equal on generated rows; the rules are docs/design.md's, "Order, beside the delivery semantic".
+A cycle's rows are few (the touched ids' rows), and Spark jobs on them cost seconds a cycle in
+scheduling alone (bench/explain_cost.py); the rebuild keeps passes.stream_records for every
+row. tests/spark_jobs/analyze/test_cycle_streams.py holds these equal to the same rules written
+in Spark on generated rows; the rules are docs/design.md's, "Order, beside the delivery
+semantic".
 """
 
 from __future__ import annotations
@@ -144,7 +146,10 @@ def cycle_stream_records(rows: pa.Table, ctx: Context, unstamped: Collection[str
 def cycle_relinks(
     rows: pa.Table, ctx: Context, sinks: Collection[str]
 ) -> frozenset[tuple[str, int]]:
-    """lineage.relinks(kept, added, ctx, sinks) over cycle_rows."""
+    """The (topic, partition) of the kept committed sink records without dgm-src, of a sink
+    its topic feeds (`sinks`: the kept unstamped_sinks), whose id an added committed source
+    record holds: that record's position appears or goes (its id became unique, or not), and
+    what was judged of its stream with it. Empty when none."""
     routes = routes_among(ctx, sinks)
     if not routes:
         return frozenset()

@@ -345,12 +345,12 @@ def _ordered_on(
     relinked: frozenset[tuple[str, int]],
     unstamped: frozenset[str],
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(behind, marks) with the committed `new_records` (passes.stream_records) judged against
-    the kept marks; judged again from every record when some new one does not lie above its
-    stream's mark (an audit reads a partition's offsets in increasing ranges; records that
-    came otherwise are judged right, at the cost of a pass). The streams of the `relinked`
-    partitions (lineage.relinks: a new source record moved a kept sink record into or out of
-    a stream there) are judged again from their own records only."""
+    """(behind, marks) with the committed `new_records` (cycle_streams.cycle_stream_records)
+    judged against the kept marks; judged again from every record when some new one does not
+    lie above its stream's mark (an audit reads a partition's offsets in increasing ranges;
+    records that came otherwise are judged right, at the cost of a pass). The streams of the
+    `relinked` partitions (cycle_streams.cycle_relinks: a new source record moved a kept sink
+    record into or out of a stream there) are judged again from their own records only."""
     new = order.records_of(new_records.filter(new_records["committed"]))
     behind, marks = _outside(state.behind, relinked), _outside(state.marks, relinked)
     new = _outside(new, relinked)

@@ -4,8 +4,8 @@
 holding the copy's message id in the source topics of the pipelines writing its sink topic.
 
 Only the sink topics holding such records are joined, on message_id. A cycle joins its new sink
-records against the kept and new records of their ids (engine._advanced); `relinks` says when a
-new source record changes what an id join gave a kept sink record.
+records against the kept and new records of their ids, on the driver (cycle_streams.py, whose
+`cycle_relinks` says when a new source record changes what an id join gave a kept sink record).
 """
 
 from __future__ import annotations
@@ -132,26 +132,3 @@ def with_id_lineage(
         .select(*fingerprints.columns)
     )
     return fingerprints.where(~placed).unionByName(filled)
-
-
-def relinks(
-    kept: DataFrame, added: DataFrame, ctx: Context, sinks: Collection[str]
-) -> frozenset[tuple[str, int]]:
-    """The (topic, partition) of the `kept` committed sink records without dgm-src, of a sink
-    its topic feeds (`sinks`: the kept unstamped_sinks), whose id an `added` committed source
-    record holds: that record's position appears or goes (its id became unique, or not), and
-    what was judged of its stream with it. Empty when none."""
-    routes = routes_among(ctx, sinks)
-    if not routes:
-        return frozenset()
-    copies = kept.where(_unstamped(routes)).select(
-        F.col("topic").alias("sink"), "partition", "message_id"
-    )
-    sources = _held(added, routes).select("sink", "message_id")
-    found = (
-        copies.join(sources, ["sink", "message_id"], "left_semi")
-        .select("sink", "partition")
-        .distinct()
-        .toArrow()
-    )
-    return frozenset(zip(found["sink"].to_pylist(), found["partition"].to_pylist(), strict=True))

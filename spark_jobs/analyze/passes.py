@@ -178,7 +178,7 @@ def streams_in(
 ) -> DataFrame:
     """`streams` of the topic `partitions` only (every stream lies in one partition): their
     records, joined by id (lineage.py) against the records holding their ids. What a cycle
-    judges again when kept sink records moved between streams (lineage.relinks)."""
+    judges again when kept sink records moved between streams (cycle_streams.cycle_relinks)."""
     chosen = fingerprints.sparkSession.createDataFrame(
         sorted(partitions), "topic string, partition int"
     )

@@ -1,20 +1,24 @@
 """The cycle's stream records and relinked partitions computed on the driver
 (spark_jobs.analyze.cycle_streams) equal what the Spark passes give over the same rows
-(passes.stream_records with the id join over kept and new rows, lineage.relinks), on generated
+(passes.stream_records with the id join over kept and new rows; `relinks` below), on generated
 rows with the awkward cases: ids held by several source records or by aborted ones, sink
 copies arriving before their source record, dgm-src beside the id join, unidentified and
 aborted records, a sampled sink and an external one."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pytest
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 
+from spark_jobs.analyze import lineage
+from spark_jobs.analyze.context import Context
 from spark_jobs.analyze.cycle_streams import cycle_relinks, cycle_rows, cycle_stream_records
-from spark_jobs.analyze.lineage import relinks
 from spark_jobs.analyze.passes import stream_records
 from spark_jobs.schemas import FINGERPRINT
 from tests.support.fingerprint_rows import fp
@@ -49,6 +53,27 @@ def generated(rng: np.random.Generator, size: int) -> list[tuple[Any, ...]]:
             )
         )  # fmt: skip
     return rows
+
+
+def relinks(
+    kept: DataFrame, added: DataFrame, ctx: Context, sinks: Collection[str]
+) -> frozenset[tuple[str, int]]:
+    """cycle_relinks' rule in Spark, with lineage.py's own pieces (what the engine ran before
+    it moved to the driver)."""
+    routes = lineage.routes_among(ctx, sinks)
+    if not routes:
+        return frozenset()
+    copies = kept.where(lineage._unstamped(routes)).select(
+        F.col("topic").alias("sink"), "partition", "message_id"
+    )
+    sources = lineage._held(added, routes).select("sink", "message_id")
+    found = (
+        copies.join(sources, ["sink", "message_id"], "left_semi")
+        .select("sink", "partition")
+        .distinct()
+        .toArrow()
+    )
+    return frozenset(zip(found["sink"].to_pylist(), found["partition"].to_pylist(), strict=True))
 
 
 def canonical(table: pa.Table) -> list[tuple[Any, ...]]:
