@@ -315,6 +315,11 @@ def _retrying(call: Callable[[], None], what: str, stop: threading.Event) -> Non
             backoff = min(backoff * 2, 5.0)
 
 
+# How long a topic may be missing before the producer says so: one just created may not be
+# in the metadata yet.
+MISSING_TOPIC_GRACE_S = 10.0
+
+
 def _partition_count(producer: Producer, topic: str) -> int:
     """The topic's partition count; a missing topic is an error after a short grace (it may
     just have been created), an unreachable cluster is retried for longer."""
@@ -331,7 +336,7 @@ def _partition_count(producer: Producer, topic: str) -> int:
         else:
             if found is not None and found.error is None and found.partitions:
                 return len(found.partitions)
-            if time.monotonic() - started > 10:
+            if time.monotonic() - started > MISSING_TOPIC_GRACE_S:
                 raise ProducerSettingsError(f"topic {topic!r} does not exist or has no leader")
         time.sleep(backoff)
         backoff = min(backoff * 2, 2.0)

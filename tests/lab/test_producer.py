@@ -21,6 +21,7 @@ from confluent_kafka import Consumer, TopicPartition
 from dgm.contracts import headers
 from dgm.contracts.headers import header_map
 from dgm.util.waiting import wait_until
+from lab import producer as producer_module
 from lab.ledger import read_ledger
 from lab.producer import (
     ProducerSettings,
@@ -198,7 +199,10 @@ def test_aborted_ids_are_what_only_read_uncommitted_sees(kafka: Any, tmp_path: P
     assert ledger.acked == {stamps(r)[0]: (r.partition(), r.offset()) for r in committed}
 
 
-def test_missing_topic_is_a_clear_error(kafka: Any, tmp_path: Path) -> None:
+def test_missing_topic_is_a_clear_error(
+    kafka: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(producer_module, "MISSING_TOPIC_GRACE_S", 1.0)  # not the default 10 s
     with pytest.raises(ProducerSettingsError, match="does not exist"):
         run_producer(settings(kafka, f"absent-{uuid.uuid4().hex[:6]}", tmp_path, messages=1))
 

@@ -30,7 +30,9 @@ def stopped_when_unused(name: str, clusters: Iterator[Cluster]) -> Iterator[Clus
             def stop(embedded: Any = embedded, cluster: Any = cluster) -> None:
                 if isinstance(cluster, KafkaUnderTest):
                     cluster.forget_admin()  # first: it would go on reconnecting
-                embedded.stop()
+                # The cluster is thrown away: no clean shutdown to wait for (a 3-broker
+                # cluster stopped all at once loses its quorum and waits out the timeout).
+                embedded.stop(timeout=5.0)
 
             _stops[name] = stop
         try:
