@@ -12,7 +12,10 @@ time, each service's resident memory (its process and children: the analysis' Sp
 with it) and the state directory's stores. Kept up means backlog and age stay bounded.
 
     python -m bench.soak [--pipelines 100] [--partitions 3] [--rate 500] [--minutes 30]
-        [--every 30] [--master local[2]] [--out FILE.json]
+        [--every 30] [--master local[2] | --workers 2 [--worker-memory 2g]] [--out FILE.json]
+
+`--workers N` starts a Spark standalone cluster on loopback (a master and N one-core workers,
+tests/support/spark_standalone.py) and gives the analysis its master instead of `--master`.
 
 Not a timed test: the figures go to bench/README.md and bench/HISTORY.md.
 """
@@ -27,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import ExitStack
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -38,6 +42,7 @@ from confluent_kafka.admin import AdminClient
 from bench.one_broker import one_broker
 from dgm.contracts.published import PUBLISHED_FILE, open_read_only
 from lab.offsets import high_watermarks
+from tests.support.spark_standalone import standalone_cluster
 
 TRANSACTIONAL_ONE_IN = 10
 # Each service of `dgm run` by what its command line holds (the dashboard is streamlit's).
@@ -250,6 +255,8 @@ def main() -> int:
     parser.add_argument("--minutes", type=float, default=30.0)
     parser.add_argument("--every", type=float, default=30.0)
     parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--workers", type=int, default=0, help="a standalone cluster of N")
+    parser.add_argument("--worker-memory", default="2g")
     parser.add_argument("--out", type=Path)
     parser.add_argument(
         "--role", choices=("producer", "relay-a", "relay-t"), help=argparse.SUPPRESS
@@ -265,8 +272,13 @@ def main() -> int:
         return 0
     names = [t for _, source, sink in topics(args.pipelines) for t in (source, sink)]
     rows: list[dict[str, Any]] = []
-    with tempfile.TemporaryDirectory(prefix="dgm-bench-soak-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="dgm-bench-soak-") as tmp, ExitStack() as stack:
         root = Path(tmp)
+        if args.workers:
+            (root / "spark").mkdir()
+            cluster = standalone_cluster(root / "spark", args.workers, args.worker_memory)
+            args.master = stack.enter_context(cluster)
+            print(f"standalone cluster {args.master}, {args.workers} one-core workers", flush=True)
         with one_broker(root / "broker", names, args.partitions) as bootstrap:
             admin = AdminClient({"bootstrap.servers": bootstrap})
             state, config = root / "state", root / "dgm.toml"
@@ -291,6 +303,10 @@ def main() -> int:
             try:
                 while time.monotonic() - began < args.minutes * 60:
                     time.sleep(args.every)
+                    if run.poll() is not None:  # a figure of nothing running is no figure
+                        logs.flush()
+                        said = (root / "dgm-run.log").read_text()[-3000:]
+                        raise SystemExit(f"dgm run exited with {run.returncode}:\n{said}")
                     row = observe(state, admin, names, args.partitions, counted, run.pid)
                     row["minute"] = round((time.monotonic() - began) / 60, 2)
                     rows.append(row)
@@ -310,6 +326,7 @@ def main() -> int:
         "partitions": 2 * args.pipelines * args.partitions,
         "rate": args.rate,
         "master": args.master,
+        "workers": args.workers,
         "cores": os.cpu_count(),
         "rows": rows,
     }

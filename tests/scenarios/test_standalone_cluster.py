@@ -10,103 +10,32 @@ found as in the dgm image: by PATH, the installed dgm's Python first, no PYSPARK
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
 import sys
-import urllib.request
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from pyspark.find_spark_home import _find_spark_home
 
 from dgm.contracts.published import TABLES, open_read_only, published_path
 from dgm.util.ports import free_ports
-from dgm.util.waiting import wait_until
 from tests.support.cluster_run import publish_rebuilt
 from tests.support.compose_file import command, compose_services, healthcheck, in_test
 from tests.support.small_pipeline import DUPLICATED, collected
+from tests.support.spark_standalone import LOOPBACK, standalone, standalone_cluster
 
 # Run as a module from the repository root, where `tests.support` is importable as it is.
 RUNNER = "tests.support.cluster_run"
 REPO = Path(__file__).resolve().parents[2]
-# Every process stays on loopback (master, workers, the driver's RPC and block manager), and
-# the executors' Python workers run this interpreter (it has pyspark's pandas and pyarrow).
-LOOPBACK = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
-
-
-def _alive_workers(ui_port: int) -> int:
-    with urllib.request.urlopen(f"http://127.0.0.1:{ui_port}/json/", timeout=5) as answer:
-        state: dict[str, Any] = json.load(answer)
-    return sum(1 for w in state.get("workers", []) if w.get("state") == "ALIVE")
-
-
-@contextmanager
-def standalone(
-    commands: list[list[str]], env: dict[str, str], ready: Callable[[], bool], logs: Path
-) -> Iterator[None]:
-    """The Spark daemons `commands` start, each logging to logs/process-N.log, until `ready()`
-    holds (two minutes at most); terminated on exit, killed when they linger."""
-    processes = []
-    outputs = []
-    try:
-        for n, command in enumerate(commands):
-            outputs.append((logs / f"process-{n}.log").open("w"))
-            processes.append(
-                subprocess.Popen(command, stdout=outputs[-1], stderr=subprocess.STDOUT, env=env)
-            )
-
-        def up() -> bool:
-            for n, process in enumerate(processes):
-                if process.poll() is not None:
-                    said = (logs / f"process-{n}.log").read_text()[-3000:]
-                    raise AssertionError(f"{commands[n]} exited with {process.returncode}: {said}")
-            return ready()
-
-        wait_until(up, 120, "the standalone master and its workers", interval=0.5)
-        yield
-    finally:
-        for process in processes:
-            process.terminate()
-        for process in processes:
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-        for output in outputs:
-            output.close()
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """spark://127.0.0.1:port of a standalone master with two one-core workers."""
-    spark_class = Path(_find_spark_home()) / "bin" / "spark-class"
-    logs = tmp_path_factory.mktemp("cluster")
-    port, ui = free_ports(2)
-    master = f"spark://127.0.0.1:{port}"
-    commands = [
-        [str(spark_class), "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-         "--port", str(port), "--webui-port", str(ui)],
-        *(
-            [str(spark_class), "org.apache.spark.deploy.worker.Worker", master,
-             "--host", "127.0.0.1", "--cores", "1", "--memory", "1g", "--webui-port", "0",
-             "--work-dir", str(logs / f"work-{n}")]
-            for n in range(2)
-        ),
-    ]  # fmt: skip
-
-    def ready() -> bool:
-        try:
-            return _alive_workers(ui) == 2
-        except OSError:
-            return False
-
-    with standalone(commands, LOOPBACK, ready, logs):
+    with standalone_cluster(tmp_path_factory.mktemp("cluster")) as master:
         yield master
 
 
