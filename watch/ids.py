@@ -24,10 +24,10 @@ from typing import Any, Protocol
 from dgm.config.pipelines import MessageIdRule
 from dgm.contracts.message_ids import (
     DIGEST_PREFIX,
-    HEX_PREFIX,
     MAX_ID_CHARS,
     NO_KEY_LENGTH,
     SEQ_DIGITS,
+    bytes_text,
     is_json_id_type,
 )
 from dgm.contracts.registry_framing import (
@@ -109,7 +109,7 @@ def _found(
     elif rule.kind == "json_field":
         found = _json_id(value, _path(rule.name))
     elif rule.kind == "key":
-        found = None if key is None else _text(key)
+        found = None if key is None else bytes_text(key)
     elif rule.kind == "hash":
         found = _key_value_hash(key, value)
     else:
@@ -121,7 +121,7 @@ def header_text(headers: Headers, name: str) -> str | None:
     """The text of header `name`: its last non-null value when it repeats (as header())."""
     for key, value in reversed(headers or ()):
         if key == name and value is not None:
-            return _text(value)
+            return bytes_text(value)
     return None
 
 
@@ -129,20 +129,6 @@ def seq_number(text: str | None) -> int | None:
     """The dgm-seq of a header's text: a run of ASCII digits short enough for a bigint, else
     None (where the audit's column reads it otherwise: message_ids.SEQ_DIGITS)."""
     return int(text) if text is not None and _SEQ.fullmatch(text) else None
-
-
-def bytes_text(raw: bytes) -> str:
-    """Bytes as an id's text, as a key is read."""
-    return _text(raw)
-
-
-def _text(raw: bytes) -> str:
-    # UTF-8 as it is, anything else as 0x<HEX> (F.hex is uppercase): never two ids made one
-    # by replacement characters.
-    try:
-        return raw.decode()
-    except UnicodeDecodeError:
-        return HEX_PREFIX + raw.hex().upper()
 
 
 def _key_value_hash(key: bytes | None, value: bytes | None) -> str | None:

@@ -32,13 +32,15 @@ from dgm.contracts.avro_paths import (
     Union,
     avro_path,
 )
+from dgm.contracts.message_ids import bytes_text
+from dgm.contracts.protobuf_ids import ProtobufDecoder, protobuf_decoder
 from dgm.contracts.registered_schemas import (
     IdKind,
     RegisteredSchema,
     SchemaLookup,
     SchemaLookupError,
 )
-from watch.ids import bytes_text, json_id_reason
+from watch.ids import json_id_reason
 
 Headers = Sequence[tuple[str, bytes | None]] | None
 # (id, None) for an id, (None, reason) for none: the reasons of registry_framing.
@@ -63,6 +65,7 @@ class RegistryIds:
         self._schemas: dict[tuple[IdKind, int], RegisteredSchema] = {}
         self._failed: dict[tuple[IdKind, int], tuple[str, float]] = {}
         self._decoders: dict[tuple[IdKind, int, str], _Decoder | str] = {}
+        self._protobuf_decoders: dict[tuple[IdKind, int], ProtobufDecoder | str] = {}
 
     def find(self, dotted: str, value: bytes | None, headers: Headers) -> Found:
         """The raw id at `dotted` (before the empty and length rules), or why there is none."""
@@ -74,6 +77,9 @@ class RegistryIds:
             return None, schema
         if schema.format == "JSON":
             return json_id_reason(framed.payload, dotted)
+        if schema.format == "PROTOBUF":
+            found = self._protobuf(framed.id_kind, schema)
+            return (None, found) if isinstance(found, str) else found.find(framed.payload, dotted)
         if schema.format != "AVRO":
             return None, framing.FORMAT_UNSUPPORTED
         decoder = self._decoder(framed.id_kind, schema, dotted)
@@ -116,6 +122,13 @@ class RegistryIds:
         self._failed.pop(key, None)
         self._schemas[key] = schema
         return schema
+
+    def _protobuf(self, kind: IdKind, schema: RegisteredSchema) -> ProtobufDecoder | str:
+        # One compile per schema: every path of it reads with the same message classes.
+        key = (kind, schema.schema_id)
+        if key not in self._protobuf_decoders:
+            self._protobuf_decoders[key] = protobuf_decoder(schema)
+        return self._protobuf_decoders[key]
 
     def _decoder(self, kind: IdKind, schema: RegisteredSchema, dotted: str) -> _Decoder | str:
         key = (kind, schema.schema_id, dotted)

@@ -62,3 +62,12 @@ def src_parts(text: str) -> tuple[str, int, int] | None:
     finds them; None where the pattern does not match."""
     found = _SRC_IN_PYTHON.fullmatch(text)
     return None if found is None else (found[1], int(found[2]), int(found[3]))
+
+
+def bytes_text(raw: bytes) -> str:
+    """Bytes as an id's text, as a key is read: UTF-8 as it is, anything else HEX_PREFIX and
+    its hex in upper case (Spark's F.hex), never two ids made one by replacement characters."""
+    try:
+        return raw.decode()
+    except UnicodeDecodeError:
+        return HEX_PREFIX + raw.hex().upper()

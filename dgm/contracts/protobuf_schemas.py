@@ -77,6 +77,12 @@ def compile_schema(schema: RegisteredSchema) -> CompiledSchema:
         if status != 0 or not out.exists():
             raise ProtobufUnreadable(f"protoc refused the schema (exit {status})")
         files = descriptor_pb2.FileDescriptorSet.FromString(out.read_bytes())
+    return compiled_from(files)
+
+
+def compiled_from(files: descriptor_pb2.FileDescriptorSet) -> CompiledSchema:
+    """A compiled schema from its descriptor set (compile_schema's, serialized and read back
+    where the schema is decoded)."""
     own = [f for f in files.file if f.name == ROOT_FILE]
     if not own:
         raise ProtobufUnreadable("protoc wrote no descriptor for the schema")

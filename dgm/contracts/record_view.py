@@ -1,5 +1,5 @@
 """A record's value as an operator reads it: decoded with its writer schema when it is framed
-for a schema registry (Avro, JSON Schema), else as JSON or text, else as bytes. What the
+for a schema registry (Avro, JSON Schema, Protobuf), else as JSON or text, else as bytes. What the
 duplicate story shows of a copy read back from Kafka (dashboard/panels/copy_values.py); the
 published tables never hold a value (docs/design.md, "Records framed for a schema registry").
 """
@@ -13,7 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import fastavro
+from google.protobuf import json_format
 
+from dgm.contracts.protobuf_ids import protobuf_decoder
 from dgm.contracts.registered_schemas import RegisteredSchema, SchemaLookup, SchemaLookupError
 from dgm.contracts.registry_framing import NO_VALUE, Framed, unframe
 
@@ -83,4 +85,16 @@ def value_view(
             return ValueView(f"JSON Schema, {told}", _json_text(decoded), True)
     except (ValueError, EOFError, IndexError, KeyError, TypeError) as error:
         return ValueView(f"{told}: does not decode ({type(error).__name__}: {error})", "")
-    return ValueView(f"{schema.format}, {told}: not decoded (dgm reads no Protobuf yet)", "")
+    return _protobuf(framed.payload, schema, told)
+
+
+def _protobuf(payload: bytes, schema: RegisteredSchema, told: str) -> ValueView:
+    decoder = protobuf_decoder(schema)
+    record = decoder if isinstance(decoder, str) else decoder.parse(payload)
+    if isinstance(record, str):
+        return ValueView(f"Protobuf, {told}: does not decode ({record})", "")
+    name = record.DESCRIPTOR.full_name
+    # Field names as the .proto writes them; 64-bit integers as JSON numbers would lose
+    # digits, so protobuf's JSON mapping writes them as strings.
+    as_dict = json_format.MessageToDict(record, preserving_proto_field_name=True)
+    return ValueView(f"Protobuf {name}, {told}", _json_text(as_dict), True)

@@ -1,7 +1,8 @@
 """The order schemas the re-serializing relay reads and writes, in each registry format it
-speaks (Avro, JSON Schema): v2 adds a field with a default (a compatible evolution), so every
-re-serialized record's bytes differ from its source's. The serializers and deserializers are
-confluent-kafka's own, what producers and consumers of such topics use."""
+speaks (Avro, JSON Schema, Protobuf: protobuf_orders.py): v2 adds a field with a default (a
+compatible evolution), so every re-serialized record's bytes differ from its source's. The
+serializers and deserializers are confluent-kafka's own, what producers and consumers of such
+topics use."""
 
 from __future__ import annotations
 
@@ -13,9 +14,14 @@ from typing import Any, Literal, cast
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
+from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
 
-Format = Literal["avro", "json_schema"]
-FORMATS: tuple[Format, ...] = ("avro", "json_schema")
+from lab.registry_relay import protobuf_orders
+
+Format = Literal["avro", "json_schema", "protobuf"]
+FORMATS: tuple[Format, ...] = ("avro", "json_schema", "protobuf")
+# confluent-kafka's current Protobuf framing (message indexes as zigzag varints).
+_PROTOBUF_CONFIG = {"use.deprecated.format": False}
 ID_FIELD = "order_id"
 
 _AVRO_FIELDS: list[dict[str, object]] = [
@@ -53,6 +59,8 @@ def _json_schema(version: int) -> str:
 
 def schema(form: Format, version: int) -> str:
     """The order schema of `version` (1 or 2) in `form`."""
+    if form == "protobuf":
+        return protobuf_orders.proto(version)
     return _avro(version) if form == "avro" else _json_schema(version)
 
 
@@ -63,6 +71,13 @@ def serializer(form: Format, registry: SchemaRegistryClient, version: int) -> Se
     """confluent-kafka's serializer of `form`, writing `version` of the order schema."""
     if form == "avro":
         return cast(Serdes, AvroSerializer(registry, schema(form, version)))
+    if form == "protobuf":
+        serialize = ProtobufSerializer(
+            protobuf_orders.order_class(version), registry, _PROTOBUF_CONFIG
+        )
+        return lambda record, context: serialize(
+            protobuf_orders.to_message(record, version), context
+        )
     return cast(Serdes, JSONSerializer(schema(form, version), registry))
 
 
@@ -71,6 +86,12 @@ def deserializer(form: Format, registry: SchemaRegistryClient, version: int | No
     if form == "avro":
         read_as = None if version is None else schema(form, version)
         return cast(Serdes, AvroDeserializer(registry, read_as))
+    if form == "protobuf":  # by the reader's own class, as generated code reads; None: v2,
+        # which reads both versions (a v1 record has no region)
+        deserialize = ProtobufDeserializer(
+            protobuf_orders.order_class(version or 2), _PROTOBUF_CONFIG
+        )
+        return lambda value, context: protobuf_orders.to_record(deserialize(value, context))
     # JSON Schema: the writer's schema, fetched by the framed id, validates the record.
     return cast(Serdes, JSONDeserializer(None, schema_registry_client=registry))
 

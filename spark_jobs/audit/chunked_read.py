@@ -80,7 +80,8 @@ def read_chunks(
             by_rule.setdefault((rules[r.topic], lookups(r.topic)), []).append(r)
         frames, observed = [], []
         for (rule, lookup), mine in by_rule.items():
-            records = _expected(read_ranges(spark, sources, mine, "read_uncommitted"), config)
+            records = read_ranges(spark, sources, mine, "read_uncommitted")
+            records = records if config is None else with_expected(records, config, lookup)
             schemas = batch_schemas(records, rule, lookup)
             topics = sorted({r.topic for r in mine})
             if events is not None:
@@ -122,10 +123,6 @@ def aborted_spans_frame(spark: SparkSession, told: Mapping[str, Spans]) -> DataF
     if not rows:
         return None
     return spark.createDataFrame(rows, SPANS)
-
-
-def _expected(records: DataFrame, config: DgmConfig | None) -> DataFrame:
-    return records if config is None else with_expected(records, config)
 
 
 @dataclass

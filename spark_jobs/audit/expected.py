@@ -6,7 +6,8 @@ for it (`filter_undecided_by`: malformed JSON, a missing field, a value a cast c
 such a record is expected, checked like any other, and counted apart). docs/design.md,
 "filtered", is the definition.
 
-A predicate is Spark SQL over the Spark Kafka source's columns. `check_predicates` analyzes
+A predicate is Spark SQL over the Spark Kafka source's columns and `fields`, the value
+decoded (spark_jobs/audit/decoded_fields.py). `check_predicates` analyzes
 each against an empty frame of that schema before anything is audited, so a predicate that
 does not parse, names an unknown column or is not a boolean is a ConfigError naming the
 pipeline and the key. Predicates are resolved with ANSI mode off: a cast that cannot read a
@@ -36,7 +37,9 @@ from pyspark.sql.types import (
 from dgm.config.document import DgmConfig
 from dgm.config.pipelines import PipelineConfig
 from dgm.config.problems import ConfigError
+from dgm.contracts.registered_schemas import SchemaLookup
 from spark_jobs.audit.batches import Batch
+from spark_jobs.audit.decoded_fields import FIELDS, names_fields, no_fields, with_fields
 
 FILTERED = "filtered_by"
 UNDECIDED = "filter_undecided_by"
@@ -71,7 +74,7 @@ def check_predicates(spark: SparkSession, config: DgmConfig) -> None:
     over a Kafka source record; nothing is read (and no Spark job runs without predicates)."""
     if not any(p.expected.strip() for p in config.pipelines):
         return
-    empty = spark.createDataFrame([], KAFKA_SOURCE)
+    empty = spark.createDataFrame([], KAFKA_SOURCE).select("*", no_fields())
     where = config.source if config.source is not None else "config"
     for index, pipeline in enumerate(config.pipelines):
         if not pipeline.expected.strip():
@@ -84,7 +87,7 @@ def check_predicates(spark: SparkSession, config: DgmConfig) -> None:
             first = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
             raise ConfigError(
                 f"{key}: not a Spark SQL predicate over the Kafka record ({first}); it may name "
-                f"{', '.join(KAFKA_SOURCE.names)}"
+                f"{', '.join([*KAFKA_SOURCE.names, FIELDS])}"
             ) from None
         if not isinstance(kind, BooleanType):
             raise ConfigError(
@@ -113,8 +116,12 @@ def _named(pipelines: Mapping[str, Column]) -> Column:
     return F.when(F.size(found) > 0, found)
 
 
-def with_expected(records: DataFrame, config: DgmConfig) -> DataFrame:
-    """Kafka source rows with FILTERED and UNDECIDED (null when no pipeline filters)."""
+def with_expected(
+    records: DataFrame, config: DgmConfig, lookup: SchemaLookup | None = None
+) -> DataFrame:
+    """Kafka source rows with FILTERED and UNDECIDED (null when no pipeline filters); the
+    records decoded into `fields` first (by `lookup`, their cluster's registry) when a
+    predicate may read them."""
     filtering = [p for p in config.pipelines if p.expected.strip()]
     if not filtering:
         return records.withColumns(
@@ -123,15 +130,17 @@ def with_expected(records: DataFrame, config: DgmConfig) -> DataFrame:
                 UNDECIDED: F.lit(None).cast("array<string>"),
             }
         )
+    decoding = any(names_fields(p.expected) for p in filtering)
+    given = with_fields(records, lookup) if decoding else records.select("*", no_fields())
     with lenient(records.sparkSession):
-        return records.withColumns(
+        return given.withColumns(
             {
                 FILTERED: _named({p.name: _mine(p) & ~F.expr(p.expected) for p in filtering}),
                 UNDECIDED: _named(
                     {p.name: _mine(p) & F.expr(p.expected).isNull() for p in filtering}
                 ),
             }
-        )
+        ).drop(FIELDS)
 
 
 def _mine(pipeline: PipelineConfig) -> Column:

@@ -37,6 +37,7 @@ from dgm.contracts.registered_schemas import (
     SchemaLookup,
     SchemaLookupError,
 )
+from spark_jobs.audit.protobuf_columns import compiled, id_field, protobuf_ids, why_field
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +54,7 @@ KIND, SCHEMA_ID, PAYLOAD, UNFRAMED = (
     "_dgm_unframed",
 )
 _DECODED = "_dgm_decoded_{}"
+_PROTOBUF = "_dgm_protobuf"
 _LONG = 2**31 - 1  # substring's length for "the rest"
 
 
@@ -195,9 +197,12 @@ def with_registry_ids(
     """with_registry_id for several paths at once: two projections in all, not two a path."""
     decoded: dict[str, Column] = {}
     raw: dict[str, Column] = {}
+    protobuf = _protobuf_columns(schemas, paths, decoded)
     for dotted in paths:
         suffix = dotted.encode().hex()  # unique per path
-        found_id, reason = _path_columns(framed.sparkSession, dotted, suffix, schemas, decoded)
+        found_id, reason = _path_columns(
+            framed.sparkSession, dotted, suffix, schemas, decoded, protobuf
+        )
         raw[f"_dgm_found_{suffix}"], raw[f"_dgm_why_{suffix}"] = found_id, reason
     # The id and reason as columns of a projection of their own: the rules after them read
     # the id several times, and an expression tree copied into each read grows past what
@@ -215,11 +220,44 @@ def with_registry_ids(
     return framed, found
 
 
+def _protobuf_columns(
+    schemas: Schemas, paths: list[str], decoded: dict[str, Column]
+) -> dict[tuple[SchemaKey, str], tuple[Column, Column]]:
+    """Each (Protobuf schema, path)'s raw id and reason: one decoded column for all of them
+    (protobuf_columns.protobuf_ids), added to `decoded`."""
+    wanted = {k: s for k, s in schemas.items() if not isinstance(s, str) and s.format == "PROTOBUF"}
+    if not wanted:
+        return {}
+    shipped, refused = compiled(wanted)
+    columns: dict[tuple[SchemaKey, str], tuple[Column, Column]] = {}
+    for key, reason in refused.items():
+        for dotted in paths:
+            columns[(key, dotted)] = (F.lit(None).cast("string"), F.lit(reason))
+    if shipped:
+        match = F.lit(False)
+        for kind, schema_id in shipped:
+            match = match | ((F.col(KIND) == F.lit(kind)) & (F.col(SCHEMA_ID) == F.lit(schema_id)))
+        found = protobuf_ids(shipped, paths, F.col(KIND), F.col(SCHEMA_ID), F.col(PAYLOAD))
+        decoded[_PROTOBUF] = F.when(match, found)
+        for key in shipped:
+            for position, dotted in enumerate(paths):
+                columns[(key, dotted)] = (
+                    F.col(_PROTOBUF).getField(id_field(position)),
+                    F.col(_PROTOBUF).getField(why_field(position)),
+                )
+    return columns
+
+
 def _path_columns(
-    spark: SparkSession, dotted: str, suffix: str, schemas: Schemas, decoded: dict[str, Column]
+    spark: SparkSession,
+    dotted: str,
+    suffix: str,
+    schemas: Schemas,
+    decoded: dict[str, Column],
+    protobuf: dict[tuple[SchemaKey, str], tuple[Column, Column]],
 ) -> tuple[Column, Column]:
     """The raw id and reason at `dotted`, a CASE over the schemas; adds to `decoded` the
-    from_avro column of each Avro schema."""
+    from_avro column of each Avro schema (`protobuf`: _protobuf_columns')."""
     cases: list[tuple[Column, Column, Column]] = []
     for index, (key, schema) in enumerate(sorted(schemas.items())):
         match = (F.col(KIND) == F.lit(key[0])) & (F.col(SCHEMA_ID) == F.lit(key[1]))
@@ -227,6 +265,8 @@ def _path_columns(
             cases.append((match, F.lit(None).cast("string"), F.lit(schema)))
         elif schema.format == "JSON":
             cases.append((match, *json_id(F.col(PAYLOAD), "$." + dotted)))
+        elif schema.format == "PROTOBUF":
+            cases.append((match, *protobuf[(key, dotted)]))
         elif schema.format != "AVRO":
             cases.append((match, F.lit(None).cast("string"), F.lit(framing.FORMAT_UNSUPPORTED)))
         else:
@@ -234,7 +274,7 @@ def _path_columns(
                 path = avro_path(schema, dotted)
             except SchemaUnreadable:
                 path = None
-            if path is None or not _spark_reads(spark, path.decoding_text):
+            if path is None or not spark_reads(spark, path.decoding_text):
                 cases.append((match, F.lit(None).cast("string"), F.lit(framing.SCHEMA_UNREADABLE)))
                 continue
             name = _DECODED.format(f"{index}_{suffix}")
@@ -260,7 +300,7 @@ _PERMISSIVE = {"mode": "PERMISSIVE"}
 _READABLE: dict[str, bool] = {}  # by decoding text: Spark's answer never changes
 
 
-def _spark_reads(spark: SparkSession, text: str) -> bool:
+def spark_reads(spark: SparkSession, text: str) -> bool:
     """Whether Spark's from_avro takes this schema: asked on the driver, over no rows, so a
     schema Spark refuses makes its records unidentified instead of failing the job."""
     if text not in _READABLE:

@@ -1,14 +1,14 @@
 """Pipelines that re-serialize (issue 40's must-show), in each registry format dgm reads: the
 lab's relay reads v1 orders through a real schema registry and writes them with v2 (an added
-field), at-least-once, SIGKILLed while writing; one relay writes Avro, one JSON Schema, side by
-side. Judged twice in one state directory: with the id inside the records (`registry_field`
-order_id) dgm's duplicates and losses equal an independent read of the topics with
-confluent-kafka's own deserializers; then, the pipelines' rule changed to `hash` of key and
-value, the topics are audited again under it (spark_jobs/audit/changed_rules.py) and every sink
-copy's bytes differ from its source's (a new writer schema id, an added field), so every source
-record reads as lost: the false losses are printed beside the right figures. Then, in
-Chromium, the Avro sink's drill-down shows a duplicated order's copies read back from Kafka,
-decoded by their writer schema (the added field included)."""
+field), at-least-once, SIGKILLed while writing; one relay writes Avro, one JSON Schema and one
+Protobuf, side by side. Judged twice in one state directory: with the id inside the records
+(`registry_field` order_id) dgm's duplicates and losses equal an independent read of the
+topics with confluent-kafka's own deserializers; then, the pipelines' rule changed to `hash`
+of key and value, the topics are audited again under it (spark_jobs/audit/changed_rules.py)
+and every sink copy's bytes differ from its source's (a new writer schema id, an added
+field), so every source record reads as lost: the false losses are printed beside the right
+figures. Then, in Chromium, the Avro sink's drill-down shows a duplicated order's copies read
+back from Kafka, decoded by their writer schema (the added field included)."""
 
 from __future__ import annotations
 

@@ -14,9 +14,9 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 
 from dgm.clients.schema_registry import RegistrySchemas
 from dgm.contracts import registry_framing as framing
+from dgm.contracts.protobuf_ids import ProtobufDecoder, protobuf_decoder
 from tests.support.protobuf_classes import message_classes
 from tests.support.schema_registry import RegistryUnderTest
-from watch.protobuf_ids import ProtobufDecoder, protobuf_decoder
 
 
 def test_the_watch_reads_what_the_protobuf_serializer_wrote(

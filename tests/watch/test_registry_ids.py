@@ -19,6 +19,7 @@ from pyspark.sql.types import StructType
 
 from dgm.config.pipelines import MessageIdRule
 from dgm.contracts import registry_framing as framing
+from dgm.contracts.protobuf_ids import ProtobufDecoder, protobuf_decoder
 from dgm.contracts.registered_schemas import IdKind, RegisteredSchema, SchemaLookupError
 from spark_jobs.audit.expected import KAFKA_SOURCE
 from spark_jobs.audit.message_id_columns import bounded
@@ -30,7 +31,6 @@ from spark_jobs.audit.registry_columns import (
     with_registry_ids,
 )
 from watch import ids
-from watch.protobuf_ids import ProtobufDecoder, protobuf_decoder
 from watch.registry_ids import RegistryIds
 
 # The columns of the Spark Kafka source (includeHeaders=true).
@@ -360,16 +360,16 @@ def test_python_finds_the_registry_ids_spark_finds(spark: Any) -> None:
     reasons = {found for row in expected for found in row[1::2]}
     assert reasons >= {
         None, framing.NO_VALUE, framing.NOT_FRAMED, framing.SCHEMA_PREFIX + "not found",
-        framing.SCHEMA_UNREADABLE, framing.FORMAT_UNSUPPORTED, framing.PAYLOAD_UNREADABLE,
+        framing.SCHEMA_UNREADABLE, framing.PAYLOAD_UNREADABLE,
         framing.FIELD_MISSING, framing.NOT_AN_ID, framing.EMPTY_ID,
     }  # fmt: skip
     # Each schema fetched once by the watch, however many records name it.
     assert reader.lookups == fetched
 
 
-def test_the_protobuf_decoder_takes_every_record() -> None:
-    # Not wired into the readers yet (both say "format unsupported", above): the decoder
-    # they will share meets the same awkward records without an exception, and finds ids.
+def test_the_watch_reads_protobuf_records_by_the_shared_decoder() -> None:
+    # The decoder both readers run meets the awkward records without an exception, finds
+    # ids and every reason, and the watch's reader answers what it answers.
     reader = RegistryIds(Schemas())
     decoders: dict[tuple[IdKind, int], ProtobufDecoder | str] = {}
     found: set[str | None] = set()
@@ -388,7 +388,7 @@ def test_the_protobuf_decoder_takes_every_record() -> None:
             path_id, reason = decoder.find(framed_record.payload, path)
             found.add(reason)
             ids_found += path_id is not None
-        assert reader.find("id", value, headers) == (None, framing.FORMAT_UNSUPPORTED)
+            assert reader.find(path, value, headers) == (path_id, reason)
     assert found >= {
         None, framing.NOT_FRAMED, framing.PAYLOAD_UNREADABLE, framing.FIELD_MISSING,
         framing.NOT_AN_ID,

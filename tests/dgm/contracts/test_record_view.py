@@ -38,6 +38,10 @@ class Registered:
             raise SchemaLookupError("not found", f"no schema {schema_id}") from None
 
 
+PROTO = (
+    'syntax = "proto3";\npackage lab;\n'
+    "message Order { string order_id = 1; int64 cents = 2; message Line { string sku = 1; } }\n"
+)
 REFERENCE = RegisteredSchema(3, "AVRO", json.dumps(CUSTOMER))
 LOOKUP = Registered(
     {
@@ -45,7 +49,7 @@ LOOKUP = Registered(
             7, "AVRO", json.dumps(ORDER), (REFERENCE,), ("lab.Customer",)
         ),
         (9, "global"): RegisteredSchema(9, "JSON", '{"type": "object"}'),
-        (11, "content"): RegisteredSchema(11, "PROTOBUF", 'syntax = "proto3";'),
+        (11, "content"): RegisteredSchema(11, "PROTOBUF", PROTO),
     }
 )
 
@@ -72,11 +76,33 @@ def test_a_json_schema_copy_in_apicurio_header_mode_reads_as_its_json() -> None:
     assert json.loads(view.text) == {"order_id": "o-2"}
 
 
+def test_a_protobuf_copy_reads_as_the_message_its_indexes_name() -> None:
+    framed = b"\x00" + (11).to_bytes(4, "big")
+    # Indexes [0] (one 0 byte), then order_id "o-3" and cents 2**40 (a varint).
+    order = b"\x0a\x03o-3" + b"\x10" + bytes([0x80, 0x80, 0x80, 0x80, 0x80, 0x20])
+    view = value_view(framed + b"\x00" + order, None, LOOKUP)
+    assert view.read_as == "Protobuf lab.Order, schema 11 (confluent framing)" and view.is_json
+    assert json.loads(view.text) == {"order_id": "o-3", "cents": str(2**40)}
+    # Indexes [0, 0]: count 2 and two zeros, zigzag varints: the nested Line.
+    line = value_view(framed + b"\x04\x00\x00" + b"\x0a\x01x", None, LOOKUP)
+    assert line.read_as.startswith("Protobuf lab.Order.Line") and json.loads(line.text) == {
+        "sku": "x"
+    }
+
+
 def test_what_cannot_be_decoded_says_why() -> None:
     framed = b"\x00" + (7).to_bytes(4, "big")
+    protobuf = framed[:1] + (11).to_bytes(4, "big")
     assert (
-        "not decoded"
-        in value_view(framed[:1] + (11).to_bytes(4, "big") + b"\x08", None, LOOKUP).read_as
+        "does not decode (payload unreadable)"
+        in value_view(
+            protobuf + b"\x00\x0a\x09",
+            None,
+            LOOKUP,  # order_id cut short
+        ).read_as
+    )
+    assert (
+        "does not decode (not framed)" in value_view(protobuf + b"\x02\x0e", None, LOOKUP).read_as
     )
     assert "schema not had (not found" in value_view(b"\x00\x00\x00\x00\x05x", None, LOOKUP).read_as
     assert "no [schema_registry] configured" in value_view(framed + b"x", None, None).read_as

@@ -24,7 +24,7 @@ from tests.support.kafka_cluster import KafkaUnderTest
 from tests.support.protobuf_classes import message_classes
 from tests.support.schema_registry import RegistryUnderTest
 from watch import ids
-from watch.protobuf_ids import ProtobufDecoder, protobuf_decoder
+from dgm.contracts.protobuf_ids import ProtobufDecoder, protobuf_decoder
 from watch.registry_ids import RegistryIds
 
 V1: dict[str, Any] = {
@@ -116,9 +116,8 @@ def test_the_audit_and_the_watch_agree_on_protobuf_records(
     spark: Any, kafka: KafkaUnderTest, schema_registry: RegistryUnderTest, tmp_path: Path
 ) -> None:
     """confluent-kafka's ProtobufSerializer (a reference, a nested message) to a real broker:
-    neither reader decodes Protobuf yet (the audit has no decoder to run), so both say
-    "format unsupported" for every record; the watch's decoder, built and waiting for the
-    audit's, finds the ids the producer wrote from the same registry."""
+    the audit (in Spark's Python workers) and the watch find the ids the producer wrote, from
+    the same registry, and the same reason where there is none."""
     topic = kafka.new_topic("protobuf")
     classes = message_classes(tmp_path)
     client = SchemaRegistryClient(schema_registry.client_config())
@@ -152,13 +151,15 @@ def test_the_audit_and_the_watch_agree_on_protobuf_records(
     # Order and Line are messages of one file: one schema id, the indexes tell them apart.
     assert schemas is not None and len(schemas) == 1
     audited = fingerprints(records, RULE, schemas).orderBy("offset").collect()
-    assert [row["message_id"] for row in audited] == [None] * len(sent)
+    # The Line record has no `order`: field missing, as the order without one.
+    by_rule = ["o-1", "o-2", None, None]
+    assert [row["message_id"] for row in audited] == by_rule
 
     values = [row["value"] for row in records.orderBy("offset").collect()]
     watched = RegistryIds(lookup)
     assert [watched.find("order.id", bytes(v), None) for v in values] == [
-        (None, framing.FORMAT_UNSUPPORTED)
-    ] * len(sent)
+        (found, None if found else framing.FIELD_MISSING) for found in by_rule
+    ]
     found = []
     for value, (_, path) in zip(values, sent, strict=True):
         framed = framing.unframe(bytes(value), None)

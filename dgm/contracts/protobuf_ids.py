@@ -1,6 +1,9 @@
-"""Ids inside Protobuf records framed for a schema registry, without Spark: the payload after
-the schema id parsed by protobuf's own runtime (a message class made from the compiled
-descriptor set, dgm/contracts/protobuf_schemas.py), then the dotted path walked.
+"""Ids inside Protobuf records framed for a schema registry: the payload after the schema id
+parsed by protobuf's own runtime (a message class made from the compiled descriptor set,
+dgm/contracts/protobuf_schemas.py), then the dotted path walked. Both readers run this very
+code: the watch per record (watch/registry_ids.py), the audit in Spark's Python workers a
+batch at a time (spark_jobs/audit/protobuf_columns.py), there being no Protobuf decoder in
+Spark's JVM to run (spark-protobuf is not on the Maven Central dgm resolves from).
 
 Which values are ids mirrors the Avro rule (docs/design.md, "Records framed for a schema
 registry"): strings; int32, int64, uint32, uint64, sint32, sint64, fixed32, fixed64,
@@ -13,10 +16,6 @@ messages, repeated fields and maps. Presence:
 - a proto3 integer without presence reads 0 when unset, and proto3 writes nothing for a 0:
   no record tells an id 0 from none, and taking 0 as an id would make every record without
   one a copy of the others, so it is field missing.
-
-Not wired into watch/registry_ids.py yet: the audit cannot decode Protobuf (Spark's
-spark-protobuf is not on the Maven Central this project resolves from), and both readers
-must give the same reason, so both still say "format unsupported".
 """
 
 from __future__ import annotations
@@ -29,6 +28,7 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import DecodeError, Message
 
 from dgm.contracts import registry_framing as framing
+from dgm.contracts.message_ids import bytes_text
 from dgm.contracts.protobuf_schemas import (
     CompiledSchema,
     ProtobufUnreadable,
@@ -36,7 +36,6 @@ from dgm.contracts.protobuf_schemas import (
     message_name,
 )
 from dgm.contracts.registered_schemas import RegisteredSchema
-from watch.ids import bytes_text
 
 # (id, None) for an id, (None, reason) for none, as watch/registry_ids.py's Found.
 Found = tuple[str | None, str | None]
@@ -70,31 +69,46 @@ class ProtobufDecoder:
 
     def find(self, payload: bytes, dotted: str) -> Found:
         """The raw id at `dotted` in a payload that starts with the message indexes."""
+        return self.find_each(payload, (dotted,))[0]
+
+    def find_each(self, payload: bytes, paths: tuple[str, ...]) -> list[Found]:
+        """find() for several paths, the payload parsed once."""
+        record = self.parse(payload)
+        if isinstance(record, str):
+            return [(None, record)] * len(paths)
+        return [protobuf_id(record, tuple(dotted.split("."))) for dotted in paths]
+
+    def parse(self, payload: bytes) -> Message | str:
+        """The record a payload (the message indexes first) holds, or why it holds none."""
         split = framing.protobuf_message_indexes(payload)
         if split is None:
-            return None, framing.NOT_FRAMED  # the indexes cut short
+            return framing.NOT_FRAMED  # the indexes cut short
         indexes, body = split
         message_class = self.message_class(indexes)
         if message_class is None:
-            return None, framing.NOT_FRAMED  # indexes naming no message of the schema
+            return framing.NOT_FRAMED  # indexes naming no message of the schema
         try:
-            record = message_class.FromString(body)
+            return message_class.FromString(body)
         except (DecodeError, RuntimeError, ValueError):
-            return None, framing.PAYLOAD_UNREADABLE
-        return protobuf_id(record, tuple(dotted.split(".")))
+            return framing.PAYLOAD_UNREADABLE
 
 
 def protobuf_decoder(schema: RegisteredSchema) -> ProtobufDecoder | str:
-    """A decoder for a Protobuf schema, or SCHEMA_UNREADABLE when it does not compile; one
-    pool per schema, since two versions of a schema define the same message names."""
+    """A decoder for a Protobuf schema, or SCHEMA_UNREADABLE when it does not compile."""
     try:
-        compiled = compile_schema(schema)
-        pool = descriptor_pool.DescriptorPool()
-        for file in compiled.files.file:  # imports come first in protoc's output
-            pool.Add(file)
-        return ProtobufDecoder(compiled, pool)
+        return compiled_decoder(compile_schema(schema))
     except (ProtobufUnreadable, TypeError, ValueError, KeyError):
         return framing.SCHEMA_UNREADABLE
+
+
+def compiled_decoder(compiled: CompiledSchema) -> ProtobufDecoder:
+    """A decoder over a compiled schema (also where protoc is not: Spark's executors get the
+    descriptor set the driver compiled). One pool per schema, since two versions of a schema
+    define the same message names."""
+    pool = descriptor_pool.DescriptorPool()
+    for file in compiled.files.file:  # imports come first in protoc's output
+        pool.Add(file)
+    return ProtobufDecoder(compiled, pool)
 
 
 def protobuf_id(record: Message, steps: tuple[str, ...]) -> Found:

@@ -12,9 +12,9 @@ from google.protobuf import message_factory
 from google.protobuf.message import Message
 
 from dgm.contracts import registry_framing as framing
+from dgm.contracts.protobuf_ids import ProtobufDecoder, protobuf_decoder
 from dgm.contracts.protobuf_schemas import ROOT_FILE, compile_schema, message_name
 from dgm.contracts.registered_schemas import RegisteredSchema
-from watch.protobuf_ids import ProtobufDecoder, protobuf_decoder
 
 COMMON = RegisteredSchema(
     20,
