@@ -6,6 +6,7 @@ published tables never hold a value (docs/design.md, "Records framed for a schem
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 from collections.abc import Sequence
@@ -88,8 +89,12 @@ def value_view(
     return _protobuf(framed.payload, schema, told)
 
 
+# A schema is compiled once, not once a copy shown (protoc runs in the dashboard's process).
+_decoder = functools.lru_cache(maxsize=64)(protobuf_decoder)
+
+
 def _protobuf(payload: bytes, schema: RegisteredSchema, told: str) -> ValueView:
-    decoder = protobuf_decoder(schema)
+    decoder = _decoder(schema)
     record = decoder if isinstance(decoder, str) else decoder.parse(payload)
     if isinstance(record, str):
         return ValueView(f"Protobuf, {told}: does not decode ({record})", "")
