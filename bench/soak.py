@@ -14,6 +14,8 @@ with it) and the state directory's stores. Kept up means backlog and age stay bo
     python -m bench.soak [--pipelines 100] [--partitions 3] [--rate 500] [--minutes 30]
         [--every 30] [--master local[2] | --workers 2 [--worker-memory 2g]] [--out FILE.json]
 
+With --out, the run's logs (dgm run's and each service's) are kept beside it in FILE.logs/.
+
 `--workers N` starts a Spark standalone cluster on loopback (a master and N one-core workers,
 tests/support/spark_standalone.py) and gives the analysis its master instead of `--master`.
 
@@ -25,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -321,6 +324,13 @@ def main() -> int:
                     child.kill()
                     child.wait()
                 logs.close()
+                if args.out:  # the run's own logs, for what the rows cannot say
+                    kept = args.out.with_suffix(".logs")
+                    shutil.rmtree(kept, ignore_errors=True)
+                    kept.mkdir(parents=True)
+                    if (state / "logs").is_dir():
+                        shutil.copytree(state / "logs", kept, dirs_exist_ok=True)
+                    shutil.copy(root / "dgm-run.log", kept / "dgm-run.log")
     document = {
         "pipelines": args.pipelines,
         "partitions": 2 * args.pipelines * args.partitions,

@@ -7,8 +7,9 @@ topics with confluent-kafka's own deserializers; then, the pipelines' rule chang
 of key and value, the topics are audited again under it (spark_jobs/audit/changed_rules.py)
 and every sink copy's bytes differ from its source's (a new writer schema id, an added
 field), so every source record reads as lost: the false losses are printed beside the right
-figures. Then, in Chromium, the Avro sink's drill-down shows a duplicated order's copies read
-back from Kafka, decoded by their writer schema (the added field included)."""
+figures. Then, in Chromium, the Avro and the Protobuf sinks' drill-downs show a duplicated
+order's copies read back from Kafka, decoded by their writer schema (the added field
+included)."""
 
 from __future__ import annotations
 
@@ -111,7 +112,8 @@ def test_the_id_inside_re_serialized_records_judges_exactly_where_a_hash_loses_a
         assert report.caught_up and report.acked == settings[form].messages, report
         assert report.kills and all(k["returncode"] == -9 for k in report.kills), report.kills
         truths[form] = truth_of(kafka, schema_registry.url, form, report, settings[form].partitions)
-    assert truths["avro"]["a_duplicate"], truths  # SIGKILLs mid-write must duplicate
+    # SIGKILLs mid-write must duplicate
+    assert truths["avro"]["a_duplicate"] and truths["protobuf"]["a_duplicate"], truths
     judged: dict[str, dict[Format, dict[str, Any]]] = {}
     for rule in RULES:  # in order: the rule changes under the kept fingerprints
         config = write_config(first, kafka, schema_registry.url, rule, reports)
@@ -126,7 +128,9 @@ def test_the_id_inside_re_serialized_records_judges_exactly_where_a_hash_loses_a
                 "achieved": row["achieved"],
             }
         if rule == "registry_field":  # the published duplicates are keyed by order id
-            decoded_in_the_browser(first, reports["avro"].sink_topic, truths["avro"]["a_duplicate"])
+            for form, told in (("avro", "Avro, schema"), ("protobuf", "Protobuf lab.orders")):
+                topic, duplicated = reports[form].sink_topic, truths[form]["a_duplicate"]
+                decoded_in_the_browser(first, topic, duplicated, told)
     for form in FORMATS:
         kills = len(reports[form].kills)
         print(f"\n{form} re-serializing relay, {kills} SIGKILLs: truth {truths[form]}")
@@ -143,7 +147,7 @@ def test_the_id_inside_re_serialized_records_judges_exactly_where_a_hash_loses_a
         assert judged["hash"][form]["lost"] == truth["sent"], (form, judged)
 
 
-def decoded_in_the_browser(root: Path, topic: str, order_id: str) -> None:
+def decoded_in_the_browser(root: Path, topic: str, order_id: str, told: str) -> None:
     """The topic's duplicate story of `order_id`: its copies' values, read on a press."""
     with serving(root / "state", config=root / "dgm.toml") as url, chromium() as page:
         page.goto(f"{url}/topic?topic={topic}&id={order_id}", timeout=WAIT_MS)
@@ -151,8 +155,8 @@ def decoded_in_the_browser(root: Path, topic: str, order_id: str) -> None:
         shown = page.locator(".st-key-copy-values")
         shown.get_by_text("copy 2: partition", exact=False).wait_for(timeout=WAIT_MS)
         shown.get_by_text('"region":', exact=False).last.wait_for(timeout=WAIT_MS)
-        page.screenshot(path=str(root / "decoded-copies.png"), full_page=True)
+        page.screenshot(path=str(root / f"decoded-copies-{topic}.png"), full_page=True)
         text = shown.inner_text()
-    assert text.count("Avro, schema") >= 2, text  # every copy, framed and decoded
+    assert text.count(told) >= 2, text  # every copy, framed and decoded
     assert f'"order_id": "{order_id}"' in text and '"region":' in text, text
     print(f"the drill-down of {order_id} in Chromium:\n{text[:400]}")
