@@ -307,21 +307,6 @@ def divergences(rows: DataFrame) -> dict[Key, Divergence]:
 COMPARED = ("topic", "partition", "offset", "message_id", "timestamp", "key", "committed")
 
 
-def in_windows(windows: Sequence[Reread]) -> Column:
-    """Rows of `windows`' offsets, and of those at or past each one's high watermark: a
-    filter Spark pushes down to the Parquet files' row groups."""
-    conditions = [
-        (F.col("topic") == w.topic)
-        & (F.col("partition") == w.partition)
-        & (
-            F.col("offset").between(w.start, max(w.start, w.end) - 1)
-            | (F.col("offset") >= w.high_watermark)
-        )
-        for w in windows
-    ]
-    return reduce(lambda a, b: a | b, conditions, F.lit(False))
-
-
 def find_divergences(
     stored: Callable[[Sequence[Reread]], DataFrame],
     read_now: Callable[[Sequence[Reread]], DataFrame],

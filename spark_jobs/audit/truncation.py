@@ -30,7 +30,6 @@ from spark_jobs.audit.reread import (
     RereadState,
     displaced,
     find_divergences,
-    in_windows,
     now_ids,
     plan_rereads,
     resume_at,
@@ -82,17 +81,27 @@ def stored(
     windows: Sequence[Reread],
     columns: Sequence[str] | None = None,
 ) -> DataFrame:
-    """The stored fingerprints of `windows` (see reread.in_windows), from the batches whose
-    ranges hold them; `columns` of them, every FINGERPRINT column without."""
+    """The stored fingerprints of the windows' topics, from the batches whose ranges hold
+    offsets of `windows`; `columns` of them, every FINGERPRINT column without. Which rows
+    are the windows' own is reread.compared's join with the windows: a filter naming each
+    window (an OR of one term per partition) took minutes over 600 partitions, every
+    fingerprint row tested against every term (bench/HISTORY.md, "The soak")."""
+    by_key: dict[Key, list[Reread]] = {}
+    for w in windows:
+        by_key.setdefault(w.key, []).append(w)
     paths = [
         str(b.path)
         for b in store.complete_batches()
-        if any(_overlaps(r, w) for r in b.ranges for w in windows)
+        if any(
+            _overlaps(r, w) for r in b.ranges for w in by_key.get((r["topic"], r["partition"]), ())
+        )
     ]
     if not paths:
         return empty_fingerprints(spark).select(*(columns or FINGERPRINT.names))
     frame = spark.read.schema(FINGERPRINT).parquet(*paths)
-    return frame.select(*(columns or FINGERPRINT.names)).where(in_windows(windows))
+    topics = sorted({topic for topic, _ in by_key})
+    # Pushed down to the Parquet files' row groups; the join does the rest.
+    return frame.select(*(columns or FINGERPRINT.names)).where(F.col("topic").isin(topics))
 
 
 def _of(keys: Iterable[Key], at_least: Mapping[Key, int] | None = None) -> Column:
