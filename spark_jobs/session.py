@@ -51,6 +51,9 @@ def ivy_settings() -> str:
     return str(settings)
 
 
+KAFKA_CONSUMERS_KEPT = 4096  # idle ones still close after Spark's 5 minutes
+
+
 def build_session(
     master: str | None = None,
     app_name: str = "dgm",
@@ -80,6 +83,10 @@ def build_session(
         .config("spark.sql.inMemoryColumnarStorage.compressed", "false")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.ui.showConsoleProgress", "false")
+        # The audit's consumers are reused from cycle to cycle (kafka_source.audit_group):
+        # the pool must hold one per partition audited, not Spark's default 64, or it
+        # closes them as fast as it opens them.
+        .config("spark.kafka.consumer.cache.capacity", str(KAFKA_CONSUMERS_KEPT))
     )
     memory = os.environ.get("DGM_SPARK_DRIVER_MEMORY")
     if memory:
@@ -96,11 +103,24 @@ def build_session(
         use_this_python()
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")
+    _quiet_stable_group_warning(session)
     if not master.startswith("local"):
         # Executors on other hosts run the engine's per-partition code (spark_jobs.analyze
         # per_id, per_session): ship it, so they need pyspark's own Python deps, not dgm.
         session.sparkContext.addPyFile(str(code_archive()))
     return session
+
+
+def _quiet_stable_group_warning(session: SparkSession) -> None:
+    """The Kafka source warns at every read that sets `kafka.group.id`, against sharing a
+    group between queries that subscribe; the audit's reads assign partitions and commit
+    nothing (kafka_source.audit_group), so the warning would only fill the log."""
+    jvm = session.sparkContext._jvm
+    assert jvm is not None
+    jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(
+        "org.apache.spark.sql.kafka010.KafkaSourceProvider",
+        jvm.org.apache.logging.log4j.Level.ERROR,
+    )
 
 
 def running_session() -> SparkSession | None:
