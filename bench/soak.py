@@ -202,20 +202,44 @@ def end_offsets(admin: AdminClient, names: list[str], partitions: int) -> int:
 
 
 def newest_run(state_dir: Path) -> dict[str, Any] | None:
+    """The newest published run: its start, end, fingerprints, and the time since the run
+    before it ended (the publication interval: the audit, analysis, what follows a
+    publication and the wait; a run's own duration leaves the last two out)."""
     try:
         with open_read_only(state_dir / PUBLISHED_FILE) as db:
-            row = db.execute(
+            rows = db.execute(
                 "SELECT started_at, finished_at, fingerprints FROM runs "
-                "ORDER BY finished_at DESC LIMIT 1"
-            ).fetchone()
+                "ORDER BY finished_at DESC LIMIT 2"
+            ).fetchall()
     except (FileNotFoundError, duckdb.Error):  # not published yet, or being replaced
         return None
-    return None if row is None else {"started": row[0], "finished": row[1], "fingerprints": row[2]}
+    if not rows:
+        return None
+    started, finished, fingerprints = rows[0]
+    interval = (finished - rows[1][1]).total_seconds() if len(rows) > 1 else None
+    return {
+        "started": started,
+        "finished": finished,
+        "fingerprints": fingerprints,
+        "interval_s": interval,
+    }
+
+
+def newest_stages(state_dir: Path) -> str | None:
+    """The newest run's summary line from the analysis log (where its time went, the steps
+    after its publication included)."""
+    log = state_dir / "logs" / "analysis.log"
+    if not log.exists():
+        return None
+    lines = [
+        line for line in log.read_text(errors="replace").splitlines() if "published in" in line
+    ]
+    return lines[-1].split(": ", 1)[-1] if lines else None
 
 
 HEADER = (
-    "minute produced backlog age_s cycle_s rss_mb(collect/watch/analyze/dashboard/exporter) "
-    "stores_mb(samples/fingerprints/published)"
+    "minute produced backlog age_s cycle_s interval_s "
+    "rss_mb(collect/watch/analyze/dashboard/exporter) stores_mb(samples/fingerprints/published)"
 )
 
 
@@ -234,6 +258,8 @@ def observe(
         "backlog": ends - newest["fingerprints"] if newest else None,
         "age_s": (now - newest["finished"]).total_seconds() if newest else None,
         "cycle_s": cycle,
+        "interval_s": newest["interval_s"] if newest else None,
+        "stages": newest_stages(state),
         "rss_mb": service_rss(run_pid),
         "stores_mb": {
             "samples": size_mb(state / "samples"),
@@ -243,10 +269,14 @@ def observe(
     }
 
 
+def _short(value: Any) -> str:
+    return f"{value:.0f}" if isinstance(value, float) else str(value)
+
+
 def line(row: dict[str, Any]) -> str:
     rss = "/".join(f"{row['rss_mb'][s]:.0f}" for s in SERVICES)
     stores = "/".join(f"{v:.1f}" for v in row["stores_mb"].values())
-    told = " ".join(str(row[k]) for k in ("backlog", "age_s", "cycle_s"))
+    told = " ".join(_short(row[k]) for k in ("backlog", "age_s", "cycle_s", "interval_s"))
     return f"{row['minute']:6.1f} {row['produced']:9d} {told} {rss} {stores}"
 
 
