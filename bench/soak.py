@@ -202,27 +202,17 @@ def end_offsets(admin: AdminClient, names: list[str], partitions: int) -> int:
 
 
 def newest_run(state_dir: Path) -> dict[str, Any] | None:
-    """The newest published run: its start, end, fingerprints, and the time since the run
-    before it ended (the publication interval: the audit, analysis, what follows a
-    publication and the wait; a run's own duration leaves the last two out)."""
+    """The newest published run: its start, end and fingerprints (the published file holds
+    the newest run only; the interval between publications is the rows' to tell)."""
     try:
         with open_read_only(state_dir / PUBLISHED_FILE) as db:
-            rows = db.execute(
+            row = db.execute(
                 "SELECT started_at, finished_at, fingerprints FROM runs "
-                "ORDER BY finished_at DESC LIMIT 2"
-            ).fetchall()
+                "ORDER BY finished_at DESC LIMIT 1"
+            ).fetchone()
     except (FileNotFoundError, duckdb.Error):  # not published yet, or being replaced
         return None
-    if not rows:
-        return None
-    started, finished, fingerprints = rows[0]
-    interval = (finished - rows[1][1]).total_seconds() if len(rows) > 1 else None
-    return {
-        "started": started,
-        "finished": finished,
-        "fingerprints": fingerprints,
-        "interval_s": interval,
-    }
+    return None if row is None else {"started": row[0], "finished": row[1], "fingerprints": row[2]}
 
 
 def newest_stages(state_dir: Path) -> str | None:
@@ -258,7 +248,7 @@ def observe(
         "backlog": ends - newest["fingerprints"] if newest else None,
         "age_s": (now - newest["finished"]).total_seconds() if newest else None,
         "cycle_s": cycle,
-        "interval_s": newest["interval_s"] if newest else None,
+        "finished": newest["finished"] if newest else None,
         "stages": newest_stages(state),
         "rss_mb": service_rss(run_pid),
         "stores_mb": {
@@ -342,6 +332,14 @@ def main() -> int:
                         raise SystemExit(f"dgm run exited with {run.returncode}:\n{said}")
                     row = observe(state, admin, names, args.partitions, counted, run.pid)
                     row["minute"] = round((time.monotonic() - began) / 60, 2)
+                    # Since the publication before: the audit, the analysis, what follows a
+                    # publication (re-read, merge) and the wait; a run's own time leaves
+                    # the last three out.
+                    ends = [r["finished"] for r in rows if r["finished"] is not None]
+                    newer = ends and row["finished"] is not None and row["finished"] > ends[-1]
+                    row["interval_s"] = (
+                        (row["finished"] - ends[-1]).total_seconds() if newer else None
+                    )
                     rows.append(row)
                     print(line(row), flush=True)
             finally:
