@@ -18,13 +18,13 @@ from dgm.clients.schema_registry import RegistrySchemas
 from dgm.config.loader import load_config
 from dgm.config.pipelines import MessageIdRule
 from dgm.contracts import registry_framing as framing
+from dgm.contracts.protobuf_ids import ProtobufDecoder, protobuf_decoder
 from spark_jobs.audit.record_columns import fingerprints
 from spark_jobs.audit.registry_columns import batch_schemas, registry_lookups
 from tests.support.kafka_cluster import KafkaUnderTest
 from tests.support.protobuf_classes import message_classes
 from tests.support.schema_registry import RegistryUnderTest
 from watch import ids
-from dgm.contracts.protobuf_ids import ProtobufDecoder, protobuf_decoder
 from watch.registry_ids import RegistryIds
 
 V1: dict[str, Any] = {
