@@ -33,7 +33,7 @@ from dgm.contracts.avro_paths import (
     avro_path,
 )
 from dgm.contracts.message_ids import bytes_text
-from dgm.contracts.protobuf_ids import ProtobufDecoder, protobuf_decoder
+from dgm.contracts.protobuf_ids import protobuf_decoder
 from dgm.contracts.registered_schemas import (
     IdKind,
     RegisteredSchema,
@@ -65,7 +65,6 @@ class RegistryIds:
         self._schemas: dict[tuple[IdKind, int], RegisteredSchema] = {}
         self._failed: dict[tuple[IdKind, int], tuple[str, float]] = {}
         self._decoders: dict[tuple[IdKind, int, str], _Decoder | str] = {}
-        self._protobuf_decoders: dict[tuple[IdKind, int], ProtobufDecoder | str] = {}
 
     def find(self, dotted: str, value: bytes | None, headers: Headers) -> Found:
         """The raw id at `dotted` (before the empty and length rules), or why there is none."""
@@ -78,7 +77,7 @@ class RegistryIds:
         if schema.format == "JSON":
             return json_id_reason(framed.payload, dotted)
         if schema.format == "PROTOBUF":
-            found = self._protobuf(framed.id_kind, schema)
+            found = protobuf_decoder(schema)  # made once a schema
             return (None, found) if isinstance(found, str) else found.find(framed.payload, dotted)
         if schema.format != "AVRO":
             return None, framing.FORMAT_UNSUPPORTED
@@ -122,13 +121,6 @@ class RegistryIds:
         self._failed.pop(key, None)
         self._schemas[key] = schema
         return schema
-
-    def _protobuf(self, kind: IdKind, schema: RegisteredSchema) -> ProtobufDecoder | str:
-        # One compile per schema: every path of it reads with the same message classes.
-        key = (kind, schema.schema_id)
-        if key not in self._protobuf_decoders:
-            self._protobuf_decoders[key] = protobuf_decoder(schema)
-        return self._protobuf_decoders[key]
 
     def _decoder(self, kind: IdKind, schema: RegisteredSchema, dotted: str) -> _Decoder | str:
         key = (kind, schema.schema_id, dotted)

@@ -20,6 +20,7 @@ messages, repeated fields and maps. Presence:
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -93,8 +94,11 @@ class ProtobufDecoder:
             return framing.PAYLOAD_UNREADABLE
 
 
+@functools.lru_cache(maxsize=256)
 def protobuf_decoder(schema: RegisteredSchema) -> ProtobufDecoder | str:
-    """A decoder for a Protobuf schema, or SCHEMA_UNREADABLE when it does not compile."""
+    """A decoder for a Protobuf schema, or SCHEMA_UNREADABLE when it does not compile; made
+    once a schema for every reader of the process (protoc runs once, not once a batch, a
+    record or a copy shown)."""
     try:
         return compiled_decoder(compile_schema(schema))
     except (ProtobufUnreadable, TypeError, ValueError, KeyError):

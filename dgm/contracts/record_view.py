@@ -1,12 +1,11 @@
 """A record's value as an operator reads it: decoded with its writer schema when it is framed
-for a schema registry (Avro, JSON Schema, Protobuf), else as JSON or text, else as bytes. What the
-duplicate story shows of a copy read back from Kafka (dashboard/panels/copy_values.py); the
-published tables never hold a value (docs/design.md, "Records framed for a schema registry").
+for a schema registry (Avro, JSON Schema, Protobuf), else as JSON or text, else as bytes.
+What the duplicate story shows of a copy read back from Kafka (dashboard/panels/copy_values.py);
+the published tables never hold a value (docs/design.md, "Records framed for a schema registry").
 """
 
 from __future__ import annotations
 
-import functools
 import io
 import json
 from collections.abc import Sequence
@@ -89,12 +88,8 @@ def value_view(
     return _protobuf(framed.payload, schema, told)
 
 
-# A schema is compiled once, not once a copy shown (protoc runs in the dashboard's process).
-_decoder = functools.lru_cache(maxsize=64)(protobuf_decoder)
-
-
 def _protobuf(payload: bytes, schema: RegisteredSchema, told: str) -> ValueView:
-    decoder = _decoder(schema)
+    decoder = protobuf_decoder(schema)
     record = decoder if isinstance(decoder, str) else decoder.parse(payload)
     if isinstance(record, str):
         return ValueView(f"Protobuf, {told}: does not decode ({record})", "")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import importlib.resources
 import tempfile
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,26 +31,35 @@ def proto(version: int) -> str:
 @functools.cache
 def order_class(version: int) -> type[Message]:
     """lab.orders.Order of `version`."""
+    return message_classes({FILE: proto(version)}, FILE, ("lab.orders.Order",))["lab.orders.Order"]
+
+
+def message_classes(
+    files: Mapping[str, str], target: str, names: Sequence[str]
+) -> dict[str, type[Message]]:
+    """The classes of message `names` (full names) from .proto `files` (import name -> text):
+    `target` and its imports compiled by protoc, in a pool of their own."""
     from grpc_tools import protoc
 
     with tempfile.TemporaryDirectory(prefix="lab-proto-") as folder:
-        source, out = Path(folder) / FILE, Path(folder) / "set.pb"
-        source.parent.mkdir(parents=True)
-        source.write_text(proto(version), encoding="utf-8")
+        for name, text in files.items():
+            (Path(folder) / name).parent.mkdir(parents=True, exist_ok=True)
+            (Path(folder) / name).write_text(text, encoding="utf-8")
+        out = Path(folder) / "set.pb"
         include = importlib.resources.files("grpc_tools") / "_proto"
-        status = protoc.main(
-            ["protoc", f"-I{folder}", f"-I{include}", f"--descriptor_set_out={out}", str(source)]
-        )
+        status = protoc.main([
+            "protoc", f"-I{folder}", f"-I{include}", f"--descriptor_set_out={out}",
+            "--include_imports", str(Path(folder) / target),
+        ])  # fmt: skip
         if status != 0:
-            raise RuntimeError(f"protoc refused {FILE} v{version}")
-        files = descriptor_pb2.FileDescriptorSet.FromString(out.read_bytes())
+            raise RuntimeError(f"protoc refused {target}")
+        described = descriptor_pb2.FileDescriptorSet.FromString(out.read_bytes())
     pool = descriptor_pool.DescriptorPool()
-    for file in files.file:
+    for file in described.file:  # imports first
         pool.Add(file)
-    found: type[Message] = message_factory.GetMessageClass(
-        pool.FindMessageTypeByName("lab.orders.Order")
-    )
-    return found
+    return {
+        name: message_factory.GetMessageClass(pool.FindMessageTypeByName(name)) for name in names
+    }
 
 
 def to_message(record: dict[str, Any], version: int) -> Message:

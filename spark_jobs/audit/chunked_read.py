@@ -81,8 +81,9 @@ def read_chunks(
         frames, observed = [], []
         for (rule, lookup), mine in by_rule.items():
             records = read_ranges(spark, sources, mine, "read_uncommitted")
-            records = records if config is None else with_expected(records, config, lookup)
             schemas = batch_schemas(records, rule, lookup)
+            if config is not None:  # the schemas fetched for the ids serve `fields` too
+                records = with_expected(records, config, lookup, schemas)
             topics = sorted({r.topic for r in mine})
             if events is not None:
                 events.told(records, topics, schemas)

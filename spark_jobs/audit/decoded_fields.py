@@ -27,6 +27,7 @@ from spark_jobs.audit.registry_columns import (
     PAYLOAD,
     SCHEMA_ID,
     UNFRAMED,
+    Schemas,
     fetch_schemas,
     schema_keys,
     spark_reads,
@@ -49,11 +50,14 @@ def no_fields() -> Column:
     return F.try_parse_json(F.lit(None).cast("string")).alias(FIELDS)
 
 
-def with_fields(records: DataFrame, lookup: SchemaLookup | None) -> DataFrame:
-    """Kafka source rows with FIELDS (the batch's schema ids listed by a small job and
-    fetched on the driver, as for the id rules)."""
+def with_fields(
+    records: DataFrame, lookup: SchemaLookup | None, schemas: Schemas | None = None
+) -> DataFrame:
+    """Kafka source rows with FIELDS: `schemas`, the batch's (registry_columns.batch_schemas'
+    for a registry_field rule), else listed by a small job and fetched on the driver."""
     framed = with_framing(records)
-    schemas = fetch_schemas(schema_keys(framed), lookup)
+    if schemas is None:
+        schemas = fetch_schemas(schema_keys(framed), lookup)
     decoded = F.when(F.col(UNFRAMED).isNotNull(), F.try_parse_json(F.col("value").cast("string")))
     shipped, _ = compiled(
         {k: s for k, s in schemas.items() if not isinstance(s, str) and s.format == "PROTOBUF"}

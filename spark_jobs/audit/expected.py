@@ -40,6 +40,7 @@ from dgm.config.problems import ConfigError
 from dgm.contracts.registered_schemas import SchemaLookup
 from spark_jobs.audit.batches import Batch
 from spark_jobs.audit.decoded_fields import FIELDS, names_fields, no_fields, with_fields
+from spark_jobs.audit.registry_columns import Schemas
 
 FILTERED = "filtered_by"
 UNDECIDED = "filter_undecided_by"
@@ -117,11 +118,14 @@ def _named(pipelines: Mapping[str, Column]) -> Column:
 
 
 def with_expected(
-    records: DataFrame, config: DgmConfig, lookup: SchemaLookup | None = None
+    records: DataFrame,
+    config: DgmConfig,
+    lookup: SchemaLookup | None = None,
+    schemas: Schemas | None = None,
 ) -> DataFrame:
     """Kafka source rows with FILTERED and UNDECIDED (null when no pipeline filters); the
-    records decoded into `fields` first (by `lookup`, their cluster's registry) when a
-    predicate may read them."""
+    records decoded into `fields` first (by `lookup`, their cluster's registry; `schemas`:
+    the batch's, when already fetched) when a predicate may read them."""
     filtering = [p for p in config.pipelines if p.expected.strip()]
     if not filtering:
         return records.withColumns(
@@ -131,7 +135,7 @@ def with_expected(
             }
         )
     decoding = any(names_fields(p.expected) for p in filtering)
-    given = with_fields(records, lookup) if decoding else records.select("*", no_fields())
+    given = with_fields(records, lookup, schemas) if decoding else records.select("*", no_fields())
     with lenient(records.sparkSession):
         return given.withColumns(
             {

@@ -6,8 +6,6 @@ written. The message classes are generated at test time (tests/support/protobuf_
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
@@ -20,9 +18,9 @@ from tests.support.schema_registry import RegistryUnderTest
 
 
 def test_the_watch_reads_what_the_protobuf_serializer_wrote(
-    tmp_path: Path, schema_registry: RegistryUnderTest
+    schema_registry: RegistryUnderTest,
 ) -> None:
-    classes = message_classes(tmp_path)
+    classes = message_classes()
     client = SchemaRegistryClient(schema_registry.client_config())
     context = SerializationContext("protobuf-orders", MessageField.VALUE)
     config = {"use.deprecated.format": False}

@@ -113,13 +113,13 @@ def test_the_audit_and_the_watch_read_avro_ids(
 
 
 def test_the_audit_and_the_watch_agree_on_protobuf_records(
-    spark: Any, kafka: KafkaUnderTest, schema_registry: RegistryUnderTest, tmp_path: Path
+    spark: Any, kafka: KafkaUnderTest, schema_registry: RegistryUnderTest
 ) -> None:
     """confluent-kafka's ProtobufSerializer (a reference, a nested message) to a real broker:
     the audit (in Spark's Python workers) and the watch find the ids the producer wrote, from
     the same registry, and the same reason where there is none."""
     topic = kafka.new_topic("protobuf")
-    classes = message_classes(tmp_path)
+    classes = message_classes()
     client = SchemaRegistryClient(schema_registry.client_config())
     context = SerializationContext(topic, MessageField.VALUE)
     config = {"use.deprecated.format": False}
