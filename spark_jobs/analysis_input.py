@@ -14,6 +14,19 @@ from dataclasses import dataclass
 import pyarrow as pa
 from pyspark.sql import DataFrame
 
+from dgm.contracts.fingerprints import FINGERPRINT
+
+# A load whose new batches hold at most this many fingerprints reads them on the driver too
+# (`added_rows`), for the engine to work a small cycle there (analyze/small_cycle.py).
+FEW_ADDED = 50_000
+# FINGERPRINT, every column nullable: what Spark's toArrow of a fingerprint frame gives.
+ROWS = pa.schema([field.with_nullable(True) for field in FINGERPRINT])
+
+
+def conformed(table: pa.Table) -> pa.Table:
+    """`table`'s fingerprint columns as ROWS, so tables read by Spark and by pyarrow concat."""
+    return table.select(ROWS.names).cast(ROWS)
+
 
 @dataclass(frozen=True)
 class Fingerprints:
@@ -33,6 +46,12 @@ class Fingerprints:
     # when the loader knows it: a sampled partition's oldest kept fingerprint is not the
     # oldest record held (docs/design.md, "Sampled pipelines")
     audited_from: Mapping[tuple[str, int], int] | None = None
+    # The same rows on the driver, for a cycle small enough to work there
+    # (analyze/small_cycle.py): `added` when its batches are few (None otherwise), and the
+    # external snapshots now and of the last load (read on the driver anyway).
+    added_rows: pa.Table | None = None
+    external_rows: pa.Table | None = None
+    external_before_rows: pa.Table | None = None
 
     @property
     def whole(self) -> DataFrame:

@@ -61,6 +61,27 @@ def cycle_rows(kept: DataFrame, added: DataFrame, ctx: Context) -> pa.Table:
     return both.where(F.col("topic").isin(*_topics(ctx))).toArrow()
 
 
+def cycle_rows_in(kept: pa.Table, added: pa.Table, ctx: Context) -> pa.Table:
+    """cycle_rows of rows already on the driver (a small cycle's: engine.py)."""
+    both = pa.concat_tables(
+        [
+            kept.select(list(_READ)).append_column("added", pa.repeat(False, kept.num_rows)),
+            added.select(list(_READ)).append_column("added", pa.repeat(True, added.num_rows)),
+        ]
+    )
+    return both.filter(_in(both, "topic", _topics(ctx)))
+
+
+def unstamped_sinks_in(
+    rows: pa.Table, ctx: Context, known: Collection[str] = frozenset()
+) -> frozenset[str]:
+    """lineage.unstamped_sinks of rows already on the driver."""
+    routes = {sink: sources for sink, sources in id_routes(ctx).items() if sink not in known}
+    if not routes:
+        return frozenset()
+    return frozenset(rows.filter(_unstamped(rows, routes))["topic"].unique().to_pylist())
+
+
 def _in(table: pa.Table, column: str, values: Collection[str]) -> pa.ChunkedArray:
     return pc.is_in(table[column], pa.array(sorted(values), pa.string()))
 

@@ -22,9 +22,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from functools import reduce
@@ -40,7 +37,9 @@ from dgm.contracts import published as tables
 from spark_jobs.analysis_input import Fingerprints
 from spark_jobs.analyze import claims, order
 from spark_jobs.analyze import counts as tally
-from spark_jobs.analyze.context import Context, History, Routes, context, routes
+from spark_jobs.analyze import small_cycle as small
+from spark_jobs.analyze.checked import newly_checked
+from spark_jobs.analyze.context import Context, History, Routes, context, routes, routes_in
 from spark_jobs.analyze.cycle_streams import cycle_relinks, cycle_rows, cycle_stream_records
 from spark_jobs.analyze.lineage import unstamped_sinks
 from spark_jobs.analyze.passes import (
@@ -52,18 +51,9 @@ from spark_jobs.analyze.passes import (
 )
 from spark_jobs.analyze.per_session import COLUMNS as SESSION_COLUMNS
 from spark_jobs.analyze.per_session import gap_rows, intervals_of, runs, runs_frame
+from spark_jobs.analyze.steps import Timings, timed
 
 log = logging.getLogger("dgm.analyze")
-Timings = dict[str, float]  # seconds per step of a cycle, for the progress line
-
-
-@contextmanager
-def _timed(timings: Timings, step: str) -> Iterator[None]:
-    began = time.perf_counter()
-    try:
-        yield
-    finally:
-        timings[step] = time.perf_counter() - began
 
 
 @dataclass(frozen=True)
@@ -124,53 +114,6 @@ def deadline_reason(old: Context, new: Context) -> str:
     return ""
 
 
-def newly_deadline_checked(frame: DataFrame, old: Context, new: Context) -> DataFrame | None:
-    """message_id of the source records in `frame` a deadline pipeline checks under `new`
-    but did not under `old`: committed, identified, timestamped between its old and its new
-    deadline cutoff (claims.moved_deadlines); None when no cutoff moved."""
-    moved = claims.moved_deadlines(old.deadlines, new.deadlines, new.source_topics)
-    if not moved:
-        return None
-    spans = frame.sparkSession.createDataFrame(moved, "topic string, before long, cutoff long")
-    ts = F.unix_micros(F.col("timestamp"))
-    return (
-        frame.where(F.col("committed") & F.col("message_id").isNotNull() & ts.isNotNull())
-        .join(F.broadcast(spans), "topic")
-        .where((ts >= F.col("before")) & (ts < F.col("cutoff")))
-        .select("message_id")
-    )
-
-
-def newly_checked(frame: DataFrame, old: Context, new: Context) -> DataFrame | None:
-    """message_id of the source records in `frame` a pipeline checks under `new` but did not
-    under `old` (the loss module's rule: committed, identified, timestamped before the
-    cutoff, below the claimed offset; for a deadline claim, newly_deadline_checked); None
-    when none can be."""
-    by_deadline = newly_deadline_checked(frame, old, new)
-    by_claim = _newly_claimed(frame, old, new)
-    if by_deadline is None or by_claim is None:
-        return by_claim if by_deadline is None else by_deadline
-    return by_claim.unionByName(by_deadline)
-
-
-def _newly_claimed(frame: DataFrame, old: Context, new: Context) -> DataFrame | None:
-    moved = claims.moved_claims(old.claimed, new.claimed, new.sources, old.cutoff_us, new.cutoff_us)
-    if not moved:
-        return None
-    spans = frame.sparkSession.createDataFrame(
-        moved, "topic string, partition int, claimed_before long, claimed long"
-    )
-    ts = F.unix_micros(F.col("timestamp"))
-    checked_now = (ts < new.cutoff_us) & (F.col("offset") < F.col("claimed"))
-    not_before = (ts >= old.cutoff_us) | (F.col("offset") >= F.col("claimed_before"))
-    return (
-        frame.where(F.col("committed") & F.col("message_id").isNotNull() & ts.isNotNull())
-        .join(F.broadcast(spans), ["topic", "partition"])
-        .where(checked_now & not_before)
-        .select("message_id")
-    )
-
-
 class Engine:
     """Call `cycle` once per analysis run; `reset` after a failed one."""
 
@@ -192,15 +135,21 @@ class Engine:
         pipeline_metrics) of the `fingerprints` now."""
         timings: Timings = {}
         state = self.state
-        with _timed(timings, "routes"):
+        with timed(timings, "routes"):
+            # Rows already on the driver are aggregated there (small_cycle.py says why).
             external = (
-                routes(fingerprints.external) if fingerprints.external is not None else Routes()
+                routes_in(fingerprints.external_rows)
+                if fingerprints.external_rows is not None
+                else routes(fingerprints.external)
+                if fingerprints.external is not None
+                else Routes()
             )
-            kept_routes = (
-                state.kept_routes.merged(routes(fingerprints.added))
-                if state is not None and fingerprints.added is not None
-                else routes(fingerprints.kept)
-            )
+            if state is None or fingerprints.added is None:
+                kept_routes = routes(fingerprints.kept)
+            elif fingerprints.added_rows is not None:
+                kept_routes = state.kept_routes.merged(routes_in(fingerprints.added_rows))
+            else:
+                kept_routes = state.kept_routes.merged(routes(fingerprints.added))
         known = kept_routes.merged(external).history()
         if fingerprints.audited_from is not None:
             held = claims.sampled_held_from(
@@ -214,10 +163,10 @@ class Engine:
             state = _rebuilt(fingerprints, ctx, kept_routes, known, timings)
             self.last = f"rebuilt ({reason})"
         else:
-            state, touched = _advanced(state, fingerprints, ctx, kept_routes, known, timings)
-            self.last = f"{touched} message ids touched"
+            state, touched, where = _advanced(state, fingerprints, ctx, kept_routes, known, timings)
+            self.last = f"{touched} message ids touched {where}"
         self.state = state
-        with _timed(timings, "tables"):
+        with timed(timings, "tables"):
             result = published(state, present_in_runs(fingerprints.displaced, ctx))
         self.last += " (" + ", ".join(f"{k} {v:.1f}s" for k, v in timings.items()) + ")"
         return result
@@ -232,9 +181,9 @@ def _rebuilt(
 ) -> State:
     whole = fingerprints.whole
     count = fingerprints.counted()  # sizes the shuffles
-    with _timed(timings, "per id"):
+    with timed(timings, "per id"):
         rows = by_id(whole, ctx, count).toArrow()
-    with _timed(timings, "runs and order"):
+    with timed(timings, "runs and order"):
         unstamped = unstamped_sinks(whole, ctx)
         runs_rows, order_rows = split_streams(streams(whole, ctx, count, unstamped).toArrow())
         found = runs_frame(runs_rows)
@@ -263,32 +212,63 @@ def _advanced(
     kept_routes: Routes,
     known: History,
     timings: Timings,
-) -> tuple[State, int]:
+) -> tuple[State, int, str]:
+    """The state advanced by the cycle, how many ids it touched, and where their rows were
+    worked out: on the driver when they are few (small_cycle.py), else in Spark."""
+    assert fingerprints.before is not None and fingerprints.added is not None
+    touched: pa.Array | None = None
+    if small.works_on_driver(fingerprints):
+        touched = small.touched_ids(fingerprints, state.ctx, ctx, timings)
+    where = "on the driver"
+    if touched is not None and len(touched) <= small.FEW_TOUCHED:
+        now_rows, was_rows, cycle, lacking = small.recomputed(
+            fingerprints, state.ctx, ctx, touched, state.unstamped, timings
+        )
+    else:
+        where = "in Spark"
+        touched, now_rows, was_rows, cycle, lacking = _recomputed_in_spark(
+            state, fingerprints, ctx, timings
+        )
+    advanced = _merged(
+        state, ctx, kept_routes, known, touched, now_rows, was_rows, cycle, lacking,
+        fingerprints, timings,
+    )  # fmt: skip
+    return advanced, len(touched), where
+
+
+def _external_changes(fingerprints: Fingerprints) -> list[tuple[DataFrame, DataFrame]]:
+    """(added, removed) external rows: external snapshots are rewritten whole each cycle,
+    so their changed rows count as added (now, not before) and removed (before, not now)."""
+    if fingerprints.external is None and fingerprints.external_before is None:
+        return []
+    assert fingerprints.added is not None
+    empty = fingerprints.added.limit(0)
+    now_ext = fingerprints.external if fingerprints.external is not None else empty
+    was_ext = fingerprints.external_before if fingerprints.external_before is not None else empty
+    return [(now_ext.exceptAll(was_ext), was_ext.exceptAll(now_ext))]
+
+
+def _recomputed_in_spark(
+    state: State, fingerprints: Fingerprints, ctx: Context, timings: Timings
+) -> tuple[pa.Array, pa.Table, pa.Table, pa.Table, frozenset[str]]:
+    """(touched ids, their rows now, their rows before, cycle_rows, the sinks found
+    unstamped) by Spark passes over the cycle's fingerprints."""
     assert fingerprints.before is not None and fingerprints.added is not None
     spark = fingerprints.kept.sparkSession
     before = _union(fingerprints.before, fingerprints.external_before)
-    # External snapshots are rewritten whole each cycle: their changed rows count as added
-    # (now, not before) and removed (before, not now).
-    changed: list[tuple[DataFrame, DataFrame]] = []  # (added, removed) external rows
-    if fingerprints.external is not None or fingerprints.external_before is not None:
-        empty = fingerprints.added.limit(0)
-        now_ext = fingerprints.external if fingerprints.external is not None else empty
-        was_ext = (
-            fingerprints.external_before if fingerprints.external_before is not None else empty
-        )
-        changed.append((now_ext.exceptAll(was_ext), was_ext.exceptAll(now_ext)))
+    changed = _external_changes(fingerprints)
     candidates = [_ids(fingerprints.added)]
     for ext_added, ext_removed in changed:
         candidates += [_ids(ext_added), _ids(ext_removed)]
     checked = newly_checked(before, state.ctx, ctx)
     if checked is not None:
         candidates.append(checked)
-    with _timed(timings, "touched ids"):
+    with timed(timings, "touched ids"):
         found = reduce(DataFrame.unionByName, candidates).distinct().toArrow()
     touched = found["message_id"].combine_chunks().cast(pa.string())
     ids = F.broadcast(spark.createDataFrame(pa.table({"message_id": touched}), "message_id string"))
     # The kept rows of touched ids, picked out once (a scan of every kept row) for both sides.
-    with _timed(timings, "select"):
+    with timed(timings, "select"):
         common = fingerprints.before.join(ids, "message_id", "left_semi").persist()
         held = common.count()
         added = fingerprints.added.count()  # cached since the touched ids were read
@@ -307,34 +287,51 @@ def _advanced(
         .unionByName(by_id(was, state.ctx, held).withColumn("sign", F.lit(-1)))
     )
     try:
-        with _timed(timings, "recompute"):
+        with timed(timings, "recompute"):
             rows = sides.toArrow()
-        with _timed(timings, "stream records"):
+        with timed(timings, "stream records"):
             # While common is held: the new sink records' source records (the id join,
             # lineage.py) are among the rows of their ids, kept or new: read once, joined
             # on the driver (cycle_streams.py).
             lacking = unstamped_sinks(fingerprints.added, ctx, state.unstamped)
             cycle = cycle_rows(common, fingerprints.added, ctx)
-            new_records = cycle_stream_records(cycle, ctx, state.unstamped | lacking)
-            relinked = cycle_relinks(cycle, ctx, state.unstamped)
     finally:
         common.unpersist()
-    with _timed(timings, "merge"):
-        now_rows = rows.filter(pc.equal(rows["sign"], 1)).drop_columns(["sign"])
-        was_rows = rows.filter(pc.equal(rows["sign"], -1)).drop_columns(["sign"])
+    now_rows = rows.filter(pc.equal(rows["sign"], 1)).drop_columns(["sign"])
+    was_rows = rows.filter(pc.equal(rows["sign"], -1)).drop_columns(["sign"])
+    return touched, now_rows, was_rows, cycle, lacking
+
+
+def _merged(
+    state: State,
+    ctx: Context,
+    kept_routes: Routes,
+    known: History,
+    touched: pa.Array,
+    now_rows: pa.Table,
+    was_rows: pa.Table,
+    cycle: pa.Table,
+    lacking: frozenset[str],
+    fingerprints: Fingerprints,
+    timings: Timings,
+) -> State:
+    """The kept state advanced by the touched ids' rows now and before, and the cycle's
+    stream records (cycle_rows)."""
+    with timed(timings, "merge"):
         kept = state.records.filter(pc.invert(pc.is_in(state.records["message_id"], touched)))
-        records = pa.concat_tables([kept, _records(now_rows)])
+        records = pa.concat_tables([kept, _records(now_rows).cast(kept.schema)])
         counts = tally.summed(
             state.counts, tally.count_rows(now_rows), tally.count_rows(was_rows, sign=-1)
         )
-    with _timed(timings, "runs and order"):
+    with timed(timings, "runs and order"):
+        new_records = cycle_stream_records(cycle, ctx, state.unstamped | lacking)
+        relinked = cycle_relinks(cycle, ctx, state.unstamped)
         found = runs(
             pd.concat([state.runs, intervals_of(sessions_of(new_records))], ignore_index=True)
         )
         unstamped = state.unstamped | lacking
         behind, marks = _ordered_on(state, new_records, fingerprints, ctx, relinked, unstamped)
-    advanced = State(ctx, kept_routes, known, records, counts, found, behind, marks, unstamped)
-    return advanced, len(touched)
+    return State(ctx, kept_routes, known, records, counts, found, behind, marks, unstamped)
 
 
 def _ordered_on(

@@ -31,12 +31,13 @@ import contextlib
 from functools import reduce
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 
 from dgm.contracts.fingerprints import FINGERPRINT as ARROW_FINGERPRINT
-from spark_jobs.analysis_input import Fingerprints
+from spark_jobs.analysis_input import FEW_ADDED, Fingerprints, conformed
 from spark_jobs.audit.batches import Batch, merged_ranges
 from spark_jobs.audit.store import FingerprintStore, empty_fingerprints
 from spark_jobs.schemas import FINGERPRINT
@@ -53,8 +54,10 @@ class KeptFingerprints:
         self.pieces: list[DataFrame] = []
         self.records: dict[str, int] = {}  # batch name -> rows, of the batches kept
         self.batches_read = 0  # batches read from disk by the last `load`
-        # The external snapshots the last `load` read (the next compares its own with them).
+        # The external snapshots the last `load` read (the next compares its own with them),
+        # as a frame and as the Arrow table it was made from.
         self.external: DataFrame | None = None
+        self.external_rows: pa.Table | None = None
 
     def reset(self) -> None:
         """Forget every kept frame: the next `load` reads everything again."""
@@ -62,7 +65,7 @@ class KeptFingerprints:
             with contextlib.suppress(Exception):  # a stopped session has nothing to free
                 piece.unpersist()
         self.pieces, self.records = [], {}
-        self.external = None
+        self.external, self.external_rows = None, None
 
     def load(self) -> Fingerprints:
         """Every complete batch's fingerprints and every external snapshot (what
@@ -70,7 +73,7 @@ class KeptFingerprints:
         only batches new since then are read when the store allows it."""
         batches = self.store.complete_batches()
         new = self._new_batches(batches)
-        external_before = self.external
+        external_before, external_before_rows = self.external, self.external_rows
         if new is None:
             self.reset()
             new = batches
@@ -80,25 +83,47 @@ class KeptFingerprints:
                 self._consolidate()
             before = self._kept()
         added = empty_fingerprints(self.spark)
+        added_rows = None if before is None else _on_driver(new)
         if new:
             piece = self.spark.read.schema(FINGERPRINT).parquet(*(str(b.path) for b in new))
             added = piece.persist(StorageLevel.MEMORY_AND_DISK)
             self.pieces.append(added)
         self.records = {b.path.name: int(b.manifest["records"]) for b in batches}
         self.batches_read = len(new)
-        self.external = self._read_external()
+        self.external_rows = self._read_external()
+        self.external = (
+            None
+            if self.external_rows is None
+            else self.spark.createDataFrame(self.external_rows, FINGERPRINT)
+        )
         kept = self._kept()
-        whole = kept if self.external is None else kept.unionByName(self.external)
         return Fingerprints(
             kept=kept,
             external=self.external,
             before=before,
             added=added,
             external_before=None if before is None else external_before,
-            count=whole.count(),
+            count=self._counted(kept, added, before is None),
             displaced=self.store.displaced(),
             audited_from={r.key: r.start for r in merged_ranges(batches)},
+            added_rows=added_rows,
+            external_rows=None if self.external_rows is None else conformed(self.external_rows),
+            external_before_rows=(
+                None
+                if before is None or external_before_rows is None
+                else conformed(external_before_rows)
+            ),
         )
+
+    def _counted(self, kept: DataFrame, added: DataFrame, everything: bool) -> int:
+        """The rows of kept and external, each kept piece cached by the count: a piece
+        whose files a merge removes before it is cached could not be read again."""
+        external = 0 if self.external_rows is None else self.external_rows.num_rows
+        if everything:
+            return kept.count() + external
+        # Only the new piece is scanned; the kept batches' rows are their manifests'.
+        added.count()
+        return sum(self.records.values()) + external
 
     def _new_batches(self, batches: list[Batch]) -> list[Batch] | None:
         """The batches to read on top of the kept ones; None when the kept rows are no
@@ -139,11 +164,25 @@ class KeptFingerprints:
             piece.unpersist()
         self.pieces = [whole]
 
-    def _read_external(self) -> DataFrame | None:
+    def _read_external(self) -> pa.Table | None:
         """Read the external snapshots on the driver (the audit writes them from there, whole),
         so the last load's stay exactly what they were when the audit rewrites the files."""
         paths = self.store.external_snapshots()
         if not paths:
             return None
-        snapshot = pq.read_table(paths, schema=ARROW_FINGERPRINT)
-        return self.spark.createDataFrame(snapshot, FINGERPRINT)
+        return pq.read_table(paths, schema=ARROW_FINGERPRINT)
+
+
+def _on_driver(batches: list[Batch]) -> pa.Table | None:
+    """The rows of `batches` read on the driver (as Spark reads a batch's folder: its data
+    files), for a small cycle (analyze/small_cycle.py); None when they are more than
+    FEW_ADDED."""
+    if sum(int(b.manifest["records"]) for b in batches) > FEW_ADDED:
+        return None
+    files = [
+        str(f) for b in batches for f in sorted(b.path.glob("*.parquet"))
+        if not f.name.startswith(("_", "."))
+    ]  # fmt: skip
+    if not files:
+        return conformed(ARROW_FINGERPRINT.empty_table())
+    return conformed(pq.read_table(files, schema=ARROW_FINGERPRINT))
