@@ -43,6 +43,8 @@ from spark_jobs.sampling import kept
 # 13.9 s, in one chunk 8.4 s: bench/HISTORY.md, "Audit: throughput against the engine's
 # floor"), so a chunk is ~8 s of reading there; the progress line still comes every 10 s.
 CHUNK_OFFSETS = 1_000_000
+# A chunk of at most this many offsets is read by one task per core (read_chunks).
+FEW_OFFSETS = 50_000
 # aborted_spans_frame's rows: aborted batches' offsets, inclusive.
 SPANS = "topic string, partition int, first long, last long"
 # Aborted records up to this many are sent whole to every task to be marked (~30 bytes
@@ -96,6 +98,10 @@ def read_chunks(
         # Only the chunk's segments are sent to its tasks.
         if arrivals is not None and (mine := needed(arrivals, chunk)).num_rows:
             frame = with_arrivals(frame, spark.createDataFrame(mine))
+        if sum(r.size for r in chunk) <= FEW_OFFSETS:
+            # A few records (a demo's cycle): read by a task per core, not one per Kafka
+            # partition, each of which cost ~0.1 s and wrote its own small file.
+            frame = frame.coalesce(spark.sparkContext.defaultParallelism)
         counted = scratch.write(frame)
         for key, rows in counted.items():
             counts[key] = counts.get(key, 0) + rows
