@@ -49,14 +49,13 @@ from shell.stack import (
 DEFAULT_STATE_DIR = ".dgm-demo"
 MARKER = ".dgm-demo"  # a file in the state directory: it is the demo's and may be emptied
 # The audit reads up to the newest sampled offsets, so their age adds to how late a
-# duplicate is seen: a cycle takes ~0.04 s on the demo, and every 2 s (not 5) took ~2 s
-# off the detection latency's p50 (bench/HISTORY.md, "The rebuild within 3x DuckDB at
-# 10M").
-COLLECT_EVERY_S = 2
-# A run takes ~5 s on the demo: every 10 s leaves the 2-core machine half idle and detects a
-# duplicate in ~12 s (p50); back to back they slow the lab and detect no sooner
-# (bench/HISTORY.md, "The per-id engine" and "The samples on the driver").
-ANALYZE_EVERY_S = 10
+# duplicate is seen: a cycle takes ~0.04 s on the demo; every 2 s (not 5) took ~2 s off the
+# detection latency's p50, every 1 s (not 2) ~2 s more once runs were short (bench/HISTORY.md,
+# "The demo's analysis in fewer Spark jobs").
+COLLECT_EVERY_S = 1
+# A run takes ~4-5 s on the demo since small cycles work on the driver: one every 5 s
+# detects a duplicate in ~9 s (p50), against ~12.5 s every 10 s (same HISTORY section).
+ANALYZE_EVERY_S = 5
 # Long enough for one analysis run: a sink copy written after the audit's bound, while the
 # group's newer commit is already sampled, must not count as lost.
 GRACE_S = 30
