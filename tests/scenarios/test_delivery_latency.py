@@ -40,7 +40,9 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 INTERVAL_S = 1.0
 PRODUCE_PER_S = 20
-FAST_S, SLOW_S, RECOVERED_S = 10.0, 20.0, 25.0
+# Recovered: the backlog (~300 records) drains in a few seconds, then a whole window of
+# fast copies (WINDOW_S) is the newest.
+FAST_S, SLOW_S, RECOVERED_S = 10.0, 20.0, 12.0
 SLOW_PER_S = PRODUCE_PER_S / 2  # slowed: the backlog grows by 10 records a second
 WINDOW_S = 5
 SLOW_P99_S = 4.0  # the alert's threshold: reached ~8 s into the slow phase, far above a fast copy

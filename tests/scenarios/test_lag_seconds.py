@@ -67,7 +67,9 @@ class Truth:
         return at - self.acked_at[committed]
 
 
-def produce(kafka: Any, topic: str, truth: Truth) -> None:
+def produce(kafka: Any, topic: str, truth: Truth, stop: Any) -> None:
+    """PRODUCE_PER_S records a second, for PRODUCE_S at most: the test stops it once the
+    relay has caught up (nothing after that is judged)."""
     producer = Producer(kafka.client_config(**{"acks": "all", "linger.ms": 0}))
 
     def acked(error: Any, message: Any) -> None:
@@ -76,6 +78,8 @@ def produce(kafka: Any, topic: str, truth: Truth) -> None:
 
     started = time.monotonic()
     for n in range(int(PRODUCE_S * PRODUCE_PER_S)):
+        if stop.is_set():
+            break
         producer.produce(topic, key=str(n).encode(), value=b"x" * 100, on_delivery=acked)
         producer.poll(0)
         time.sleep(max(0.0, started + (n + 1) / PRODUCE_PER_S - time.monotonic()))
@@ -125,7 +129,7 @@ def test_lag_in_seconds_and_the_catch_up_agree_with_the_relay(
     )
     truth, stop = Truth(), threading.Event()
     threads = [
-        threading.Thread(target=produce, args=(kafka, source, truth), daemon=True),
+        threading.Thread(target=produce, args=(kafka, source, truth, stop), daemon=True),
         threading.Thread(target=relay, args=(kafka, source, sink, group, truth, stop), daemon=True),
     ]
     with collecting(kafka.bootstrap_servers, config, INTERVAL_S):
