@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import inspect
 import os
 import shutil
@@ -138,7 +139,11 @@ def run_spark(
     given: Any = fingerprints
     if "Fingerprints" in str(inspect.signature(analyze_module.analyze).parameters["fingerprints"]):
         root = package.rsplit(".", 1)[0]
-        given = importlib.import_module(root + ".fingerprints").Fingerprints(fingerprints)
+        # The value's module was renamed (fingerprints -> analysis_input).
+        for name in ("analysis_input", "fingerprints"):
+            if importlib.util.find_spec(f"{root}.{name}") is not None:
+                given = importlib.import_module(f"{root}.{name}").Fingerprints(fingerprints)
+                break
     tables = analyze_module.analyze(spark, config, given, samples, world.now)
     stamp = datetime.now(UTC)  # a fresh run for the dashboard benchmark, not a STALE one
     # fill_run moved from the analysis module to analyze/runs with the layout change.
