@@ -217,12 +217,14 @@ def _advanced(
     worked out: on the driver when they are few (small_cycle.py), else in Spark."""
     assert fingerprints.before is not None and fingerprints.added is not None
     touched: pa.Array | None = None
+    changes: list[pa.Table] = []
     if small.works_on_driver(fingerprints):
-        touched = small.touched_ids(fingerprints, state.ctx, ctx, timings)
+        changes = small.external_changes(fingerprints)
+        touched = small.touched_ids(fingerprints, state.ctx, ctx, changes, timings)
     where = "on the driver"
     if touched is not None and len(touched) <= small.FEW_TOUCHED:
         now_rows, was_rows, cycle, lacking = small.recomputed(
-            fingerprints, state.ctx, ctx, touched, state.unstamped, timings
+            fingerprints, state.ctx, ctx, touched, changes, state.unstamped, timings
         )
     else:
         where = "in Spark"

@@ -69,11 +69,11 @@ def by_id(fingerprints: DataFrame, ctx: Context, rows: int | None = None) -> Dat
 # (id_frame.marked splits them; a pipeline name holds no comma): Arrow-encoding array
 # columns into and out of the workers made the per-id stage 7x slower (22 s against 3 s
 # for 1M rows through an identity mapInArrow; bench/HISTORY.md, "Sampling: ...").
-_JOINED = ("filtered_by", "filter_undecided_by")
+JOINED = ("filtered_by", "filter_undecided_by")
 
 
 def _shipped(column: str) -> Column:
-    return F.array_join(column, ",").alias(column) if column in _JOINED else F.col(column)
+    return F.array_join(column, ",").alias(column) if column in JOINED else F.col(column)
 
 
 def stream_records(

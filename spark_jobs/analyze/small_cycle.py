@@ -24,6 +24,7 @@ from spark_jobs.analyze.checked import newly_checked
 from spark_jobs.analyze.context import Context
 from spark_jobs.analyze.cycle_streams import cycle_rows_in, unstamped_sinks_in
 from spark_jobs.analyze.output import SCHEMA as OUTPUT
+from spark_jobs.analyze.passes import JOINED  # per_id's list columns, joined (why: there)
 from spark_jobs.analyze.per_id import COLUMNS as ID_COLUMNS
 from spark_jobs.analyze.per_id import per_id_rows
 from spark_jobs.analyze.steps import Timings, timed
@@ -32,8 +33,6 @@ from spark_jobs.analyze.steps import Timings, timed
 # are there: analysis_input.FEW_ADDED).
 FEW_TOUCHED = 100_000
 ROWS_EMPTY = ROWS.empty_table()
-# The list columns per_id reads joined into one string (passes._shipped says why).
-JOINED = ("filtered_by", "filter_undecided_by")
 
 
 def id_rows(fingerprints: pa.Table, ctx: Context) -> pa.Table:
@@ -98,14 +97,18 @@ def works_on_driver(fingerprints: Fingerprints) -> bool:
 
 
 def touched_ids(
-    fingerprints: Fingerprints, was: Context, ctx: Context, timings: Timings
+    fingerprints: Fingerprints,
+    was: Context,
+    ctx: Context,
+    changes: list[pa.Table],
+    timings: Timings,
 ) -> pa.Array:
     """The cycle's touched ids (engine.py): those of its added rows and of the external rows
-    that changed, found on the driver, and those a moved claim newly checks (one Spark job
-    over the kept fingerprints, only when a claim moved)."""
+    that changed (`changes`: external_changes), found on the driver, and those a moved
+    claim newly checks (one Spark job over the kept fingerprints, only when a claim moved)."""
     assert fingerprints.before is not None and fingerprints.added_rows is not None
     with timed(timings, "touched ids"):
-        found = [fingerprints.added_rows, *external_changes(fingerprints)]
+        found = [fingerprints.added_rows, *changes]
         before = fingerprints.before
         if fingerprints.external_before is not None:
             before = before.unionByName(fingerprints.external_before)
@@ -132,12 +135,13 @@ def recomputed(
     was: Context,
     ctx: Context,
     touched: pa.Array,
+    changes: list[pa.Table],
     unstamped: Collection[str],
     timings: Timings,
 ) -> tuple[pa.Table, pa.Table, pa.Table, frozenset[str]]:
     """(the `touched` ids' per-id rows now, and before under the `was` Context; the cycle's
     cycle_rows; the sinks newly found unstamped), worked out on the driver from one Spark
-    read of the touched ids' kept rows."""
+    read of the touched ids' kept rows; `changes` as in touched_ids."""
     assert fingerprints.before is not None and fingerprints.added_rows is not None
     added = fingerprints.added_rows
     with timed(timings, "select"):
@@ -147,7 +151,6 @@ def recomputed(
         before.append(of_ids(conformed(fingerprints.external_before_rows), touched))
     if fingerprints.external_rows is not None:
         now.append(of_ids(conformed(fingerprints.external_rows), touched))
-    changes = external_changes(fingerprints)
     if changes:
         now.append(unidentified(changes[0]))
         before.append(unidentified(changes[1]))
