@@ -25,6 +25,7 @@ Not a timed test: the figures go to bench/README.md and bench/HISTORY.md.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -187,13 +188,18 @@ def service_rss(run_pid: int) -> dict[str, float]:
 
 
 def size_mb(path: Path) -> float:
+    """The bytes under `path`, in MiB. Spark writes and removes its _temporary folders
+    meanwhile: a file or folder gone while walked counts nothing (a run's observer once
+    died of one)."""
+    total = 0
+    for folder, _, files in os.walk(path):  # os.walk skips folders that vanish
+        for name in files:
+            with contextlib.suppress(FileNotFoundError):
+                total += os.stat(os.path.join(folder, name)).st_size
     if path.is_file():
-        return path.stat().st_size / 2**20
-    return (
-        sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) / 2**20
-        if path.exists()
-        else 0.0
-    )
+        with contextlib.suppress(FileNotFoundError):
+            total = path.stat().st_size
+    return total / 2**20
 
 
 def end_offsets(admin: AdminClient, names: list[str], partitions: int) -> int:
