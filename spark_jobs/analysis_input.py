@@ -46,9 +46,9 @@ class Fingerprints:
     # when the loader knows it: a sampled partition's oldest kept fingerprint is not the
     # oldest record held (docs/design.md, "Sampled pipelines")
     audited_from: Mapping[tuple[str, int], int] | None = None
-    # The same rows on the driver, for a cycle small enough to work there
-    # (analyze/small_cycle.py): `added` when its batches are few (None otherwise), and the
-    # external snapshots now and of the last load (read on the driver anyway).
+    # The same rows on the driver, as ROWS (`conformed`), for a cycle small enough to work
+    # there (analyze/small_cycle.py): `added` when its batches are few (None otherwise), and
+    # the external snapshots now and of the last load (read on the driver anyway).
     added_rows: pa.Table | None = None
     external_rows: pa.Table | None = None
     external_before_rows: pa.Table | None = None

@@ -125,8 +125,8 @@ def external_changes(fingerprints: Fingerprints) -> list[pa.Table]:
     now, was = fingerprints.external_rows, fingerprints.external_before_rows
     if now is None and was is None:
         return []
-    now = conformed(ROWS_EMPTY if now is None else now)
-    was = conformed(ROWS_EMPTY if was is None else was)
+    now = ROWS_EMPTY if now is None else now
+    was = ROWS_EMPTY if was is None else was
     return [minus(now, was), minus(was, now)]
 
 
@@ -148,9 +148,9 @@ def recomputed(
         common = kept_rows_of(fingerprints.before, touched) if len(touched) else ROWS_EMPTY
     now, before = [common, added], [common]
     if fingerprints.external_before_rows is not None:
-        before.append(of_ids(conformed(fingerprints.external_before_rows), touched))
+        before.append(of_ids(fingerprints.external_before_rows, touched))
     if fingerprints.external_rows is not None:
-        now.append(of_ids(conformed(fingerprints.external_rows), touched))
+        now.append(of_ids(fingerprints.external_rows, touched))
     if changes:
         now.append(unidentified(changes[0]))
         before.append(unidentified(changes[1]))

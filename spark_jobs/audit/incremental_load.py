@@ -37,9 +37,10 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 
 from dgm.contracts.fingerprints import FINGERPRINT as ARROW_FINGERPRINT
-from spark_jobs.analysis_input import FEW_ADDED, Fingerprints, conformed
+from spark_jobs.analysis_input import FEW_ADDED, ROWS, Fingerprints, conformed
 from spark_jobs.audit.batches import Batch, merged_ranges
 from spark_jobs.audit.store import FingerprintStore, empty_fingerprints
+from spark_jobs.audit.written import part_files
 from spark_jobs.schemas import FINGERPRINT
 
 # More kept frames than this are consolidated into one: each is a scan in every query plan.
@@ -107,12 +108,8 @@ class KeptFingerprints:
             displaced=self.store.displaced(),
             audited_from={r.key: r.start for r in merged_ranges(batches)},
             added_rows=added_rows,
-            external_rows=None if self.external_rows is None else conformed(self.external_rows),
-            external_before_rows=(
-                None
-                if before is None or external_before_rows is None
-                else conformed(external_before_rows)
-            ),
+            external_rows=self.external_rows,
+            external_before_rows=None if before is None else external_before_rows,
         )
 
     def _counted(self, kept: DataFrame, added: DataFrame, everything: bool) -> int:
@@ -166,11 +163,12 @@ class KeptFingerprints:
 
     def _read_external(self) -> pa.Table | None:
         """Read the external snapshots on the driver (the audit writes them from there, whole),
-        so the last load's stay exactly what they were when the audit rewrites the files."""
+        so the last load's stay exactly what they were when the audit rewrites the files;
+        conformed once here, for the frame and for a small cycle's driver work."""
         paths = self.store.external_snapshots()
         if not paths:
             return None
-        return pq.read_table(paths, schema=ARROW_FINGERPRINT)
+        return conformed(pq.read_table(paths, schema=ARROW_FINGERPRINT))
 
 
 def _on_driver(batches: list[Batch]) -> pa.Table | None:
@@ -179,10 +177,7 @@ def _on_driver(batches: list[Batch]) -> pa.Table | None:
     FEW_ADDED."""
     if sum(int(b.manifest["records"]) for b in batches) > FEW_ADDED:
         return None
-    files = [
-        str(f) for b in batches for f in sorted(b.path.glob("*.parquet"))
-        if not f.name.startswith(("_", "."))
-    ]  # fmt: skip
+    files = [str(f) for b in batches for f in part_files(b.path)]
     if not files:
-        return conformed(ARROW_FINGERPRINT.empty_table())
+        return ROWS.empty_table()
     return conformed(pq.read_table(files, schema=ARROW_FINGERPRINT))
