@@ -52,7 +52,10 @@ def tables(sources: list[tuple[Any, ...]], sinks: list[tuple[Any, ...]]) -> pa.T
     for n, (partition, src_topic, src_partition, src_offset, committed) in enumerate(sinks):
         offset = offsets[("k", partition)]
         offsets[("k", partition)] += 1
-        row = fingerprint_row("k", partition, offset, n, f"i{n}", committed=committed)
+        # A record without dgm-src holds an id no source record holds: the reference reads
+        # dgm-src alone, and the id join that would place it is test_order_lineage.py's.
+        message_id = f"i{n}" if src_offset is not None else f"u{n}"
+        row = fingerprint_row("k", partition, offset, n, message_id, committed=committed)
         if src_offset is not None:
             lineage = f"{src_topic}/{src_partition}/{src_offset}"
             row |= {"lineage": lineage, "src_topic": src_topic,
