@@ -76,6 +76,11 @@ def head_package(rev: str, into: Path) -> ModuleType:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text)
     sys.path.insert(0, str(into))
+    # Spark's Python workers import it too: they inherit the JVM's environment, and the JVM
+    # starts after this with the driver's.
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(into), os.environ.get("PYTHONPATH")) if p
+    )
     return importlib.import_module(HEAD_PACKAGE)
 
 
@@ -119,6 +124,9 @@ def run_spark(
     analyze_module = importlib.import_module(modules[0])
     publish_module = importlib.import_module(modules[1])
     settings = HEAD_SETTINGS if variant == "head" else TUNED_SETTINGS
+    # Put back what the session had, not Spark's defaults: unset would leave the next
+    # variant 200 shuffle partitions instead of the session's.
+    previous = {key: spark.conf.get(key, None) for key in settings}
     for key, value in settings.items():
         spark.conf.set(key, value)
     # Since the samples moved to the driver, read_samples takes no session.
@@ -144,7 +152,12 @@ def run_spark(
             if importlib.util.find_spec(f"{root}.{name}") is not None:
                 given = importlib.import_module(f"{root}.{name}").Fingerprints(fingerprints)
                 break
-    tables = analyze_module.analyze(spark, config, given, samples, world.now)
+    # The engine's own step timings (routes, per id, runs and order), where it has them.
+    engine = None
+    if "engine" in inspect.signature(analyze_module.analyze).parameters:
+        engine = importlib.import_module(package + ".engine").Engine()
+    extra = {"engine": engine} if engine is not None else {}
+    tables = analyze_module.analyze(spark, config, given, samples, world.now, **extra)
     stamp = datetime.now(UTC)  # a fresh run for the dashboard benchmark, not a STALE one
     # fill_run moved from the analysis module to analyze/runs with the layout change.
     runs_name = analyze_module.__name__.rsplit(".", 1)[0] + ".runs"
@@ -169,8 +182,11 @@ def run_spark(
         analyze_cycle.one_shuffle(fingerprints)
         one_shuffle_s = time.perf_counter() - mark
     fingerprints.unpersist(blocking=True)
-    for key in settings:
-        spark.conf.unset(key)
+    for key, value in previous.items():
+        if value is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, value)
     return {
         "fingerprints": count,
         "load_s": load_s,
@@ -180,6 +196,7 @@ def run_spark(
         "tasks": tasks,
         "per_table_s": per,
         "one_shuffle_s": one_shuffle_s,
+        "steps": engine.last if engine is not None else "",
     }
 
 
@@ -284,6 +301,8 @@ def main() -> int:
                         results[variant].append(r)
                         tables = ", ".join(f"{k} {v:.1f}" for k, v in r["per_table_s"].items())
                         per = f" per table: {tables}" if tables else ""
+                        if r["steps"]:
+                            per += f"; engine: {r['steps']}"
                         if r["one_shuffle_s"] is not None:
                             per += f"; one shuffle by id {r['one_shuffle_s']:.2f}s"
                         print(

@@ -19,10 +19,13 @@ are judged again with every record of their streams.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from dgm.contracts.clusters import EXTERNAL_PREFIX, SEPARATOR
 from dgm.contracts.vocabulary import OrderAnomaly
@@ -98,6 +101,61 @@ def above(records: pd.DataFrame, marks: pd.DataFrame) -> bool:
     return bool((joined["offset"] > joined["reach"]).all())
 
 
+@dataclass(frozen=True)
+class Judged:
+    """What `judged` finds, as positions into the rows it was given: `behind` (the rows out
+    of order) with the highest position before each and the offset of the first row holding
+    it; and per stream (in the order of `streams`' codes) one row of it, its highest
+    position, the first offset holding it and its highest offset read."""
+
+    behind: np.ndarray
+    preceded_by: np.ndarray
+    preceded_at: np.ndarray
+    stream_row: np.ndarray
+    position: np.ndarray
+    first_at: np.ndarray
+    reach: np.ndarray
+
+
+def judged(
+    streams: np.ndarray,
+    offsets: np.ndarray,
+    positions: np.ndarray,
+    is_mark: np.ndarray,
+    reach: np.ndarray,
+) -> Judged:
+    """The rule on integer arrays, one element per row: the stream's code, the offset (a
+    mark's: its preceded_at), the position, whether the row is a kept mark (it stands first
+    in its stream) and the highest offset the row stands for. Numpy throughout: grouping the
+    streams' strings with pandas took most of the rebuild's order pass."""
+    rows = np.lexsort((offsets, ~is_mark, streams))
+    code, offset, position = streams[rows], offsets[rows], positions[rows]
+    n = len(rows)
+    starts = np.flatnonzero(np.r_[True, code[1:] != code[:-1]]) if n else np.zeros(0, np.int64)
+    first = np.zeros(n, bool)
+    first[starts] = True
+    group = np.cumsum(first) - 1
+    # The highest position up to each row: a running max restarted at each stream.
+    highest = pd.Series(position).groupby(group).cummax().to_numpy()
+    before = np.r_[np.int64(0), highest[:-1]] if n else highest
+    has_before = ~first
+    # The first row holding the highest position so far: where the position first rose.
+    rose = first | (position > before)
+    held_at = offset[np.maximum.accumulate(np.where(rose, np.arange(n), 0))]
+    preceded_at = np.r_[np.int64(0), held_at[:-1]] if n else held_at
+    out = has_before & ~is_mark[rows] & (position < before)
+    ends = np.r_[starts[1:], n] - 1 if n else starts
+    return Judged(
+        behind=rows[out],
+        preceded_by=before[out],
+        preceded_at=preceded_at[out],
+        stream_row=rows[starts],
+        position=highest[ends],
+        first_at=held_at[ends],
+        reach=np.maximum.reduceat(reach[rows], starts) if n else reach,
+    )
+
+
 def judge(records: pd.DataFrame, marks: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(behind, marks): the records (records_of) behind a higher position of their stream,
     judged after the streams' `marks`, and the marks with them. Every record lies above its
@@ -105,37 +163,23 @@ def judge(records: pd.DataFrame, marks: pd.DataFrame) -> tuple[pd.DataFrame, pd.
     if records.empty:
         return records.iloc[0:0].assign(preceded_by=0, preceded_at=0), marks
     # A mark stands first in its stream as one record holding its highest position.
-    kept = marks.assign(
-        offset=marks["preceded_at"], timestamp_us=NO_TIME, message_id=None, is_mark=True,
-        reach=marks["offset"],
-    )  # fmt: skip
-    rows = pd.concat([kept, records.assign(is_mark=False, reach=records["offset"])],
-                     ignore_index=True)  # fmt: skip
-    # One integer per stream: grouping on the strings again for each step cost most of the time.
-    rows["_stream"] = rows.groupby(STREAM, sort=False).ngroup()
-    rows = rows.sort_values(["_stream", "is_mark", "offset"], ascending=[True, False, True])
-    rows = rows.reset_index(drop=True)
-    streams = rows["_stream"]
-    highest = rows.groupby(streams)["position"].cummax()
-    before = highest.groupby(streams).shift(1)
-    # The first record holding the highest position so far: where the position first rose.
-    rose = before.isna() | (rows["position"] > before)
-    first_at = rows["offset"].where(rose).groupby(streams).ffill()
-    rows["preceded_by"] = before
-    rows["preceded_at"] = first_at.groupby(streams).shift(1)
-    behind = rows[~rows["is_mark"] & (rows["position"] < before)]
-    rows["highest"], rows["first_at"] = highest, first_at
-    last = rows.groupby(streams, sort=False).agg(
-        **{c: (c, "first") for c in STREAM},
-        position=("highest", "last"),
-        preceded_at=("first_at", "last"),
-        offset=("reach", "max"),
+    kept = marks.assign(offset=marks["preceded_at"], timestamp_us=NO_TIME, message_id=None)
+    rows = pd.concat([kept, records], ignore_index=True)
+    found = judged(
+        rows.groupby(STREAM, sort=False).ngroup().to_numpy(),
+        rows["offset"].to_numpy(dtype="int64"),
+        rows["position"].to_numpy(dtype="int64"),
+        np.arange(len(rows)) < len(kept),
+        np.r_[marks["offset"].to_numpy(dtype="int64"), records["offset"].to_numpy(dtype="int64")],
     )
-    marked = last.reset_index(drop=True).astype({c: "int64" for c in _INTS})
-    behind = behind.drop(columns=["is_mark", "reach", "_stream"]).astype(
-        {"preceded_by": "int64", "preceded_at": "int64"}
+    behind = rows.iloc[found.behind][[*STREAM, "offset", "timestamp_us", "message_id",
+                                      "position"]]  # fmt: skip
+    behind = behind.assign(preceded_by=found.preceded_by, preceded_at=found.preceded_at)
+    marked = rows.iloc[found.stream_row][STREAM].assign(
+        offset=found.reach, position=found.position, preceded_at=found.first_at
     )
-    return behind.reset_index(drop=True), marked[MARK_COLUMNS]
+    marked = marked.astype({c: "int64" for c in _INTS})
+    return behind.reset_index(drop=True), marked[MARK_COLUMNS].reset_index(drop=True)
 
 
 def _strings(values: pd.Series, n: int) -> pa.Array:
@@ -179,9 +223,49 @@ def rows_table(behind: pd.DataFrame, marks: pd.DataFrame) -> pa.Table:
 
 
 def order_rows(batch: pa.Table) -> pa.Table:
-    """ROWS of one partition of records shuffled by stream (every record of a stream in it)."""
-    behind, marks = judge(records_of(batch), no_marks())
-    return rows_table(behind, marks)
+    """ROWS of one partition of records shuffled by stream (every record of a stream in it).
+    The rebuild's millions of rows stay in Arrow: the streams as integer codes, the strings
+    taken only for the rows that come out."""
+    codes = pd.DataFrame(
+        {c: pc.dictionary_encode(batch[c]).combine_chunks().indices.to_numpy() for c in STREAM}
+    )
+    offsets = batch["offset"].to_numpy().astype("int64")
+    found = judged(
+        codes.groupby(STREAM, sort=False).ngroup().to_numpy(),
+        offsets,
+        batch["position"].to_numpy().astype("int64"),
+        np.zeros(batch.num_rows, bool),
+        offsets,
+    )
+    stamps = batch["timestamp"].cast(pa.timestamp("us", tz="UTC")).cast(pa.int64())
+    behind, marks = batch.take(found.behind), batch.take(found.stream_row)
+    none = pa.nulls(len(marks), pa.int64())
+    return pa.concat_tables(
+        [
+            _rows(BEHIND, behind, {
+                "offset": behind["offset"], "timestamp_us": stamps.take(found.behind),
+                "message_id": behind["message_id"], "position": behind["position"],
+                "preceded_by": found.preceded_by, "preceded_at": found.preceded_at,
+            }),
+            _rows(MARK, marks, {
+                "offset": found.reach, "timestamp_us": none, "position": found.position,
+                "preceded_by": none, "preceded_at": found.first_at,
+            }),
+        ]
+    )  # fmt: skip
+
+
+def _rows(kind: str, streams: pa.Table, values: Mapping[str, Any]) -> pa.Table:
+    """ROWS of `kind`: the STREAM columns of `streams`, the rest from `values` (null when
+    absent)."""
+    n = streams.num_rows
+    columns = {"row": pa.array([kind] * n, pa.string()), **{c: streams[c] for c in STREAM}}
+    columns.update(values)
+    return pa.Table.from_arrays(
+        [pa.array(columns[f.name], f.type) if f.name in columns else pa.nulls(n, f.type)
+         for f in ROWS],
+        schema=ROWS,
+    )  # fmt: skip
 
 
 def split(rows: pa.Table) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -94,7 +94,8 @@ def causes(
     producer.index = seq.index = lineage.index = copied.index
     sink_side = duplicate_rules.sink_evidence(copied, producer, seq, lineage)
     routes = _routes(sink_side["topic"].unique(), context, names)
-    held = frame[frame["has_id"]]
+    # The source records of the duplicated ids only: grouping every id cost a tenth of per_id.
+    held = frame[frame["has_id"] & frame["message_id"].isin(copied["message_id"].unique())]
     source = (
         held.groupby(["topic", "message_id"])["committed"]
         .agg(committed_copies="sum", records="size")

@@ -149,3 +149,47 @@ def test_each_anomaly_counts_against_its_own_pipelines() -> None:
     assert sorted(zip(found["pipeline"], found["anomaly"], strict=True)) == [
         ("a", PRODUCER), ("a", SINK), ("b", PRODUCER),
     ]  # fmt: skip
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    rows=st.lists(
+        st.tuples(
+            st.sampled_from([PRODUCER, SINK]),
+            st.integers(0, 1),
+            st.sampled_from(["p", "q/0"]),
+            st.integers(0, 6),
+            st.booleans(),
+        ),
+        max_size=40,
+    )
+)
+def test_the_arrow_pass_finds_what_the_records_pass_finds(
+    rows: list[tuple[str, int, str, int, bool]],
+) -> None:
+    # order_rows (the rebuild's, on integer codes) against judge on records_of (the cycle's).
+    batch = pa.table(
+        {
+            "anomaly": pa.array([r[0] for r in rows], pa.string()),
+            "topic": pa.array(["t"] * len(rows), pa.string()),
+            "partition": pa.array([r[1] for r in rows], pa.int32()),
+            "offset": pa.array(range(len(rows)), pa.int64()),
+            "timestamp": pa.array(
+                [n if r[4] else None for n, r in enumerate(rows)], pa.timestamp("us", tz="UTC")
+            ),
+            "message_id": pa.array(
+                [f"m{n}" if r[4] else None for n, r in enumerate(rows)], pa.string()
+            ),
+            "stream": pa.array([r[2] for r in rows], pa.string()),
+            "position": pa.array([r[3] for r in rows], pa.int64()),
+        }
+    )
+    behind, marks = split(order_rows(batch))
+    again, again_marks = split(rows_table(*judge(records_of(batch), no_marks())))
+    key = ["anomaly", "partition", "stream", "offset"]
+
+    def ordered(frame: pd.DataFrame) -> pd.DataFrame:
+        return frame.sort_values(key).reset_index(drop=True)
+
+    assert ordered(behind).equals(ordered(again))
+    assert ordered(marks).equals(ordered(again_marks))
