@@ -182,46 +182,6 @@ def judge(records: pd.DataFrame, marks: pd.DataFrame) -> tuple[pd.DataFrame, pd.
     return behind.reset_index(drop=True), marked[MARK_COLUMNS].reset_index(drop=True)
 
 
-def _strings(values: pd.Series, n: int) -> pa.Array:
-    if values is None:
-        return pa.nulls(n, pa.string())
-    return pa.array(values.astype(object).where(values.notna(), None).tolist(), pa.string())
-
-
-def rows_table(behind: pd.DataFrame, marks: pd.DataFrame) -> pa.Table:
-    """ROWS of `behind` and `marks` (judge's)."""
-    parts = []
-    for kind, rows in ((BEHIND, behind), (MARK, marks)):
-        n = len(rows)
-
-        def ints(name: str, rows: pd.DataFrame = rows, n: int = n) -> pa.Array:
-            if name not in rows:
-                return pa.nulls(n, pa.int64())
-            values = rows[name].to_numpy(dtype="int64")
-            absent = values == NO_TIME if name == "timestamp_us" else np.zeros(n, bool)
-            return pa.array(values, mask=absent)
-
-        parts.append(
-            pa.Table.from_arrays(
-                [
-                    pa.array([kind] * n, pa.string()),
-                    _strings(rows["anomaly"], n),
-                    _strings(rows["topic"], n),
-                    pa.array(rows["partition"].to_numpy(dtype="int64")).cast(pa.int32()),
-                    _strings(rows["stream"], n),
-                    ints("offset"),
-                    ints("timestamp_us"),
-                    _strings(rows["message_id"], n) if "message_id" in rows else pa.nulls(n),
-                    ints("position"),
-                    ints("preceded_by"),
-                    ints("preceded_at"),
-                ],
-                schema=ROWS,
-            )
-        )
-    return pa.concat_tables(parts)
-
-
 def order_rows(batch: pa.Table) -> pa.Table:
     """ROWS of one partition of records shuffled by stream (every record of a stream in it).
     The rebuild's millions of rows stay in Arrow: the streams as integer codes, the strings

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 from hypothesis import given, settings
@@ -12,15 +13,18 @@ from hypothesis import strategies as st
 
 from dgm.contracts.vocabulary import OrderAnomaly
 from spark_jobs.analyze.order import (
+    BEHIND,
+    MARK,
+    ROWS,
     above,
     judge,
     no_marks,
     order_rows,
     per_pipeline,
     records_of,
-    rows_table,
     split,
 )
+from spark_jobs.analyze.output import NO_TIME
 
 PRODUCER = OrderAnomaly.OUT_OF_ORDER.value
 SINK = OrderAnomaly.SINK_OUT_OF_ORDER.value
@@ -40,6 +44,47 @@ def records(rows: list[tuple[Any, ...]]) -> pd.DataFrame:
             "timestamp_us": pd.Series([1_000 * r[3] for r in rows], dtype="int64"),
         }
     )
+
+
+def _strings(values: pd.Series, n: int) -> pa.Array:
+    if values is None:
+        return pa.nulls(n, pa.string())
+    return pa.array(values.astype(object).where(values.notna(), None).tolist(), pa.string())
+
+
+def rows_table(behind: pd.DataFrame, marks: pd.DataFrame) -> pa.Table:
+    """ROWS of `behind` and `marks` (judge's), as order_rows gives them: the cycle's judge
+    and the rebuild's pass compared in one form."""
+    parts = []
+    for kind, rows in ((BEHIND, behind), (MARK, marks)):
+        n = len(rows)
+
+        def ints(name: str, rows: pd.DataFrame = rows, n: int = n) -> pa.Array:
+            if name not in rows:
+                return pa.nulls(n, pa.int64())
+            values = rows[name].to_numpy(dtype="int64")
+            absent = values == NO_TIME if name == "timestamp_us" else np.zeros(n, bool)
+            return pa.array(values, mask=absent)
+
+        parts.append(
+            pa.Table.from_arrays(
+                [
+                    pa.array([kind] * n, pa.string()),
+                    _strings(rows["anomaly"], n),
+                    _strings(rows["topic"], n),
+                    pa.array(rows["partition"].to_numpy(dtype="int64")).cast(pa.int32()),
+                    _strings(rows["stream"], n),
+                    ints("offset"),
+                    ints("timestamp_us"),
+                    _strings(rows["message_id"], n) if "message_id" in rows else pa.nulls(n),
+                    ints("position"),
+                    ints("preceded_by"),
+                    ints("preceded_at"),
+                ],
+                schema=ROWS,
+            )
+        )
+    return pa.concat_tables(parts)
 
 
 def behind_of(rows: pd.DataFrame) -> set[tuple[Any, ...]]:
