@@ -3,9 +3,10 @@ made from them and from the kept record rows, on the driver (a few rows per key 
 
 Counts are sums over message ids, so a cycle adds the rows of the ids it touches as they are
 now and subtracts their rows as they were (output.py's kinds `pipeline`, `topic`,
-`partition`). The span of checked records (first/last_checked_us) is a min and max: a cycle
-only widens it, and whatever could narrow it (offsets moving back, records expiring)
-makes the engine rebuild.
+`partition`); the partitions' record counts are sums over records (record_counts.py), so it
+adds those of the records it added. The span of checked records (first/last_checked_us) is a
+min and max: a cycle only widens it, and whatever could narrow it (offsets moving back,
+records expiring) makes the engine rebuild.
 """
 
 from __future__ import annotations

@@ -51,6 +51,7 @@ from spark_jobs.analyze.passes import (
 )
 from spark_jobs.analyze.per_session import COLUMNS as SESSION_COLUMNS
 from spark_jobs.analyze.per_session import gap_rows, intervals_of, runs, runs_frame
+from spark_jobs.analyze.record_counts import partition_records
 from spark_jobs.analyze.steps import Timings, timed
 
 log = logging.getLogger("dgm.analyze")
@@ -182,7 +183,8 @@ def _rebuilt(
     whole = fingerprints.whole
     count = fingerprints.counted()  # sizes the shuffles
     with timed(timings, "per id"):
-        rows = by_id(whole, ctx, count).toArrow()
+        rows = by_id(whole, ctx, count).unionByName(partition_records(whole, ctx.window_us))
+        rows = rows.toArrow()
     with timed(timings, "runs and order"):
         unstamped = unstamped_sinks(whole, ctx)
         runs_rows, order_rows = split_streams(streams(whole, ctx, count, unstamped).toArrow())
@@ -283,10 +285,17 @@ def _recomputed_in_spark(
     for ext_added, ext_removed in changed:
         now = now.unionByName(_unidentified(ext_added))
         was = was.unionByName(_unidentified(ext_removed))
-    sides = (
-        by_id(now, ctx, held + added)
-        .withColumn("sign", F.lit(1))
-        .unionByName(by_id(was, state.ctx, held).withColumn("sign", F.lit(-1)))
+    # The partitions' record counts change by the rows added, and the external rows removed.
+    gained = [fingerprints.added, *(ext_added for ext_added, _ in changed)]
+    lost = [ext_removed for _, ext_removed in changed]
+    sides = reduce(
+        DataFrame.unionByName,
+        [
+            by_id(now, ctx, held + added).withColumn("sign", F.lit(1)),
+            by_id(was, state.ctx, held).withColumn("sign", F.lit(-1)),
+            *(partition_records(f, ctx.window_us).withColumn("sign", F.lit(1)) for f in gained),
+            *(partition_records(f, ctx.window_us).withColumn("sign", F.lit(-1)) for f in lost),
+        ],
     )
     try:
         with timed(timings, "recompute"):

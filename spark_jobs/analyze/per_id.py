@@ -321,7 +321,7 @@ def per_id_rows(batch: pa.Table, context: Context) -> pa.Table:
         late_found,
         flagged,
     )
-    topics, partitions = topic_counts(frame, copied, w), partition_counts(frame, copied, w)
+    topics, partitions = topic_counts(frame, copied, w), partition_counts(copied, w)
     return rows_of(
         batch,
         duplicates=named(duplicate_rows, names),

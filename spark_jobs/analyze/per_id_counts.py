@@ -139,23 +139,13 @@ def topic_counts(frame: pd.DataFrame, copied: pd.DataFrame, window_us: int) -> p
     )
 
 
-def partition_counts(frame: pd.DataFrame, copied: pd.DataFrame, window_us: int) -> pd.DataFrame:
-    """Per (topic, partition, window_us) of timed rows: records, aborted, duplicate_copies."""
-    timed = frame[frame["has_ts"]]
-    keys = [timed["topic"], timed["partition"], window_of(timed["ts"], timed["has_ts"], window_us)]
-    counts = pd.DataFrame(
-        {
-            "records": timed["committed"].astype("int64").groupby(keys).sum(),
-            "aborted": (~timed["committed"]).astype("int64").groupby(keys).sum(),
-        }
-    )
+def partition_counts(copied: pd.DataFrame, window_us: int) -> pd.DataFrame:
+    """Per (topic, partition, window_us) of timed extra copies: duplicate_copies. Only the
+    windows holding one: the partitions' records need no id (record_counts.py)."""
     extra = copied[copied["is_extra_copy"] & copied["has_ts"]]
-    extra_keys = [
+    keys = [
         extra["topic"],
         extra["partition"],
-        window_of(extra["ts"], extra["has_ts"], window_us),
+        window_of(extra["ts"], extra["has_ts"], window_us).rename("window_us"),
     ]
-    counts["duplicate_copies"] = extra.groupby(extra_keys).size()
-    counts = counts.fillna(0)
-    counts.index.names = ["topic", "partition", "window_us"]
-    return counts.reset_index()
+    return extra.groupby(keys).size().rename("duplicate_copies").reset_index()

@@ -27,6 +27,7 @@ from spark_jobs.analyze.output import SCHEMA as OUTPUT
 from spark_jobs.analyze.passes import JOINED  # per_id's list columns, joined (why: there)
 from spark_jobs.analyze.per_id import COLUMNS as ID_COLUMNS
 from spark_jobs.analyze.per_id import per_id_rows
+from spark_jobs.analyze.record_counts import partition_records_in
 from spark_jobs.analyze.steps import Timings, timed
 
 # A cycle touching at most this many ids works them out on the driver (when its added rows
@@ -45,6 +46,11 @@ def id_rows(fingerprints: pa.Table, ctx: Context) -> pa.Table:
         for name in ID_COLUMNS
     }
     return per_id_rows(pa.table(shipped), ctx).cast(OUTPUT)
+
+
+def records_in(fingerprints: pa.Table, ctx: Context) -> pa.Table:
+    """record_counts.partition_records of `fingerprints` on the driver."""
+    return partition_records_in(fingerprints, ctx.window_us)
 
 
 def identified(tables: Iterable[pa.Table]) -> pa.Array:
@@ -155,8 +161,15 @@ def recomputed(
         now.append(unidentified(changes[0]))
         before.append(unidentified(changes[1]))
     with timed(timings, "recompute"):
-        now_rows = id_rows(pa.concat_tables(now), ctx)
-        was_rows = id_rows(pa.concat_tables(before), was)
+        # The partitions' record counts change by the rows added, and the external rows
+        # removed (record_counts.py).
+        gained = [added, *changes[:1]]
+        now_rows = pa.concat_tables(
+            [id_rows(pa.concat_tables(now), ctx), *(records_in(t, ctx) for t in gained)]
+        )
+        was_rows = pa.concat_tables(
+            [id_rows(pa.concat_tables(before), was), *(records_in(t, ctx) for t in changes[1:])]
+        )
     with timed(timings, "stream records"):
         lacking = unstamped_sinks_in(added, ctx, unstamped)
         cycle = cycle_rows_in(common, added, ctx)
