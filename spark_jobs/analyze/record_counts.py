@@ -2,7 +2,7 @@
 aborted records (partition_windows' `records` and `aborted`). Summed where the fingerprints
 lie, with no shuffle by id: per_id gave one row per partition window from every one of its
 tasks (1.6M of the 2M rows a 10M rebuild collected, summed again on the driver;
-bench/HISTORY.md, "The rebuild within 3x DuckDB at 10M: counts where the records lie"). It
+bench/HISTORY.md, "The rebuild at 10M: counts where the records lie"). It
 still counts the partitions' duplicate copies, which need every record of an id.
 
 Rows are output.SCHEMA rows of kind `partition` (the engine's counts.count_rows reads them
