@@ -260,7 +260,7 @@ def run_perf(bootstrap: str, topic: str, records: int) -> dict[str, Any]:
     command = tool_command(
         "consumer-perf-test",
         [
-            *("--bootstrap-server", bootstrap, "--topic", topic, "--messages", str(records)),
+            *("--bootstrap-server", bootstrap, "--topic", topic, "--num-records", str(records)),
             *("--timeout", "120000", "--group", f"perf-{uuid.uuid4().hex[:8]}"),
         ],
     )

@@ -26,8 +26,12 @@ from embedded_kafka.maven_central import (
 )
 
 # dgm's default Kafka version: the broker's unless another supported one is asked for
-# (embedded_kafka.versions), and the only one of the lab's Kafka Streams and MirrorMaker 2.
-KAFKA_VERSION = "4.1.1"
+# (embedded_kafka.versions), and the lab's Kafka Streams'.
+KAFKA_VERSION = "4.4.0"
+# The lab's MirrorMaker 2 runs on its own Kafka's jars (the broker's set of that version and
+# the connect-mirror set): Maven Central as this project reaches it serves connect-mirror up
+# to 4.3.1 and no 4.4.0, and a MirrorMaker's clients talk to every supported broker.
+MIRROR_VERSION = "4.1.1"
 BROKER = "kafka"
 STREAMS = "kafka-streams"
 MIRROR = "connect-mirror"

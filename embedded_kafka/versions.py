@@ -21,8 +21,8 @@ SUPPORTED: dict[str, str] = {
     "3.6.2": "the oldest line AWS MSK still offers (3.6.0 there, ZooKeeper mode only)",
     "3.9.2": "the last line with ZooKeeper, in both modes",
     "4.0.2": "the first line without ZooKeeper and without the oldest protocol versions",
-    KAFKA_VERSION: "dgm's default",
-    "4.4.0": "the newest stable release",
+    "4.1.1": "the first line with share groups (a preview); the lab's MirrorMaker 2 runs on it",
+    KAFKA_VERSION: "dgm's default: the newest stable release",
 }
 
 # The tests' fixtures read these (from_environment), and nothing else does.

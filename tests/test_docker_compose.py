@@ -64,7 +64,7 @@ DGM_SERVICES = {
 MONITORING = ("prometheus", "alertmanager", "grafana")
 EXPORTER_PORT = "9598"
 KAFKA_BROKERS = ("kafka-1", "kafka-2", "kafka-3")
-KAFKA_IMAGE = "apache/kafka:4.1.1"
+KAFKA_IMAGE = "apache/kafka:4.4.0"
 SPARK_MASTER, SPARK_WORKER = "spark-master", "spark-worker"
 SPARK_CLASSES = {
     SPARK_MASTER: "org.apache.spark.deploy.master.Master",
@@ -353,7 +353,7 @@ def ignored(path: str, patterns: list[str]) -> bool:
         "dashboard/__init__.py",
         "lab/__init__.py",
         "embedded_kafka/__init__.py",
-        "embedded_kafka/locks/kafka-4.1.1.lock",
+        "embedded_kafka/locks/kafka-4.4.0.lock",
     ],
 )
 def test_dockerignore_keeps_what_pip_install_needs(path: str) -> None:

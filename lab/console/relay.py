@@ -61,21 +61,25 @@ class RelayTopics:
 def relay_commands(topics: RelayTopics, log_config: Path) -> tuple[list[str], list[str]]:
     """The console consumer's and the console producer's command lines."""
     jvm = [*JVM, f"-Dlog4j2.configurationFile={log_config}"]
+    # The option names of Kafka 4.2 and later (KIP-1147), whose tools run here (the default
+    # version's): 4.4's console consumer prints the deprecation of --consumer-property and
+    # --property on stdout, into the pipe, where the producer refuses it as a record.
     consumer = [
         "--bootstrap-server", topics.bootstrap_servers, "--topic", topics.source,
         "--group", topics.group,
         # Only a group without committed offsets starts at the beginning: the first instance.
         "--from-beginning",
-        "--consumer-property", f"auto.commit.interval.ms={topics.auto_commit_interval_ms}",
+        "--command-property", f"auto.commit.interval.ms={topics.auto_commit_interval_ms}",
         # Static membership: a restarted consumer takes the killed one's place at once, instead
         # of a rebalance waiting out the dead member's session (45 s).
-        "--consumer-property", "group.protocol=classic",
-        "--consumer-property", f"group.instance.id={topics.group}-relay",
-        "--property", "print.key=true", "--property", f"key.separator={SEPARATOR}",
+        "--command-property", "group.protocol=classic",
+        "--command-property", f"group.instance.id={topics.group}-relay",
+        "--formatter-property", "print.key=true",
+        "--formatter-property", f"key.separator={SEPARATOR}",
     ]  # fmt: skip
     producer = [
         "--bootstrap-server", topics.bootstrap_servers, "--topic", topics.sink,
-        "--property", "parse.key=true", "--property", f"key.separator={SEPARATOR}",
+        "--reader-property", "parse.key=true", "--reader-property", f"key.separator={SEPARATOR}",
     ]  # fmt: skip
     return (
         tool_command(CONSUMER, consumer, jvm_options=jvm),

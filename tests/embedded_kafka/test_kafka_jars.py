@@ -6,24 +6,36 @@ from pathlib import Path
 
 import pytest
 
-from embedded_kafka.kafka_jars import BROKER, KAFKA_VERSION, MIRROR, STREAMS, TITLES, JarSet
+from embedded_kafka.kafka_jars import (
+    BROKER,
+    KAFKA_VERSION,
+    MIRROR,
+    MIRROR_VERSION,
+    STREAMS,
+    JarSet,
+)
 from embedded_kafka.maven_central import DownloadError
 from embedded_kafka.versions import SUPPORTED
 
 
-@pytest.mark.parametrize("name", [BROKER, STREAMS, MIRROR])
-def test_every_set_is_pinned_at_dgms_kafka_version(name: str) -> None:
-    jars = JarSet.pinned(name).jars()
+@pytest.mark.parametrize(
+    ("name", "version"),
+    [(BROKER, KAFKA_VERSION), (STREAMS, KAFKA_VERSION), (MIRROR, MIRROR_VERSION)],
+)
+def test_every_set_is_pinned_at_its_kafka_version(name: str, version: str) -> None:
+    jars = JarSet.pinned(name, version).jars()
     kafka = [jar for jar in jars if jar.group == "org.apache.kafka"]
-    assert kafka and all(jar.version == KAFKA_VERSION for jar in kafka)
+    assert kafka and all(jar.version == version for jar in kafka)
     assert all(len(jar.sha256) == 64 and jar.size > 0 for jar in jars)
 
 
 def test_every_lock_file_is_a_known_set() -> None:
-    """Every set at dgm's default version; the broker's also at each other supported one."""
+    """The broker's set at each supported version, Kafka Streams' at dgm's default and
+    MirrorMaker 2's at the version it runs on (a supported one)."""
     locks = Path(JarSet.pinned(BROKER).lock).parent
+    assert MIRROR_VERSION in SUPPORTED
     assert sorted(p.name for p in locks.glob("*.lock")) == sorted(
-        {f"{name}-{KAFKA_VERSION}.lock" for name in TITLES}
+        {f"{STREAMS}-{KAFKA_VERSION}.lock", f"{MIRROR}-{MIRROR_VERSION}.lock"}
         | {f"{BROKER}-{version}.lock" for version in SUPPORTED}
     )
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from embedded_kafka.kafka_jars import BROKER, KAFKA_VERSION, MIRROR, JarSet
+from embedded_kafka.kafka_jars import BROKER, MIRROR, MIRROR_VERSION, JarSet
 from lab.mirror.config import MirrorSettings, mm2_properties, render
 from lab.mirror.run import task_started
 
@@ -60,12 +60,12 @@ def test_ready_once_the_source_task_started() -> None:
 
 
 def test_the_lock_adds_connect_mirror_to_the_broker_jars() -> None:
-    mirror = JarSet.pinned(MIRROR).jars()
+    mirror = JarSet.pinned(MIRROR, MIRROR_VERSION).jars()
     names = {(jar.group, jar.artifact): jar.version for jar in mirror}
     assert names == {
-        ("org.apache.kafka", "connect-mirror"): KAFKA_VERSION,
-        ("org.apache.kafka", "connect-mirror-client"): KAFKA_VERSION,
+        ("org.apache.kafka", "connect-mirror"): MIRROR_VERSION,
+        ("org.apache.kafka", "connect-mirror-client"): MIRROR_VERSION,
     }
-    broker = {(jar.group, jar.artifact) for jar in JarSet.pinned(BROKER).jars()}
+    broker = {(jar.group, jar.artifact) for jar in JarSet.pinned(BROKER, MIRROR_VERSION).jars()}
     assert ("org.apache.kafka", "connect-runtime") in broker  # what MirrorMaker 2 runs on
     assert all(len(jar.sha256) == 64 and jar.size > 0 for jar in mirror)
