@@ -26,12 +26,13 @@ from typing import Any
 from confluent_kafka.admin import AdminClient  # type: ignore[attr-defined]
 
 from dgm.util.waiting import wait_until
+from lab.killed_batches import KilledBatch, killed_batches, spanned
 from lab.offsets import source_lso
-from lab.processors.position_file import parse_claim, read_positions
+from lab.processors.position_file import read_positions
 from lab.processors.settings import ProcessorSettings
 from lab.producer import ProducerSettings
 from lab.runner import LabRun, produced, wait_for_share
-from lab.supervisor import Crash, Supervisor
+from lab.supervisor import Supervisor
 from lab.topics import create_topic
 
 COMMAND = (sys.executable, "-m", "lab.processors.position_file")
@@ -55,15 +56,6 @@ class NoOffsetsSettings:
 
 
 @dataclass(frozen=True)
-class LostClaim:
-    """A batch whose position was kept and whose process was killed before producing it."""
-
-    pid: int
-    batch: int
-    spans: dict[int, tuple[int, int]]  # source partition -> [first, end) offsets
-
-
-@dataclass(frozen=True)
 class NoOffsetsReport:
     bootstrap_servers: str
     source_topic: str
@@ -74,7 +66,7 @@ class NoOffsetsReport:
     producer_session: str
     ledger_path: str
     crashes: list[dict[str, Any]]
-    lost_claims: list[LostClaim]
+    lost_claims: list[KilledBatch]  # killed after keeping their position, before producing
     caught_up: bool
     started_at: float
     finished_at: float
@@ -84,7 +76,7 @@ class NoOffsetsReport:
     def claimed_lost(self) -> int:
         """Source offsets the kills left claimed and unproduced (each holds one record: the
         source is written without transactions, so no control markers)."""
-        return sum(end - first for c in self.lost_claims for first, end in c.spans.values())
+        return spanned(self.lost_claims)
 
     def to_json(self) -> str:
         return json.dumps({**dataclasses.asdict(self), "claimed_lost": self.claimed_lost}, indent=2)
@@ -130,7 +122,7 @@ def run_no_offsets(settings: NoOffsetsSettings) -> NoOffsetsReport:
             position_path=str(position_path),
             **produced(result, producer),
             crashes=[dataclasses.asdict(c) for c in supervisor.crashes],
-            lost_claims=lost_claims(supervisor.crashes, run_dir / "logs"),
+            lost_claims=killed_batches(supervisor.crashes, run_dir / "logs", "committed"),
             caught_up=caught_up,
             **run.timing(),
         )
@@ -150,20 +142,6 @@ def _crash(
         wait_for_share(producer, number / (crashes + 1), producer_done)
         if supervisor.crash() is None:
             say(f"crash {number}: no batch to kill within the timeout")
-
-
-def lost_claims(crashes: list[Crash], log_dir: Path) -> list[LostClaim]:
-    """The claims of the batches killed after their position was kept, from the processors'
-    transcripts (`<time> <pid> <line>`)."""
-    killed = {(c.pid, c.batch) for c in crashes if c.phase == "committed"}
-    found = []
-    for transcript in sorted(log_dir.glob("*.out")):
-        for line in transcript.read_text().splitlines():
-            _, pid, said = line.split(" ", 2)
-            claim = parse_claim(said)
-            if claim is not None and (int(pid), claim[0]) in killed:
-                found.append(LostClaim(int(pid), claim[0], claim[1]))
-    return found
 
 
 def _catch_up(
