@@ -155,6 +155,19 @@ def no_offsets_run(kafka: KafkaUnderTest, tmp_path_factory: pytest.TempPathFacto
 
 
 @pytest.fixture(scope="session")
+def share_group_runs(kafka: KafkaUnderTest, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The share-group relay in both orders, each SIGKILLed twice with the collectors
+    sampling, once for the session: tests/support/share_group_run.py."""
+    from embedded_kafka.versions import version_numbers
+    from tests.support.share_group_run import run_collected
+
+    release = kafka.embedded.release if kafka.embedded else None
+    if release and version_numbers(release.version) < (4, 2):
+        pytest.skip(f"share groups are GA from Kafka 4.2; the broker runs {release.version}")
+    return run_collected(kafka, tmp_path_factory.mktemp("share-group"))
+
+
+@pytest.fixture(scope="session")
 def console_relay_run(kafka: KafkaUnderTest, tmp_path_factory: pytest.TempPathFactory) -> Any:
     """Kafka's console consumer and producer as a relay, SIGKILLed twice with the collectors
     sampling, once for the session: tests/support/console_run.py."""

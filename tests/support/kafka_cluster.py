@@ -14,6 +14,7 @@ from confluent_kafka.admin import AdminClient
 
 from embedded_kafka.cluster import EmbeddedCluster
 from embedded_kafka.versions import from_environment
+from lab.share_group import BROKER_TIMINGS
 from lab.topics import create_topic
 
 
@@ -58,7 +59,10 @@ class KafkaUnderTest:
 def embedded(tmp: Path, brokers: int) -> Iterator[KafkaUnderTest]:
     # DGM_KAFKA_VERSION and DGM_KAFKA_MODE pick another Kafka (embedded_kafka.versions).
     release = from_environment()
-    cluster = EmbeddedCluster(tmp, brokers=brokers, die_with_parent=True, release=release)
+    # Share groups' locks and sessions of seconds, not 30 and 45 s (lab/share_group.py).
+    cluster = EmbeddedCluster(
+        tmp, brokers=brokers, die_with_parent=True, release=release, overrides=dict(BROKER_TIMINGS)
+    )
     cluster.start(fresh=True)
     try:
         yield KafkaUnderTest(cluster.bootstrap_servers, cluster)

@@ -1,0 +1,55 @@
+"""The lab's share-group relay (lab/share_group.py) in both orders, each SIGKILLed twice
+with the collectors sampling every second, once per test session: the lab's test reads the
+runs' topics (tests/lab/test_share_group.py), the scenario judges them
+(tests/scenarios/test_share_group_verdicts.py)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from dgm.config.loader import load_config
+from dgm.util.waiting import wait_until
+from lab.processors.share_relay import Order
+from lab.share_group import ShareGroupReport, ShareGroupSettings, run_share_group
+from tests.support.published_lab import collecting, offsets_samples
+
+MESSAGES = 600
+MAX_DELAY = timedelta(seconds=4)  # the deadline the scenario judges them by
+
+
+@dataclass(frozen=True)
+class ShareGroupRuns:
+    redelivering: ShareGroupReport  # produce-first: kills leave batches to be redelivered
+    losing: ShareGroupReport  # acknowledge-first: kills lose batches
+    state_dir: Path  # the collectors' samples of both runs
+    config_path: Path  # their dgm.toml (state_dir, [analysis]); no pipeline yet
+
+
+def run_collected(kafka: Any, root: Path) -> ShareGroupRuns:
+    """Both runs (MESSAGES records each), sampled until every record is older than
+    MAX_DELAY and two more samples show the topics' ends."""
+    state_dir, config_path = root / "state", root / "dgm.toml"
+    config_path.write_text(
+        f'state_dir = "{state_dir}"\n\n[analysis]\ngrace_s = 0\nwindow_s = 60\nmin_records = 1\n'
+    )
+    runs = {}
+    with collecting(kafka.bootstrap_servers, load_config(config_path), interval_s=1.0):
+        orders: tuple[tuple[Order, int], ...] = (("produce-first", 41), ("acknowledge-first", 43))
+        for order, seed in orders:
+            settings = ShareGroupSettings(
+                kafka.bootstrap_servers, root / "lab", order, messages=MESSAGES, seed=seed,
+                progress=lambda line: None,
+            )  # fmt: skip
+            runs[order] = run_share_group(settings)
+        ended = offsets_samples(state_dir) + 2
+        settled = runs["acknowledge-first"].finished_at + MAX_DELAY.total_seconds()
+        wait_until(
+            lambda: offsets_samples(state_dir) >= ended and time.time() > settled,
+            60,
+            "collector samples after the runs and max_delay",
+        )
+    return ShareGroupRuns(runs["produce-first"], runs["acknowledge-first"], state_dir, config_path)
