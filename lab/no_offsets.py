@@ -30,8 +30,7 @@ from lab.killed_batches import KilledBatch, killed_batches, spanned
 from lab.offsets import source_lso
 from lab.processors.position_file import read_positions
 from lab.processors.settings import ProcessorSettings
-from lab.producer import ProducerSettings
-from lab.runner import LabRun, produced, wait_for_share
+from lab.runner import LabRun, crash_evenly, produced
 from lab.supervisor import Supervisor
 from lab.topics import create_topic
 
@@ -110,7 +109,7 @@ def run_no_offsets(settings: NoOffsetsSettings) -> NoOffsetsReport:
         lambda: supervisor.main.ready,
         "the processor to start",
         producer,
-        lambda done: _crash(supervisor, producer, done, settings.crashes, say),
+        lambda done: crash_evenly(supervisor, producer, done, settings.crashes, say),
         lambda: _catch_up(admin, run, position_path, settings),
     )
     return run.write(
@@ -127,21 +126,6 @@ def run_no_offsets(settings: NoOffsetsSettings) -> NoOffsetsReport:
             **run.timing(),
         )
     )
-
-
-def _crash(
-    supervisor: Supervisor,
-    producer: ProducerSettings,
-    producer_done: Callable[[], bool],
-    crashes: int,
-    say: Progress,
-) -> None:
-    """A kill at each of `crashes` evenly spaced points of the production, aimed right after
-    the processor has kept a batch's position."""
-    for number in range(1, crashes + 1):
-        wait_for_share(producer, number / (crashes + 1), producer_done)
-        if supervisor.crash() is None:
-            say(f"crash {number}: no batch to kill within the timeout")
 
 
 def _catch_up(

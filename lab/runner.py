@@ -182,6 +182,25 @@ def wait_for_share(
     wait_until(reached, 600, f"{fraction:.0%} of the messages to be sent", interval=0.2)
 
 
+class Crashing(Protocol):
+    def crash(self) -> object | None: ...
+
+
+def crash_evenly(
+    supervisor: Crashing,
+    producer: ProducerSettings,
+    producer_done: Callable[[], bool],
+    crashes: int,
+    say: Progress,
+) -> None:
+    """A kill at each of `crashes` evenly spaced points of the production, each where the
+    supervisor aims it (None from `crash`: no batch announced within its timeout)."""
+    for number in range(1, crashes + 1):
+        wait_for_share(producer, number / (crashes + 1), producer_done)
+        if supervisor.crash() is None:
+            say(f"crash {number}: no batch to kill within the timeout")
+
+
 def production_problems(
     messages: int,
     kills: int,

@@ -45,8 +45,7 @@ from lab.processors.announce import Phase
 from lab.processors.position_file import parse_claim
 from lab.processors.settings import ProcessorSettings
 from lab.processors.share_relay import Order
-from lab.producer import ProducerSettings
-from lab.runner import LabRun, produced, wait_for_share
+from lab.runner import LabRun, crash_evenly, produced
 from lab.supervisor import Supervisor
 from lab.topics import create_topic
 
@@ -144,7 +143,7 @@ def run_share_group(settings: ShareGroupSettings) -> ShareGroupReport:
         lambda: supervisor.main.ready,
         "the relay to start",
         producer,
-        lambda done: _crash(supervisor, producer, done, settings.crashes, say),
+        lambda done: crash_evenly(supervisor, producer, done, settings.crashes, say),
         lambda: _catch_up(admin, run, settings),
     )
     return run.write(
@@ -173,19 +172,6 @@ def start_from_the_beginning(admin: AdminClient, group: str) -> None:
     resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[entry])
     for future in admin.incremental_alter_configs([resource]).values():
         future.result(30)
-
-
-def _crash(
-    supervisor: Supervisor,
-    producer: ProducerSettings,
-    producer_done: Callable[[], bool],
-    crashes: int,
-    say: Progress,
-) -> None:
-    for number in range(1, crashes + 1):
-        wait_for_share(producer, number / (crashes + 1), producer_done)
-        if supervisor.crash() is None:
-            say(f"crash {number}: no batch to kill within the timeout")
 
 
 def acknowledged(log_dir: Path) -> dict[int, set[int]]:
