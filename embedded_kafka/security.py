@@ -42,6 +42,11 @@ _OAUTH_VALIDATOR = (
 _OAUTH_LOGIN = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"
 # Kafka 4 reads token keys only from URLs this JVM property lists.
 ALLOWED_URLS_PROPERTY = "org.apache.kafka.sasl.oauthbearer.allowed.urls"
+# The audience ("aud") and issuer ("iss") an OAUTHBEARER token must name: Kafka 4.4's
+# validator refuses to start without both to check (or an explicit opt-out), and every
+# version checks them when set.
+TOKEN_AUDIENCE = "dgm-embedded-kafka"
+TOKEN_ISSUER = "dgm-embedded-kafka-issuer"
 TIMEOUT_S = 30.0
 
 
@@ -114,6 +119,8 @@ def server_properties(setup: SaslSetup) -> dict[str, str]:
             _OAUTH_VALIDATOR
         )
         props["sasl.oauthbearer.jwks.endpoint.url"] = setup.jwks_file.absolute().as_uri()
+        props["sasl.oauthbearer.expected.audience"] = TOKEN_AUDIENCE
+        props["sasl.oauthbearer.expected.issuer"] = TOKEN_ISSUER
     return props
 
 

@@ -2,7 +2,8 @@
 
 It answers the client credentials grant (client id and secret in HTTP Basic authentication)
 with a JWT signed HS256 (the broker checks it against the JWKS file written here: the same
-key), whose `sub` is the client id, so the broker's principal is User:<client id>. Python's
+key), whose `sub` is the client id, so the broker's principal is User:<client id>, and whose
+`aud` and `iss` are those the broker expects (embedded_kafka.security). Python's
 standard library signs it: no JOSE package is needed.
 """
 
@@ -22,6 +23,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+from embedded_kafka.security import TOKEN_AUDIENCE, TOKEN_ISSUER
 
 KEY_ID = "dgm-test"
 LIFETIME_S = 3600
@@ -70,7 +73,10 @@ def running_issuer(folder: Path) -> Iterator[Issuer]:
                 self._answer(401, {"error": "invalid_client"})
                 return
             now = int(time.time())
-            claims = {"sub": client, "iat": now, "exp": now + LIFETIME_S}
+            claims = {
+                "sub": client, "aud": TOKEN_AUDIENCE, "iss": TOKEN_ISSUER,
+                "iat": now, "exp": now + LIFETIME_S,
+            }  # fmt: skip
             if form.get("scope"):
                 claims["scope"] = form["scope"][0]
             issuer.issued.append(client)
