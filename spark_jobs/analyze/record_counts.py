@@ -19,11 +19,10 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from spark_jobs.analyze.output import SCHEMA
-from spark_jobs.schemas import spark_schema
+from spark_jobs.analyze.passes import OUTPUT, conform
 
 KIND = "partition"
 KEYS = ("topic", "partition", "window_us")
-_OUTPUT = spark_schema(SCHEMA)
 
 
 def partition_records(fingerprints: DataFrame, window_us: int) -> DataFrame:
@@ -47,7 +46,7 @@ def partition_records(fingerprints: DataFrame, window_us: int) -> DataFrame:
         "aborted": F.col("aborted"),
     }
     return summed.select(
-        *(given.get(f.name, F.lit(None)).cast(f.dataType).alias(f.name) for f in _OUTPUT)
+        *(given.get(f.name, F.lit(None)).cast(f.dataType).alias(f.name) for f in OUTPUT)
     )
 
 
@@ -67,16 +66,7 @@ def partition_records_in(fingerprints: pa.Table, window_us: int) -> pa.Table:
         }
     )
     summed = keyed.group_by(list(KEYS)).aggregate([("records", "sum"), ("aborted", "sum")])
-    given = {
-        "kind": pa.array([KIND] * summed.num_rows, pa.string()),
-        **{key: summed[key] for key in KEYS},
-        "records": summed["records_sum"],
-        "aborted": summed["aborted_sum"],
-    }
-    return pa.table(
-        [
-            given[f.name].cast(f.type) if f.name in given else pa.nulls(summed.num_rows, f.type)
-            for f in SCHEMA
-        ],
-        schema=SCHEMA,
-    )
+    sums = {"records_sum": "records", "aborted_sum": "aborted"}
+    renamed = summed.rename_columns([sums.get(n, n) for n in summed.column_names])
+    kind = pa.array([KIND] * summed.num_rows, pa.string())
+    return conform(renamed.append_column("kind", kind), SCHEMA)
