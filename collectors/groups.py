@@ -1,7 +1,8 @@
 """Consumer-group sampler: state, members and assignments, committed offsets, lag two ways.
 
 One ListGroups (librdkafka, every broker), one DescribeGroups and one OffsetFetch per
-coordinator (kafka-python: group_requests says why).
+coordinator (kafka-python: group_requests says why). Share groups, with their start offsets in
+the committed offsets' place, come from collectors/share_groups.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -19,6 +20,8 @@ from collectors import group_requests
 from collectors.clients import Clients, ClusterUnreachable
 from collectors.events import GroupView, MemberView
 from collectors.lag import lag_from_hw, lag_from_lso
+from collectors.share_group_requests import ShareGroupDescription
+from collectors.share_groups import SHARE, fetch_share_groups, view
 from dgm.clients.permissions import GROUP_DESCRIBE, Denial
 from dgm.contracts.samples import Key, PartitionOffsets
 
@@ -70,6 +73,7 @@ class GroupOffsetsRow:
     lso: int | None
     lag_from_hw: int | None
     lag_from_lso: int | None
+    group_type: str | None
 
 
 @dataclass(frozen=True)
@@ -78,6 +82,7 @@ class GroupSample:
     members: list[GroupMembersRow]
     committed: dict[str, dict[Key, int]]  # group id -> partition -> committed offset
     denied: tuple[Denial, ...] = ()  # groups the cluster refuses to describe
+    types: dict[str, str] = field(default_factory=dict)  # group id -> classic, consumer, share
 
 
 def group_offsets_rows(
@@ -104,6 +109,7 @@ def group_offsets_rows(
                     partition.high_watermark, partition.lso,
                     lag_from_hw(partition.high_watermark, offset),
                     lag_from_lso(partition.lso, offset),
+                    sample.types.get(group_id),
                 )
             )  # fmt: skip
     return rows
@@ -139,13 +145,20 @@ def _fetch(
         raise ClusterUnreachable(f"list groups: {_describe(error)}") from None
     kinds = {listing.group_id: listing.type for listing in listed.valid}
     group_ids = sorted(kinds)
-    unlisted = sorted(set(expected) - set(kinds))
+    python_admin = clients.python_admin()
+    # Share groups: ListGroups without a type filter (librdkafka's) does not list them.
+    share = fetch_share_groups(python_admin)
+    views = {group_id: view(shared) for group_id, shared in share.descriptions.items()}
+    members = [
+        row
+        for shared in share.descriptions.values()
+        for row in _share_rows(shared, sampled_at, cluster_id)
+    ]
+    unlisted = sorted(set(expected) - set(kinds) - set(share.descriptions))
     if not group_ids and not unlisted:
-        return GroupSample({}, [], {})
+        return _sample(views, members, dict(share.start_offsets), list(share.denied))
     kip848 = [g for g in group_ids if kinds[g] == ConsumerGroupType.CONSUMER]
     classic = [g for g in group_ids if g not in set(kip848)]
-    python_admin = clients.python_admin()
-    views, members = {}, []
     for group_id, description in group_requests.describe_classic(python_admin, classic).items():
         views[group_id] = _classic_view(description)
         coordinator = group_requests.coordinator_of(python_admin, group_id)
@@ -161,17 +174,26 @@ def _fetch(
             if description is not None:
                 views[group_id] = _view(description)
                 members.extend(_member_rows(description, sampled_at, cluster_id))
-    denied: list[str] = []
+    denied: list[str] = list(share.denied)
     committed = group_requests.committed_offsets(python_admin, group_ids, denied)
     if unlisted:
         # Fetched apart: a refused one fails the batch, and must not cost the listed ones.
         found = group_requests.committed_offsets(python_admin, unlisted, denied)
         committed.update({g: offsets for g, offsets in found.items() if offsets})
-    if group_ids and not views and not committed:
+    if group_ids and len(views) == len(share.descriptions) and not committed:
         raise ClusterUnreachable("describe groups: no group answered")
-    return GroupSample(
-        views, members, committed, tuple(Denial(GROUP_DESCRIBE, g) for g in sorted(denied))
-    )
+    return _sample(views, members, {**committed, **share.start_offsets}, denied)
+
+
+def _sample(
+    views: dict[str, GroupView],
+    members: list[GroupMembersRow],
+    committed: dict[str, dict[Key, int]],
+    denied: list[str],
+) -> GroupSample:
+    types = {row.group_id: row.group_type for row in members}
+    refused = tuple(Denial(GROUP_DESCRIBE, g) for g in sorted(denied))
+    return GroupSample(views, members, committed, refused, types)
 
 
 def _classic_view(description: group_requests.Description) -> GroupView:
@@ -211,6 +233,24 @@ def _classic_rows(
             ],
         )
         for m in found
+    ]  # fmt: skip
+
+
+def _share_rows(
+    description: ShareGroupDescription, sampled_at: datetime, cluster_id: str
+) -> list[GroupMembersRow]:
+    group = (
+        sampled_at, cluster_id, description.group_id, description.state, SHARE,
+        description.assignor, description.coordinator_id, len(description.members),
+    )  # fmt: skip
+    if not description.members:
+        return [GroupMembersRow(*group, None, None, None, None, None)]
+    return [
+        GroupMembersRow(
+            *group, m.member_id, m.client_id, m.host, None,
+            [{"topic": t, "partition": p} for t, p in sorted(m.assignment)],
+        )
+        for m in description.members
     ]  # fmt: skip
 
 

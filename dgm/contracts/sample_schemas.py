@@ -80,6 +80,14 @@ GROUP_OFFSETS = _schema(
         "negative when the group committed past the LSO (a read_uncommitted consumer)",
         True,
     ),
+    _column(
+        "group_type",
+        pa.string(),
+        "classic, consumer (KIP-848) or share (KIP-932); a share group's committed_offset is "
+        "its share-partition start offset: every record below it acknowledged or archived; "
+        "null if unknown (samples of older dgm versions)",
+        True,
+    ),
 )
 
 GROUP_MEMBERS = _schema(
