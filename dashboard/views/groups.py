@@ -25,6 +25,14 @@ def render() -> None:
     latest = mine[mine["sampled_at"] == mine["sampled_at"].max()]
     state = latest["group_state"].dropna()
     st.caption(f"State at the newest sample: {state.iloc[0] if not state.empty else 'unknown'}")
+    if "share" in set(latest["group_type"].dropna()):
+        st.info(
+            "A **share group** (KIP-932): it commits no offsets. Its committed offset here is "
+            "each partition's share-partition start offset, below which every record is "
+            "acknowledged or archived; lag counts the records above it, in flight or not yet "
+            "delivered. Its pipelines' duplicates are redeliveries (docs/design.md, "
+            '"Share groups").'
+        )
     group_status.render(group)
     lag_seconds.render(group, latest)
     group_lag.render(group, latest)

@@ -115,8 +115,8 @@ SHARE_GROUPS = Capability(
         Api("DescribeShareGroupOffsets", 90),
     ),
     "share groups",
-    "share groups' members and start offsets (ShareGroupDescribe, DescribeShareGroupOffsets); "
-    "dgm does not judge share-group pipelines yet",
+    "share groups' members and start offsets (ShareGroupDescribe, DescribeShareGroupOffsets): "
+    "what a share group's pipeline claims",
     "4.1",
 )
 CAPABILITIES: tuple[Capability, ...] = (

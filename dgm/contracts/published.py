@@ -514,8 +514,18 @@ GROUP_LAG = _table(
     ("group_id", "VARCHAR", "consumer group"),
     ("topic", "VARCHAR", "topic"),
     ("partition", "INTEGER", "partition"),
-    ("committed_offset", "BIGINT", "committed offset"),
+    (
+        "committed_offset",
+        "BIGINT",
+        "committed offset; a share group's share-partition start offset (docs/design.md, "
+        '"Share groups")',
+    ),
     ("group_state", "VARCHAR", "group state"),
+    (
+        "group_type",
+        "VARCHAR",
+        "classic, consumer (KIP-848) or share (KIP-932); null for samples of older dgm versions",
+    ),
     ("lag_from_hw", "BIGINT", "high watermark - committed (what other tools show)"),
     ("lag_from_lso", "BIGINT", "LSO - committed (transaction-correct)"),
     (

@@ -59,6 +59,9 @@ class DuplicateCause(StrEnum):
     ABORTED_READ = "aborted read"
     PRODUCER_RETRY = "producer retry"
     REPROCESSING = "reprocessing"
+    # a share group's reprocessing (KIP-932): the group delivered the record again, its
+    # acquisition lock expired or its consumer gone before it was acknowledged
+    REDELIVERY = "redelivery"
     UPSTREAM = "upstream"
     UNKNOWN = "unknown"  # no header evidence for any cause (a pipeline stamping nothing)
 
@@ -76,6 +79,10 @@ class LossCause(StrEnum):
     # the record (or its only sink copy) was audited at an offset Kafka no longer holds it at:
     # its log was truncated (docs/design.md, "truncated record")
     TRUNCATION = "truncation"
+    # a share group's loss: below its share-partition start offset, so the group acknowledged
+    # it, or archived it (rejected, or out of delivery attempts: Kafka does not say which),
+    # and no sink copy exists
+    ACKNOWLEDGED_OR_ARCHIVED = "acknowledged or archived"
 
 
 class OrderAnomaly(StrEnum):
@@ -116,6 +123,8 @@ class Claim(StrEnum):
     """The claim a verdict's records were checked against (the published `claim`)."""
 
     GROUP_COMMITS = "group commits"
+    # a share group's acknowledgements: the records below its share-partition start offsets
+    SHARE_ACKNOWLEDGEMENTS = "share acknowledgements"
     SINK_OFFSETS = "sink offsets"  # an external sink's stored offsets (with any group's)
     DEADLINE = "deadline"
 

@@ -34,6 +34,7 @@ from spark_jobs.analyze.pipeline_metrics import counted_faults, pipeline_tables
 from spark_jobs.analyze.publish import Published
 from spark_jobs.analyze.runs import runs
 from spark_jobs.analyze.samples import sample_tables, with_every_kind
+from spark_jobs.analyze.share_groups import named_duplicates, named_losses, share_group_pipelines
 from spark_jobs.analyze.stages import pipeline_stages
 from spark_jobs.sampling import kept_fingerprints
 
@@ -75,12 +76,17 @@ def analyze(
         ctx.window_us,
         integrity.cutoffs(config, ctx.cutoff_us, ctx.deadlines),
     )
-    record_tables[tables.DUPLICATES.name] = explained_duplicates(
-        config, record_tables[tables.DUPLICATES.name], samples, copy_batches or CopyBatches()
+    shared = share_group_pipelines(config, samples["group_offsets"])
+    record_tables[tables.DUPLICATES.name] = named_duplicates(
+        explained_duplicates(
+            config, record_tables[tables.DUPLICATES.name], samples, copy_batches or CopyBatches()
+        ),
+        shared,
     )
+    record_tables[tables.LOST.name] = named_losses(record_tables[tables.LOST.name], shared)
     fault_rows = faults(config, samples["events"], samples["producers"])
     verdicts, pipeline_windows = pipeline_tables(
-        config, counts, counted_faults(config, fault_rows), truncations
+        config, counts, counted_faults(config, fault_rows), truncations, shared
     )
     latency, verdicts, pipeline_windows = with_latency(
         engine.state.counts, verdicts, pipeline_windows

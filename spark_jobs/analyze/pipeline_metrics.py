@@ -8,7 +8,7 @@ Spark query of several joins that cost seconds per cycle for a few hundred rows.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -100,16 +100,19 @@ def _intervals(row: Row, one_in: int) -> Row:
     }
 
 
-def claim_of(pipeline: PipelineConfig) -> tuple[Claim, str]:
+def claim_of(pipeline: PipelineConfig, shared: Collection[str] = ()) -> tuple[Claim, str]:
     """(claim, detail) a pipeline's records are checked against, as the verdict names them:
     a deadline and its max_delay, an external sink's stored offsets (with its group's
-    commits when it has a group), or the group's commits."""
+    commits when it has a group), a share group's acknowledgements (`shared`: the pipelines
+    whose group is one, analyze/share_groups.py), or the group's commits."""
     if pipeline.deadline() is not None:
         return Claim.DEADLINE, f"max_delay {pipeline.max_delay}"
     if pipeline.external_sink is not None:
         return Claim.SINK_OFFSETS, (
             f"table {pipeline.external_sink.table}, group {pipeline.consumer_group}"
         )
+    if pipeline.name in shared:
+        return Claim.SHARE_ACKNOWLEDGEMENTS, f"share group {pipeline.consumer_group}"
     return Claim.GROUP_COMMITS, f"group {pipeline.consumer_group}"
 
 
@@ -130,12 +133,14 @@ def pipeline_tables(
     counts: pa.Table,
     faults: Iterable[tuple[str, int]],
     more: Iterable[Mapping[str, Any]] = (),
+    shared: Collection[str] = (),
 ) -> tuple[list[Row], list[Row]]:
     """(verdicts, pipeline_windows) rows from the per-pipeline counts (counts.pipeline_counts:
     per window, plus `total` rows holding the distinct ids over all time) and the counted
     faults; a fault weighs while the pipeline's checked records flowed (plus grace, or a
     deadline claim's max_delay). `more`: counts to add (pipeline, window_us or None for the
-    totals alone, and any of COUNTS), the truncations' (analyze/integrity.py)."""
+    totals alone, and any of COUNTS), the truncations' (analyze/integrity.py); `shared`: the
+    share-group pipelines (claim_of)."""
     settings = config.analysis
     settle = {p.name: _settle_us(p, settings.grace_s) for p in config.pipelines}
     width = settings.window_s * 1_000_000
@@ -175,8 +180,8 @@ def pipeline_tables(
                 "source_topics": list(p.source_topics),
                 "sink": list(p.sink_names()),
                 "consumer_group": p.consumer_group or None,
-                "claim": claim_of(p)[0].value,
-                "claim_detail": claim_of(p)[1],
+                "claim": claim_of(p, shared)[0].value,
+                "claim_detail": claim_of(p, shared)[1],
                 "source_cluster": p.source_cluster,
                 "sink_cluster": p.sink_cluster,
             }

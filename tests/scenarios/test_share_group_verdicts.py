@@ -1,14 +1,20 @@
-"""Pipelines whose processor is a share-group consumer (KIP-932), judged by `dgm analyze`.
+"""Pipelines whose processor is a share-group consumer (KIP-932), judged by `dgm analyze`
+under both claims.
 
-A share group commits no offsets, so the group claim has nothing to read; the deadline claim
-judges it (every record older than max_delay must be in the sink). The session's two runs
-(`share_group_runs`, tests/support/share_group_run.py): the relay that produces before it
-acknowledges, SIGKILLed twice, is at-least-once by redelivery, and dgm's duplicates are the
-truth's (a plain read of its topics), each one reprocessing; the relay that acknowledges
-first is at-most-once, and dgm's lost records are the truth's."""
+The session's two runs (`share_group_runs`, tests/support/share_group_run.py): the relay that
+produces before it acknowledges, SIGKILLed twice, is at-least-once by redelivery, and dgm's
+duplicates are the truth's (a plain read of its topics); the relay that acknowledges first is
+at-most-once, and dgm's lost records are the truth's.
+- The group claim reads the share group's acknowledgements (its share-partition start
+  offsets, sampled by the collectors): duplicates are named redelivery, losses acknowledged
+  or archived, the claim share acknowledgements.
+- The deadline claim needs no group: every record older than max_delay must be in the sink;
+  its duplicates keep the rules' word (reprocessing), since no group says it was a share
+  group's."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,12 +22,14 @@ import pytest
 from dgm.config.loader import append_pipeline, load_config
 from dgm.config.pipelines import PipelineConfig, Semantic
 from dgm.contracts.published import PUBLISHED_FILE
-from dgm.contracts.vocabulary import Achieved, DuplicateCause, LossCause
+from dgm.contracts.vocabulary import Achieved, Claim, DuplicateCause, LossCause
 from lab.share_group import ShareGroupReport
+from spark_jobs.analyze.share_groups import REDELIVERED
 from spark_jobs.job import AnalysisJob
 from tests.support.header_free import duplicates_rows
 from tests.support.published_lab import pipeline_verdict
 from tests.support.share_group_run import MAX_DELAY, MESSAGES, ShareGroupRuns
+from tests.support.share_starts import newest_start_offsets
 from tests.support.truth import read_records
 from tests.support.truth_records import delivery
 
@@ -35,6 +43,96 @@ def _declared(report: ShareGroupReport, name: str, semantic: Semantic) -> Pipeli
         claim="deadline",
         max_delay=f"{MAX_DELAY.total_seconds():.0f}s",
     )
+
+
+def _claimed_by_group(report: ShareGroupReport, name: str, semantic: Semantic) -> PipelineConfig:
+    return PipelineConfig(
+        name=name,
+        source_topics=(report.source_topic,),
+        sink_topics=(report.sink_topic,),
+        declared_semantic=semantic,
+        consumer_group=report.group,
+    )
+
+
+def _truths(kafka: Any, runs: ShareGroupRuns) -> dict[str, Any]:
+    truths = {}
+    for report in (runs.redelivering, runs.losing):
+        source = read_records(kafka.bootstrap_servers, report.source_topic)
+        sink = read_records(kafka.bootstrap_servers, report.sink_topic)
+        truths[report.order] = delivery(source, sink, sink_by_key=False, filtered=False)
+    return truths
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_share_group_pipelines_are_judged_exactly_by_their_acknowledgements(
+    kafka: Any, spark: Any, share_group_runs: ShareGroupRuns, tmp_path: Path
+) -> None:
+    runs = share_group_runs
+    redelivering, losing = runs.redelivering, runs.losing
+    assert redelivering.caught_up and losing.caught_up
+    # Its own dgm.toml: each sink topic is one pipeline's (the deadline test declares others).
+    config_path = tmp_path / "dgm.toml"
+    config_path.write_text(runs.config_path.read_text().split("[[pipelines]]")[0])
+    append_pipeline(
+        config_path, _claimed_by_group(redelivering, "share-acked-redelivering", "at-least-once")
+    )
+    append_pipeline(config_path, _claimed_by_group(losing, "share-acked-first", "at-most-once"))
+    job = AnalysisJob(load_config(config_path), kafka.bootstrap_servers, "local[2]", spark=spark)
+    job.progress = lambda line: None
+    job.run_once()
+    below = {r.order: _below_start(kafka, runs.state_dir, r) for r in (redelivering, losing)}
+
+    truth = below[redelivering.order]
+    row = pipeline_verdict(runs.state_dir, "share-acked-redelivering")
+    assert (row["claim"], row["claim_detail"]) == (
+        Claim.SHARE_ACKNOWLEDGEMENTS.value,
+        f"share group {redelivering.group}",
+    )
+    assert row["records_checked"] == truth.source > 0
+    assert row["lost"] == len(truth.lost) == 0
+    whole = _truths(kafka, runs)[redelivering.order]  # duplicates need no claim
+    assert row["duplicate_copies"] == whole.duplicates == redelivering.killed_records > 0
+    assert (row["achieved"], row["meets_declared"]) == (Achieved.AT_LEAST_ONCE.value, True)
+    extra = [
+        r
+        for r in duplicates_rows(runs.state_dir / PUBLISHED_FILE, redelivering.sink_topic)
+        if r["is_extra_copy"] and r["pipeline"] == "share-acked-redelivering"
+    ]
+    assert len(extra) == whole.duplicates
+    assert {r["cause"] for r in extra} == {DuplicateCause.REDELIVERY.value}
+    assert all(r["evidence"].endswith(REDELIVERED) for r in extra)
+
+    truth = below[losing.order]
+    row = pipeline_verdict(runs.state_dir, "share-acked-first")
+    assert row["claim"] == Claim.SHARE_ACKNOWLEDGEMENTS.value
+    assert row["records_checked"] == truth.source > 0
+    assert row["lost"] == len(truth.lost) > 0
+    assert row["causes"] == {(LossCause.ACKNOWLEDGED_OR_ARCHIVED.value, "default"): len(truth.lost)}
+    assert row["duplicate_copies"] == 0
+    assert (row["achieved"], row["meets_declared"]) == (Achieved.AT_MOST_ONCE.value, True)
+    print(
+        f"\nshare groups by their acknowledgements: produce-first {redelivering.killed_records} "
+        f"copied twice (dgm {len(extra)} redeliveries, broker redelivered "
+        f"{redelivering.redelivered}), {below[redelivering.order].source} of {MESSAGES} below "
+        f"the start offsets; acknowledge-first {losing.killed_records} lost, "
+        f"{len(truth.lost)} of them below the start offsets ({truth.source} records): dgm "
+        f"{row['lost']} acknowledged or archived"
+    )
+
+
+def _below_start(kafka: Any, state_dir: Path, report: ShareGroupReport) -> Any:
+    """The truth of the records below the share group's newest sampled start offsets: the
+    ones its pipeline claims."""
+    starts = newest_start_offsets(state_dir, report.group)
+    source = [
+        r
+        for r in read_records(kafka.bootstrap_servers, report.source_topic)
+        if r.offset < starts.get((report.source_topic, r.partition), 0)
+    ]
+    sink = read_records(kafka.bootstrap_servers, report.sink_topic)
+    return delivery(source, sink, sink_by_key=False, filtered=False)
 
 
 @pytest.mark.integration
@@ -54,12 +152,7 @@ def test_share_group_pipelines_are_judged_exactly_by_deadline(
     )
     job.progress = lambda line: None
     job.run_once()
-
-    truths = {}
-    for report in (redelivering, losing):
-        source = read_records(kafka.bootstrap_servers, report.source_topic)
-        sink = read_records(kafka.bootstrap_servers, report.sink_topic)
-        truths[report.order] = delivery(source, sink, sink_by_key=False, filtered=False)
+    truths = _truths(kafka, runs)
 
     truth = truths[redelivering.order]
     row = pipeline_verdict(runs.state_dir, "share-redelivering")
@@ -70,7 +163,7 @@ def test_share_group_pipelines_are_judged_exactly_by_deadline(
     extra = [
         r
         for r in duplicates_rows(runs.state_dir / PUBLISHED_FILE, redelivering.sink_topic)
-        if r["is_extra_copy"]
+        if r["is_extra_copy"] and r["pipeline"] == "share-redelivering"
     ]
     assert len(extra) == truth.duplicates
     assert {r["cause"] for r in extra} == {DuplicateCause.REPROCESSING.value}
