@@ -347,6 +347,22 @@ GROUP_STATUS_INFO = Family(
     "Always 1; the group's status by name (the word for dgm_consumer_group_status's value)",
     ("group_id", "status", "cluster"),
 )
+# Per group at its newest sample (group_lag): what kind of group, in which state. A share
+# group's (KIP-932) committed offsets are its start offsets, so its lag families count the
+# records it has not finished: in flight or not yet delivered (docs/design.md, "Share groups").
+GROUP_INFO = Family(
+    "dgm_consumer_group_info",
+    "Always 1; the group's type (classic, consumer: KIP-848, share: KIP-932) and state at its "
+    "newest sample",
+    ("group_id", "type", "state", "cluster"),
+)
+# Per pipeline and cause (duplicates; docs/design.md, "cause"): a share group's are redelivery.
+DUPLICATES_BY_CAUSE = Family(
+    "dgm_pipeline_duplicate_records_by_cause",
+    "Extra sink copies per cause (aborted read, producer retry, reprocessing, redelivery, "
+    "upstream, unknown)",
+    ("pipeline", "cause"),
+)
 # Per topic with open transactions at the last sample (transactions).
 OPEN_TRANSACTIONS = Family("dgm_open_transactions", "Open transactions at the last sample", TOPIC)
 HANGING_TRANSACTIONS = Family(
@@ -378,6 +394,8 @@ PUBLISHED = (
     *PER_PARTITION,
     GROUP_STATUS,
     GROUP_STATUS_INFO,
+    GROUP_INFO,
+    DUPLICATES_BY_CAUSE,
     OPEN_TRANSACTIONS,
     HANGING_TRANSACTIONS,
 )

@@ -63,6 +63,11 @@ GROUP_LAG_SQL = """
 SELECT group_id, topic, "partition", lag_from_hw, lag_from_lso, cluster, lag_s
 FROM latest_group_lag
 """
+# Each group's type and state at its newest sample.
+GROUP_INFO_SQL = """
+SELECT DISTINCT group_id, coalesce(group_type, ''), coalesce(group_state, ''), cluster
+FROM latest_group_lag ORDER BY group_id
+"""
 # The transactions table holds the last sample only.
 TRANSACTIONS_SQL = """
 SELECT topic, count(*), count(*) FILTER (WHERE hanging), any_value(cluster) FROM transactions
@@ -151,6 +156,7 @@ def read_published(
     add_offsets(db, snapshot, settings.granularity)
     add_group_lag(db, snapshot, settings.granularity)
     add_group_status(db, snapshot)
+    add_group_info(db, snapshot)
     add_transactions(db, snapshot)
 
 
@@ -184,6 +190,8 @@ def add_verdicts(db: Connection, snapshot: Snapshot) -> None:
             snapshot.set(family, [name], row[column])
         for quantile, column in f.LATENCY_QUANTILES:
             snapshot.set(f.DELIVERY_LATENCY, [name, quantile], row[column])
+        for cause, copies in sorted(row["duplicate_causes"].items()):
+            snapshot.set(f.DUPLICATES_BY_CAUSE, [name, cause], copies)
 
 
 def add_last_window(db: Connection, snapshot: Snapshot) -> None:
@@ -255,6 +263,12 @@ def add_group_status(db: Connection, snapshot: Snapshot) -> None:
         snapshot.set(f.GROUP_CATCH_UP_SECONDS, [group, cluster], catch_up_s)
         if catching_up is not None:
             snapshot.set(f.GROUP_CATCHING_UP, [group, cluster], int(catching_up))
+
+
+def add_group_info(db: Connection, snapshot: Snapshot) -> None:
+    for group_id, kind, state, cluster in db.execute(GROUP_INFO_SQL).fetchall():
+        group, cluster = on_cluster(group_id, cluster)
+        snapshot.set(f.GROUP_INFO, [group, kind, state, cluster], 1)
 
 
 def add_transactions(db: Connection, snapshot: Snapshot) -> None:

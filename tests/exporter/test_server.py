@@ -213,3 +213,29 @@ def test_group_status_is_one_series_per_group_with_its_word_beside(state_dir: Pa
         for labels in scraped["dgm_consumer_group_status_info"]
     }
     assert info == {group: status for group, status, _ in rows}
+
+
+def test_each_group_says_its_type_and_each_pipeline_its_duplicates_by_cause(
+    state_dir: Path,
+) -> None:
+    with open_read_only(published.published_path(state_dir)) as db:
+        groups = db.execute(
+            "SELECT DISTINCT group_id, group_type, group_state FROM latest_group_lag"
+        ).fetchall()
+        causes = db.execute(
+            "SELECT pipeline, cause, count(*) FROM duplicates WHERE is_extra_copy "
+            "GROUP BY pipeline, cause"
+        ).fetchall()
+    with serving(state_dir) as base:
+        scraped = scrape(base)
+    assert groups and causes
+    info = {
+        (d["group_id"], d["type"], d["state"])
+        for d in (dict(labels) for labels in scraped["dgm_consumer_group_info"])
+    }
+    assert info == set(groups)
+    served = {
+        (dict(labels)["pipeline"], dict(labels)["cause"]): value
+        for labels, value in scraped["dgm_pipeline_duplicate_records_by_cause"].items()
+    }
+    assert served == {(p, c): float(n) for p, c, n in causes}

@@ -56,6 +56,7 @@ def offsets_and_lag(now: datetime) -> tuple[list[Row], list[Row]]:
                             "partition": p,
                             "committed_offset": committed,
                             "group_state": "Stable",
+                            "group_type": "classic",
                             "lag_from_hw": hw - committed,
                             "lag_from_lso": lso - committed,
                         }
