@@ -14,6 +14,7 @@ KAFKA_TOOLS = {
     "verifiable-producer": "org.apache.kafka.tools.VerifiableProducer",
     "verifiable-consumer": "org.apache.kafka.tools.VerifiableConsumer",
     "console-consumer": "org.apache.kafka.tools.consumer.ConsoleConsumer",
+    "console-share-consumer": "org.apache.kafka.tools.consumer.ConsoleShareConsumer",
     "console-producer": "org.apache.kafka.tools.ConsoleProducer",
     "transactions": "org.apache.kafka.tools.TransactionsCommand",
     "consumer-groups": "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",

@@ -22,6 +22,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--stamp-headers", action="store_true", help="the source records carry dgm headers"
     )
+    parser.add_argument(
+        "--share-group",
+        action="store_true",
+        help="the consumer is Kafka's console share consumer, in a share group (Kafka 4.2+)",
+    )
     add_folder_options(parser, "kill moments")
     args = parser.parse_args(argv)
     settings = ConsoleLabSettings(
@@ -32,6 +37,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         kills=args.kills,
         auto_commit_interval_ms=args.auto_commit_interval_ms,
         stamp_headers=args.stamp_headers,
+        share_group=args.share_group,
         seed=args.seed,
     )
     report = run_and_print(parser, settings, run_console_lab)

@@ -1,6 +1,9 @@
 """Kafka's console consumer piped into its console producer, as `kafka-console-consumer ... |
 kafka-console-producer ...` in a shell (an OS pipe between the two processes): a relay from a
 source topic to a sink topic made of Kafka's own tools only, SIGKILLed and restarted on request.
+With `share_group`, the consumer is Kafka's console share consumer (KIP-932): it acknowledges
+each record it printed when it next polls, so a SIGKILL leaves what it printed since then
+acquired and unacknowledged, and the broker delivers it again once its lock expires.
 
 It gives at-least-once, and only because it is ended as below:
 - the console consumer auto-commits, inside poll(), the offsets of records an earlier poll
@@ -31,6 +34,7 @@ from embedded_kafka.tools import tool_command
 from lab import child_process
 
 CONSUMER, PRODUCER = "console-consumer", "console-producer"
+SHARE_CONSUMER = "console-share-consumer"
 SEPARATOR = "\t"  # between key and value on each line of the pipe
 DRAIN_TIMEOUT = 30.0  # the producer sends what it read (linger 1 s) and exits well within this
 STOP_TIMEOUT = 30.0
@@ -54,8 +58,9 @@ class RelayTopics:
     bootstrap_servers: str
     source: str
     sink: str
-    group: str  # the console consumer's group
+    group: str  # the console consumer's group (a share group with share_group)
     auto_commit_interval_ms: int
+    share_group: bool = False
 
 
 def relay_commands(topics: RelayTopics, log_config: Path) -> tuple[list[str], list[str]]:
@@ -64,6 +69,25 @@ def relay_commands(topics: RelayTopics, log_config: Path) -> tuple[list[str], li
     # The option names of Kafka 4.2 and later (KIP-1147), whose tools run here (the default
     # version's): 4.4's console consumer prints the deprecation of --consumer-property and
     # --property on stdout, into the pipe, where the producer refuses it as a record.
+    printed = [
+        "--formatter-property", "print.key=true",
+        "--formatter-property", f"key.separator={SEPARATOR}",
+    ]  # fmt: skip
+    producer = [
+        "--bootstrap-server", topics.bootstrap_servers, "--topic", topics.sink,
+        "--reader-property", "parse.key=true", "--reader-property", f"key.separator={SEPARATOR}",
+    ]  # fmt: skip
+    if topics.share_group:
+        # Where a new share group starts is the group's config (share.auto.offset.reset),
+        # set before the relay starts (lab.share_group.start_from_the_beginning).
+        shared = [
+            "--bootstrap-server", topics.bootstrap_servers, "--topic", topics.source,
+            "--group", topics.group, *printed,
+        ]  # fmt: skip
+        return (
+            tool_command(SHARE_CONSUMER, shared, jvm_options=jvm),
+            tool_command(PRODUCER, producer, jvm_options=jvm),
+        )
     consumer = [
         "--bootstrap-server", topics.bootstrap_servers, "--topic", topics.source,
         "--group", topics.group,
@@ -74,12 +98,7 @@ def relay_commands(topics: RelayTopics, log_config: Path) -> tuple[list[str], li
         # of a rebalance waiting out the dead member's session (45 s).
         "--command-property", "group.protocol=classic",
         "--command-property", f"group.instance.id={topics.group}-relay",
-        "--formatter-property", "print.key=true",
-        "--formatter-property", f"key.separator={SEPARATOR}",
-    ]  # fmt: skip
-    producer = [
-        "--bootstrap-server", topics.bootstrap_servers, "--topic", topics.sink,
-        "--reader-property", "parse.key=true", "--reader-property", f"key.separator={SEPARATOR}",
+        *printed,
     ]  # fmt: skip
     return (
         tool_command(CONSUMER, consumer, jvm_options=jvm),

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import random
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ from lab.java_kills import kill_while_working
 from lab.ledger import read_ledger
 from lab.offsets import group_behind, source_lso
 from lab.runner import LabRun, produced, production_problems
+from lab.share_group import start_from_the_beginning
 from lab.topics import create_topic
 
 Progress = Callable[[str], None]
@@ -50,6 +52,12 @@ class ConsoleLabSettings:
     # The console consumer's auto-commit: a kill lands between two commits, after output.
     auto_commit_interval_ms: int = 1500
     stamp_headers: bool = False  # the source's dgm headers; the sink never gets any
+    # The consumer is Kafka's console share consumer, its group a share group (KIP-932).
+    share_group: bool = False
+    # A share group keeps no offsets: the run has caught up once the sink holds every id and
+    # has not grown for this long, past any redelivery (a killed member's records come back
+    # within its session timeout: 6 s on brokers with lab.share_group.BROKER_TIMINGS).
+    share_settle_s: float = 10.0
     catch_up_timeout: float = 120.0
     seed: int | None = None
     progress: Progress | None = field(default=None, compare=False)
@@ -70,7 +78,8 @@ class ConsoleLabReport:
     bootstrap_servers: str
     source_topic: str
     sink_topic: str
-    group_id: str  # the console consumer's group
+    group_id: str  # the console consumer's group (a share group with share_group)
+    share_group: bool
     stamp_headers: bool
     auto_commit_interval_ms: int
     messages: dict[str, int]  # requested, sent, acked, failed, aborted
@@ -104,7 +113,10 @@ def run_console_lab(settings: ConsoleLabSettings) -> ConsoleLabReport:
         names.sink,
         names.group,
         settings.auto_commit_interval_ms,
+        settings.share_group,
     )
+    if settings.share_group:
+        start_from_the_beginning(admin, names.group)
     log = EventLog(run_dir / "relay.log", run.say)
     relay = ConsoleRelay(relay_commands(topics, log_config), run_dir / "logs", log)
     run.say(f"console lab: {names.source} -> {names.sink}, group {names.group}")
@@ -142,6 +154,7 @@ def run_console_lab(settings: ConsoleLabSettings) -> ConsoleLabReport:
             source_topic=names.source,
             sink_topic=names.sink,
             group_id=names.group,
+            share_group=settings.share_group,
             stamp_headers=settings.stamp_headers,
             auto_commit_interval_ms=settings.auto_commit_interval_ms,
             **produced(result, producer),
@@ -167,9 +180,13 @@ def _catch_up(admin: AdminClient, run: LabRun, settings: ConsoleLabSettings, led
     names = run.names
     expected = set(read_ledger(ledger).acked)
 
+    settled = _Settled(settings.share_settle_s)
+
     def done(sink: _SinkIds) -> bool:
-        behind = group_behind(admin, names.group, names.source, settings.partitions)
         sink.advance()
+        if settings.share_group:
+            return settled(_end(admin, names.sink, settings.partitions)) and expected <= sink.ids
+        behind = group_behind(admin, names.group, names.source, settings.partitions)
         return behind == 0 and expected <= sink.ids
 
     def wait() -> None:
@@ -177,6 +194,20 @@ def _catch_up(admin: AdminClient, run: LabRun, settings: ConsoleLabSettings, led
             wait_until(lambda: done(sink), settings.catch_up_timeout, "the relay to catch up", 0.5)
 
     return run.caught_up(wait, "the console relay caught up with the source")
+
+
+class _Settled:
+    """Called with a topic's end, again and again: True once it has not moved for `quiet_s`."""
+
+    def __init__(self, quiet_s: float) -> None:
+        self.quiet_s = quiet_s
+        self.end: int | None = None
+        self.since = time.monotonic()
+
+    def __call__(self, end: int) -> bool:
+        if end != self.end:
+            self.end, self.since = end, time.monotonic()
+        return time.monotonic() - self.since >= self.quiet_s
 
 
 class _SinkIds:

@@ -10,7 +10,9 @@ at-most-once, and dgm's lost records are the truth's.
   or archived, the claim share acknowledgements.
 - The deadline claim needs no group: every record older than max_delay must be in the sink;
   its duplicates keep the rules' word (reprocessing), since no group says it was a share
-  group's."""
+  group's.
+- Kafka's console share consumer piped into its console producer stamps no dgm header: judged
+  from the log and the samples alone, by the same claim."""
 
 from __future__ import annotations
 
@@ -20,13 +22,13 @@ from typing import Any
 import pytest
 
 from dgm.config.loader import append_pipeline, load_config
-from dgm.config.pipelines import PipelineConfig, Semantic
+from dgm.config.pipelines import MessageIdRule, PipelineConfig, Semantic
 from dgm.contracts.published import PUBLISHED_FILE
 from dgm.contracts.vocabulary import Achieved, Claim, DuplicateCause, LossCause
 from lab.share_group import ShareGroupReport
 from spark_jobs.analyze.share_groups import REDELIVERED
 from spark_jobs.job import AnalysisJob
-from tests.support.header_free import duplicates_rows
+from tests.support.header_free import duplicates_rows, id_of
 from tests.support.published_lab import pipeline_verdict
 from tests.support.share_group_run import MAX_DELAY, MESSAGES, ShareGroupRuns
 from tests.support.share_starts import newest_start_offsets
@@ -181,4 +183,62 @@ def test_share_group_pipelines_are_judged_exactly_by_deadline(
         f"\nshare groups by deadline: produce-first {redelivering.killed_records} copied "
         f"twice (dgm {len(extra)} duplicates, broker redelivered {redelivering.redelivered}); "
         f"acknowledge-first {losing.killed_records} lost (dgm {row['lost']})"
+    )
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_kafkas_console_share_consumer_without_headers_is_judged_by_its_acknowledgements(
+    kafka: Any, spark: Any, share_group_runs: ShareGroupRuns, tmp_path: Path
+) -> None:
+    """Kafka's own tools, no dgm header anywhere: the console share consumer piped into the
+    console producer, its consumer SIGKILLed twice while records flow. dgm's claim reads the
+    share group's start offsets: every record below them is in the sink, and dgm's duplicates
+    are the truth's extra copies, each one a redelivery. (The console share consumer
+    acknowledges a poll's records when it next polls, so a kill finds few printed and
+    unacknowledged: two kills left 6 in one run on this machine, none in another.)"""
+    report = share_group_runs.console
+    assert [k["returncode"] for k in report.kills] == [-9, -9]
+    config_path = tmp_path / "dgm.toml"
+    config_path.write_text(share_group_runs.config_path.read_text().split("[[pipelines]]")[0])
+    append_pipeline(
+        config_path,
+        PipelineConfig(
+            name="console-share",
+            source_topics=(report.source_topic,),
+            sink_topics=(report.sink_topic,),
+            consumer_group=report.group_id,
+            declared_semantic="at-least-once",
+            message_id=MessageIdRule("json_field", "id"),
+        ),
+    )
+    job = AnalysisJob(load_config(config_path), kafka.bootstrap_servers, "local[2]", spark=spark)
+    job.progress = lambda line: None
+    job.run_once()
+    source = read_records(kafka.bootstrap_servers, report.source_topic)
+    sink = read_records(kafka.bootstrap_servers, report.sink_topic)
+    assert all(not r.headers for r in source + sink), "Kafka's tools stamp no header"
+    starts = newest_start_offsets(share_group_runs.state_dir, report.group_id)
+    claimed = [r for r in source if r.offset < starts.get((report.source_topic, r.partition), 0)]
+    sunk = {id_of(r) for r in sink}
+    extra_truth = len(sink) - len(sunk)
+
+    row = pipeline_verdict(share_group_runs.state_dir, "console-share")
+    assert row["claim"] == Claim.SHARE_ACKNOWLEDGEMENTS.value
+    assert row["records_checked"] == len(claimed) > 0
+    assert row["lost"] == len({id_of(r) for r in claimed} - sunk) == 0
+    extra = [
+        r
+        for r in duplicates_rows(share_group_runs.state_dir / PUBLISHED_FILE, report.sink_topic)
+        if r["is_extra_copy"]
+    ]
+    assert row["duplicate_copies"] == len(extra) == extra_truth
+    assert {r["cause"] for r in extra} <= {DuplicateCause.REDELIVERY.value}, {
+        r["evidence"] for r in extra
+    }
+    assert (row["achieved"], row["meets_declared"]) == (Achieved.AT_LEAST_ONCE.value, True)
+    print(
+        f"\nconsole share consumer, no headers: {extra_truth} extra copies, dgm {len(extra)} "
+        f"redeliveries; {len(claimed)} of {len(source)} records below the start offsets, 0 "
+        f"lost; evidence {sorted({r['evidence'] for r in extra})[:2]}"
     )

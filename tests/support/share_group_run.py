@@ -1,4 +1,5 @@
-"""The lab's share-group relay (lab/share_group.py) in both orders, each SIGKILLed twice
+"""The lab's share-group relay (lab/share_group.py) in both orders, each SIGKILLed twice, and
+Kafka's console share consumer piped into its console producer (lab/console/, no dgm header),
 with the collectors sampling every second, once per test session: the lab's test reads the
 runs' topics (tests/lab/test_share_group.py), the scenario judges them
 (tests/scenarios/test_share_group_verdicts.py)."""
@@ -13,11 +14,13 @@ from typing import Any
 
 from dgm.config.loader import load_config
 from dgm.util.waiting import wait_until
+from lab.console.run import ConsoleLabReport, ConsoleLabSettings, run_console_lab
 from lab.processors.share_relay import Order
 from lab.share_group import ShareGroupReport, ShareGroupSettings, run_share_group
 from tests.support.published_lab import collecting, offsets_samples
 
 MESSAGES = 600
+CONSOLE_MESSAGES = 1500  # 15 s at 100 a second: both kills land while records flow
 MAX_DELAY = timedelta(seconds=4)  # the deadline the scenario judges them by
 
 
@@ -25,7 +28,10 @@ MAX_DELAY = timedelta(seconds=4)  # the deadline the scenario judges them by
 class ShareGroupRuns:
     redelivering: ShareGroupReport  # produce-first: kills leave batches to be redelivered
     losing: ShareGroupReport  # acknowledge-first: kills lose batches
-    state_dir: Path  # the collectors' samples of both runs
+    # Kafka's console share consumer piped into its console producer, no dgm header anywhere,
+    # its consumer SIGKILLed twice: what it printed and had not acknowledged would come back.
+    console: ConsoleLabReport
+    state_dir: Path  # the collectors' samples of the three runs
     config_path: Path  # their dgm.toml (state_dir, [analysis]); no pipeline yet
 
 
@@ -45,11 +51,21 @@ def run_collected(kafka: Any, root: Path) -> ShareGroupRuns:
                 progress=lambda line: None,
             )  # fmt: skip
             runs[order] = run_share_group(settings)
+        console = run_console_lab(
+            ConsoleLabSettings(
+                kafka.bootstrap_servers, root / "console", name="console-share",
+                messages=CONSOLE_MESSAGES, rate=100.0, kills=2, share_group=True, seed=44,
+                progress=lambda line: None,
+            )
+        )  # fmt: skip
+        assert console.caught_up, f"not caught up; see {console.run_dir}"
         ended = offsets_samples(state_dir) + 2
-        settled = runs["acknowledge-first"].finished_at + MAX_DELAY.total_seconds()
+        settled = console.finished_at + MAX_DELAY.total_seconds()
         wait_until(
             lambda: offsets_samples(state_dir) >= ended and time.time() > settled,
             60,
             "collector samples after the runs and max_delay",
         )
-    return ShareGroupRuns(runs["produce-first"], runs["acknowledge-first"], state_dir, config_path)
+    return ShareGroupRuns(
+        runs["produce-first"], runs["acknowledge-first"], console, state_dir, config_path
+    )
