@@ -88,6 +88,10 @@ class Routes:
             src_topics[topic] = src_topics.get(topic, frozenset()) | named
         return Routes(first, src_offsets, src_topics)
 
+    def topics(self) -> list[str]:
+        """Every topic of the fingerprints these are the Routes of, sorted."""
+        return sorted({topic for topic, _ in self.first})
+
     def history(self) -> History:
         held = claims.held_from(self.first)
         topics = {topic: set(named) for topic, named in self.src_topics.items()}

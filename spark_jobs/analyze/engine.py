@@ -151,7 +151,8 @@ class Engine:
                 kept_routes = state.kept_routes.merged(routes_in(fingerprints.added_rows))
             else:
                 kept_routes = state.kept_routes.merged(routes(fingerprints.added))
-        known = kept_routes.merged(external).history()
+        whole_routes = kept_routes.merged(external)
+        known = whole_routes.history()
         if fingerprints.audited_from is not None:
             held = claims.sampled_held_from(
                 known.held_from, fingerprints.audited_from, config.topic_one_in()
@@ -161,7 +162,7 @@ class Engine:
         reason = rebuild_reason(state, fingerprints, known, ctx)
         if reason or state is None:
             self.state = None
-            state = _rebuilt(fingerprints, ctx, kept_routes, known, timings)
+            state = _rebuilt(fingerprints, ctx, kept_routes, known, whole_routes.topics(), timings)
             self.last = f"rebuilt ({reason})"
         else:
             state, touched, where = _advanced(state, fingerprints, ctx, kept_routes, known, timings)
@@ -178,21 +179,30 @@ def _rebuilt(
     ctx: Context,
     kept_routes: Routes,
     known: History,
+    topics: list[str],
     timings: Timings,
 ) -> State:
+    """The state of every fingerprint; `topics`: every topic they hold (by_id's codes)."""
     whole = fingerprints.whole
     count = fingerprints.counted()  # sizes the shuffles
     with timed(timings, "per id"):
-        rows = by_id(whole, ctx, count).unionByName(partition_records(whole, ctx.window_us))
-        rows = rows.toArrow()
+        rows = by_id(whole, ctx, count, topics)
+        rows = rows.unionByName(partition_records(whole, ctx.window_us)).toArrow()
     with timed(timings, "runs and order"):
-        unstamped = unstamped_sinks(whole, ctx)
-        runs_rows, order_rows = split_streams(streams(whole, ctx, count, unstamped).toArrow())
-        found = runs_frame(runs_rows)
-        behind, marks = order.split(order_rows)
+        unstamped, found, behind, marks = _streams_of(whole, ctx, count)
     counts = tally.summed(tally.count_rows(rows))
     records = _records(rows)
     return State(ctx, kept_routes, known, records, counts, found, behind, marks, unstamped)
+
+
+def _streams_of(
+    whole: DataFrame, ctx: Context, count: int
+) -> tuple[frozenset[str], pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """(the sinks the id join places, the sessions' runs, behind, marks) of every stream."""
+    unstamped = unstamped_sinks(whole, ctx)
+    runs_rows, order_rows = split_streams(streams(whole, ctx, count, unstamped).toArrow())
+    behind, marks = order.split(order_rows)
+    return unstamped, runs_frame(runs_rows), behind, marks
 
 
 def _records(rows: pa.Table) -> pa.Table:

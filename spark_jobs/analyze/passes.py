@@ -11,7 +11,7 @@ fingerprints of the ids a cycle touches otherwise.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -27,6 +27,14 @@ from spark_jobs.analyze.per_id import COLUMNS as ID_COLUMNS
 from spark_jobs.analyze.per_id import per_id_rows
 from spark_jobs.analyze.per_session import COLUMNS as SESSION_COLUMNS
 from spark_jobs.analyze.per_session import RUNS, runs_rows
+from spark_jobs.analyze.shipped import (
+    id_coded,
+    id_decoded,
+    stream_coded,
+    stream_decoded,
+    stream_key,
+    stream_topics,
+)
 from spark_jobs.schemas import spark_schema
 
 OUTPUT = spark_schema(SCHEMA)
@@ -52,17 +60,27 @@ def _in_partitions(
     return run
 
 
-def by_id(fingerprints: DataFrame, ctx: Context, rows: int | None = None) -> DataFrame:
+def by_id(
+    fingerprints: DataFrame,
+    ctx: Context,
+    rows: int | None = None,
+    topics: Sequence[str] | None = None,
+) -> DataFrame:
     """Every per_id row of the fingerprints (output.SCHEMA): one shuffle by message id.
-    `rows`: how many fingerprints there are, when known (more of them, more partitions)."""
+    `rows`: how many fingerprints there are, when known (more of them, more partitions);
+    `topics`: every topic they hold, when known (their records then travel packed,
+    shipped.py)."""
     # A fixed count: AQE would coalesce a shuffle by column into one or two partitions (the
     # rows are few bytes each), and the per-partition Python work then runs on one core.
     parts = _partitions(fingerprints, rows)
-    return (
-        fingerprints.select(*(_shipped(c) for c in ID_COLUMNS))
-        .repartition(parts, "message_id")
-        .mapInArrow(_in_partitions(lambda batch: per_id_rows(batch, ctx)), OUTPUT)
-    )
+    if topics is None:
+        shipped = fingerprints.select(*(_shipped(c) for c in ID_COLUMNS))
+        work = _in_partitions(lambda batch: per_id_rows(batch, ctx))
+    else:
+        known = list(topics)
+        shipped = id_coded(fingerprints, known)
+        work = _in_partitions(lambda batch: per_id_rows(id_decoded(batch, known), ctx))
+    return shipped.repartition(parts, "message_id").mapInArrow(work, OUTPUT)
 
 
 # The list columns of pipeline names go to the Python workers joined into one string
@@ -164,10 +182,8 @@ def streams(
     by_id; `unstamped` as there). Not the partitions as they lie, though runs merge: the
     source records may all lie in a few of them, and their runs took 2.1 s for 5M rows in
     one partition, 0.2 s for 1.2M."""
-    shuffled = stream_records(fingerprints, ctx, unstamped=unstamped).repartition(
-        _partitions(fingerprints, rows), "topic", "partition", "stream"
-    )
-    return shuffled.mapInArrow(_in_partitions(stream_rows), STREAM_SPARK)
+    records = stream_records(fingerprints, ctx, unstamped=unstamped)
+    return _judged(records, _partitions(fingerprints, rows), ctx)
 
 
 def streams_in(
@@ -185,10 +201,17 @@ def streams_in(
     wanted = fingerprints.join(F.broadcast(chosen), ["topic", "partition"], "left_semi")
     ids = wanted.where(F.col("message_id").isNotNull()).select("message_id").distinct()
     held = fingerprints.join(ids, "message_id", "left_semi")
-    shuffled = stream_records(wanted, ctx, held, unstamped).repartition(
-        _partitions(fingerprints), "topic", "partition", "stream"
+    return _judged(stream_records(wanted, ctx, held, unstamped), _partitions(fingerprints), ctx)
+
+
+def _judged(records: DataFrame, parts: int, ctx: Context) -> DataFrame:
+    """STREAM_ROWS of stream_records `records`: shuffled by stream into `parts` partitions,
+    each worked on by stream_rows; packed on the way (shipped.py)."""
+    topics = stream_topics(ctx)
+    shuffled = stream_coded(records, topics).repartition(parts, stream_key(), "stream")
+    return shuffled.mapInArrow(
+        _in_partitions(lambda batch: stream_rows(stream_decoded(batch, topics))), STREAM_SPARK
     )
-    return shuffled.mapInArrow(_in_partitions(stream_rows), STREAM_SPARK)
 
 
 def _partitions(frame: DataFrame, rows: int | None = None) -> int:
