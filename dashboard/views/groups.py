@@ -30,7 +30,9 @@ def render() -> None:
             "A **share group** (KIP-932): it commits no offsets. Its committed offset here is "
             "each partition's share-partition start offset, below which every record is "
             "acknowledged or archived; lag counts the records above it, in flight or not yet "
-            "delivered. Its pipelines' duplicates are redeliveries (docs/design.md, "
+            "delivered. The broker moves a start offset when it next acquires records, so "
+            "after a partition's last records it trails them, and a group left without members "
+            "then reads STOP. Its pipelines' duplicates are redeliveries (docs/design.md, "
             '"Share groups").'
         )
     group_status.render(group)
