@@ -1,14 +1,16 @@
 // A transactional copier as a team would write one with Kafka's Java clients: it knows nothing
 // of the monitor.
 //
-// Reads a source topic read_committed in a consumer group and copies each polled batch, key,
+// Reads a source topic read_committed (or, with --isolation read_uncommitted, as a misconfigured
+// copier does: the source's aborted records too) in a consumer group and copies each polled batch, key,
 // value and headers unchanged, to a sink topic inside one transaction that also carries the
 // batch's consumed offsets (sendOffsetsToTransaction). A drawn share of the transactions is
 // aborted on purpose after its records are in the log; the batch is then read again from the
 // positions it started at and copied in a later transaction.
 //
 //   java -cp <kafka jars>:<classes> TxnCopier --bootstrap-servers HOST:PORT --group ID \
-//       --source TOPIC --sink TOPIC --transactional-id ID --abort-percent P [--seed S]
+//       --source TOPIC --sink TOPIC --transactional-id ID --abort-percent P [--seed S] \
+//       [--isolation read_committed|read_uncommitted]
 //
 // Says on stdout, one line each: "ready" once initTransactions returned and partitions are
 // assigned, "committed <records>" and "aborted <records>" per transaction, "fenced" when a newer
@@ -49,12 +51,12 @@ public final class TxnCopier {
         return found;
     }
 
-    static KafkaConsumer<byte[], byte[]> consumer(String bootstrap, String group) {
+    static KafkaConsumer<byte[], byte[]> consumer(String bootstrap, String group, String isolation) {
         Properties p = new Properties();
         p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         p.put(ConsumerConfig.GROUP_ID_CONFIG, group);
         p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
-        p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
+        p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, isolation);
         p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
         // A SIGKILLed member leaves the group when this runs out: the smallest a broker allows.
         p.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, "6000");
@@ -80,7 +82,8 @@ public final class TxnCopier {
         String sink = a.get("sink");
         int abortPercent = Integer.parseInt(a.getOrDefault("abort-percent", "0"));
         Random random = a.containsKey("seed") ? new Random(Long.parseLong(a.get("seed"))) : new Random();
-        KafkaConsumer<byte[], byte[]> consumer = consumer(a.get("bootstrap-servers"), a.get("group"));
+        KafkaConsumer<byte[], byte[]> consumer = consumer(
+                a.get("bootstrap-servers"), a.get("group"), a.getOrDefault("isolation", "read_committed"));
         KafkaProducer<byte[], byte[]> producer = producer(a.get("bootstrap-servers"), a.get("transactional-id"));
         producer.initTransactions();
         // Per partition, the position the last committed transaction sent to the group.

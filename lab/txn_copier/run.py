@@ -53,6 +53,9 @@ class CopierLabSettings:
     abort_percent: int = 20  # of the copier's transactions, aborted on purpose
     source_transaction_size: int = 10
     source_abort_every: int = 5  # every k-th source transaction is aborted (0: none)
+    # read_uncommitted: the copier reads the source's aborted records too, and copies them
+    # into its committed transactions (aborted reads, docs/design.md).
+    isolation: str = "read_committed"
     catch_up_timeout: float = 120.0
     seed: int | None = None
     progress: Progress | None = field(default=None, compare=False)
@@ -63,7 +66,13 @@ class CopierLabSettings:
             self.kills,
             self.rate,
             self.partitions,
-            [(not 0 <= self.abort_percent <= 100, "abort_percent: 0 to 100")],
+            [
+                (not 0 <= self.abort_percent <= 100, "abort_percent: 0 to 100"),
+                (
+                    self.isolation not in ("read_committed", "read_uncommitted"),
+                    f"isolation: read_committed or read_uncommitted, got {self.isolation!r}",
+                ),
+            ],
         )
 
 
@@ -133,6 +142,7 @@ def run_copier_lab(settings: CopierLabSettings) -> CopierLabReport:
         "--source", names.source, "--sink", names.sink,
         "--transactional-id", transactional_id,
         "--abort-percent", str(settings.abort_percent), "--seed", str(seed),
+        "--isolation", settings.isolation,
     ]  # fmt: skip
     said = Transactions()
     spec = ChildSpec(copier_command(classpath, arguments), run_dir / "logs", "copier",
