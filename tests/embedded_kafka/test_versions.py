@@ -1,10 +1,14 @@
 """Every supported Kafka version, in every mode it has, is a real broker dgm starts on loopback,
 writes to idempotently and transactionally, reads read_committed and stops with nothing left:
-the smoke column of docs/compatibility.md, one line per cell under `-s`.
+the smoke column of docs/compatibility.md, one line per cell under `-s`. On each, dgm's
+collectors sample a transaction left open (the LSO it pins, its first offset, its state), a
+KIP-848 group where the version has them and a share group where it has them, and say each
+capability the version lacks (tests/support/version_samples.py).
 
-The whole matrix runs with DGM_LONG=1 (`DGM_LONG=1 python -m pytest -s
-tests/embedded_kafka/test_versions.py`); by default only 3.9.2 in ZooKeeper mode runs, the
-version and mode furthest from the default one that the rest of the suite runs on.
+By default every supported version runs in one mode (CI's compatibility matrix, about 15 s a
+version): 3.6.2 in KRaft mode, 3.9.2 in ZooKeeper mode, 4.0.2, 4.1.1 and 4.4.0. DGM_LONG=1 adds
+the other mode of the 3.x lines (`DGM_LONG=1 python -m pytest -s
+tests/embedded_kafka/test_versions.py`).
 """
 
 from __future__ import annotations
@@ -20,15 +24,18 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from dgm.clients.capabilities import capabilities
 from dgm.util.waiting import wait_until
 from embedded_kafka import processes
 from embedded_kafka.cluster import EmbeddedCluster
-from embedded_kafka.versions import ZOOKEEPER, KafkaRelease, matrix
+from embedded_kafka.versions import KRAFT, ZOOKEEPER, KafkaRelease, matrix, version_numbers
 from lab.topics import create_topic
 from tests.support.strength import LONG
+from tests.support.version_samples import OPEN, sampled_on
 
 pytestmark = pytest.mark.integration
-DEFAULT_TIER = KafkaRelease("3.9.2", ZOOKEEPER)
+# The mode each 3.x line runs in by default; 4.x lines have KRaft only.
+DEFAULT_3X_MODES = {"3.6.2": KRAFT, "3.9.2": ZOOKEEPER}
 IDEMPOTENT, COMMITTED, ABORTED = 50, 10, 10
 
 # API keys a transaction-aware monitor needs: on every supported version (all are >= 3.0).
@@ -47,9 +54,13 @@ REPORTED = {"ListOffsets": LIST_OFFSETS, "ConsumerGroupHeartbeat": 68, "ShareGro
 
 
 def cells() -> list[object]:
-    skip = pytest.mark.skip(reason="DGM_LONG=1 runs every version and mode")
+    skip = pytest.mark.skip(reason="DGM_LONG=1 runs every version in every mode")
+
+    def default(r: KafkaRelease) -> bool:
+        return DEFAULT_3X_MODES.get(r.version, KRAFT) == r.mode
+
     return [
-        pytest.param(r, id=f"{r.version}-{r.mode}", marks=() if LONG or r == DEFAULT_TIER else skip)
+        pytest.param(r, id=f"{r.version}-{r.mode}", marks=() if LONG or default(r) else skip)
         for r in matrix()
     ]
 
@@ -84,6 +95,19 @@ def test_version_smoke(release: KafkaRelease, tmp_path: Path) -> None:
         assert missing == [], versions
         # Kafka 4.0 removed the oldest protocol versions (KIP-896): ListOffsets v0 among them.
         assert (versions[LIST_OFFSETS][0] > 0) == (release.major >= 4)
+
+        # What dgm's collectors sample here, with an open transaction and the groups the
+        # version has left in place: exact, and what the version lacks said as gaps.
+        kip848, share = release.major >= 4, version_numbers(release.version) >= (4, 2)
+        sampled, _, groups = sampled_on(bootstrap, topic, tmp_path / "dgm", kip848, share)
+        assert sampled.lso == sampled.open_transaction_start == end, sampled
+        assert sampled.high_watermark == end + OPEN, sampled
+        assert sampled.open_transaction_state == "Ongoing", sampled
+        kinds = ["consumer"] * kip848 + ["share"] * share
+        assert sampled.group_types == dict(zip(groups, kinds, strict=True)), sampled
+        lacking = capabilities(versions, "default", "").gaps
+        told = {line.split(" on cluster ")[0] for line in sampled.gaps}
+        assert told == {f"cannot see {gap.capability.sees}" for gap in lacking}, sampled
     finally:
         # As `dgm broker stop` does: from the description on disk, each JVM found by its
         # command line (ZooKeeper after the brokers); then this process reaps its children.
@@ -95,7 +119,10 @@ def test_version_smoke(release: KafkaRelease, tmp_path: Path) -> None:
     reported = ", ".join(f"{name} {_span(versions.get(key))}" for name, key in REPORTED.items())
     print(
         f"\n{release.label}: started in {started:.1f}s, idempotent + transactional writes and "
-        f"read_committed exact, stopped clean; {reported}; total {time.monotonic() - began:.1f}s"
+        f"read_committed exact, stopped clean; {reported}; sampled: LSO {sampled.lso} at the "
+        f"open transaction, groups {sorted(sampled.group_types.values())}, gaps "
+        f"{sorted(g.split(' on cluster ')[0].removeprefix('cannot see ') for g in sampled.gaps)}"
+        f"; total {time.monotonic() - began:.1f}s"
     )
 
 
