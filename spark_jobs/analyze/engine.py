@@ -52,7 +52,7 @@ from spark_jobs.analyze.passes import (
 from spark_jobs.analyze.per_session import COLUMNS as SESSION_COLUMNS
 from spark_jobs.analyze.per_session import gap_rows, intervals_of, runs, runs_frame
 from spark_jobs.analyze.record_counts import partition_records
-from spark_jobs.analyze.steps import Timings, timed
+from spark_jobs.analyze.steps import Beside, Timings, timed
 
 log = logging.getLogger("dgm.analyze")
 
@@ -185,11 +185,17 @@ def _rebuilt(
     """The state of every fingerprint; `topics`: every topic they hold (by_id's codes)."""
     whole = fingerprints.whole
     count = fingerprints.counted()  # sizes the shuffles
-    with timed(timings, "per id"):
-        rows = by_id(whole, ctx, count, topics)
-        rows = rows.unionByName(partition_records(whole, ctx.window_us)).toArrow()
-    with timed(timings, "runs and order"):
-        unstamped, found, behind, marks = _streams_of(whole, ctx, count)
+    # The two passes run side by side: each fills the cores the other leaves idle
+    # (bench/HISTORY.md, "The rebuild at 10M: codes into the workers").
+    beside = Beside(lambda: _streams_of(whole, ctx, count), timings, "runs and order")
+    try:
+        with timed(timings, "per id"):
+            rows = by_id(whole, ctx, count, topics)
+            rows = rows.unionByName(partition_records(whole, ctx.window_us)).toArrow()
+    except BaseException:
+        beside.wait()  # its jobs end before the cycle's failure is told
+        raise
+    unstamped, found, behind, marks = beside.result()
     counts = tally.summed(tally.count_rows(rows))
     records = _records(rows)
     return State(ctx, kept_routes, known, records, counts, found, behind, marks, unstamped)
