@@ -236,7 +236,9 @@ def test_kafkas_console_share_consumer_without_headers_is_judged_by_its_acknowle
     assert {r["cause"] for r in extra} <= {DuplicateCause.REDELIVERY.value}, {
         r["evidence"] for r in extra
     }
-    assert (row["achieved"], row["meets_declared"]) == (Achieved.AT_LEAST_ONCE.value, True)
+    # Two kills may leave no printed record unacknowledged: then nothing was copied twice.
+    achieved = Achieved.AT_LEAST_ONCE if extra_truth else Achieved.EXACTLY_ONCE
+    assert (row["achieved"], row["meets_declared"]) == (achieved.value, True)
     print(
         f"\nconsole share consumer, no headers: {extra_truth} extra copies, dgm {len(extra)} "
         f"redeliveries; {len(claimed)} of {len(source)} records below the start offsets, 0 "
