@@ -13,7 +13,7 @@ from typing import Any
 from dgm.config.loader import load_config
 from dgm.util.waiting import wait_until
 from lab.no_offsets import NoOffsetsReport, NoOffsetsSettings, run_no_offsets
-from tests.support.published_lab import collecting, offsets_samples
+from tests.support.published_lab import collecting, offsets_samples, wait_for_cycles
 
 MESSAGES = 1500
 MAX_DELAY = timedelta(seconds=4)  # the deadline the scenario judges it by
@@ -39,12 +39,9 @@ def run_collected(kafka: Any, root: Path) -> NoOffsetsRun:
     )  # fmt: skip
     with collecting(kafka.bootstrap_servers, load_config(config_path), interval_s=1.0):
         report = run_no_offsets(settings)
-        # Samples of the topics' ends, taken once every record is older than max_delay.
-        ended = offsets_samples(state_dir) + 2
+        # The analysis judges as of its newest sample: two must come once every record is
+        # older than max_delay, or the last ones are still pending.
         settled = report.finished_at + MAX_DELAY.total_seconds()
-        wait_until(
-            lambda: offsets_samples(state_dir) >= ended and time.time() > settled,
-            60,
-            "collector samples after the run and max_delay",
-        )
+        wait_until(lambda: time.time() > settled, 60, "every record older than max_delay")
+        wait_for_cycles(state_dir, offsets_samples(state_dir) + 2)
     return NoOffsetsRun(report, state_dir, config_path)
