@@ -28,7 +28,7 @@ from collectors.events import (
     topic_events,
     transactional_epoch_events,
 )
-from collectors.groups import fetch_groups, group_offsets_rows
+from collectors.groups import fetch_groups, group_offsets_rows, with_share_groups
 from collectors.hanging import DEFAULT_MAX_TRANSACTION_TIMEOUT_MS
 from collectors.lso import LsoState
 from collectors.offsets import fetch_offsets, offsets_rows
@@ -141,6 +141,7 @@ class Collector:
         fetched, unavailable = fetch_offsets(
             self.clients.admin, view.partitions, self.request_timeout_s
         )
+        groups = with_share_groups(groups, self.clients, at, cluster_id)
         txns = fetch_transactions(
             self.clients,
             view,

@@ -2,7 +2,7 @@
 
 One ListGroups (librdkafka, every broker), one DescribeGroups and one OffsetFetch per
 coordinator (kafka-python: group_requests says why). Share groups, with their start offsets in
-the committed offsets' place, come from collectors/share_groups.
+the committed offsets' place, come from collectors/share_groups (with_share_groups).
 """
 
 from __future__ import annotations
@@ -146,17 +146,12 @@ def _fetch(
     kinds = {listing.group_id: listing.type for listing in listed.valid}
     group_ids = sorted(kinds)
     python_admin = clients.python_admin()
-    # Share groups: ListGroups without a type filter (librdkafka's) does not list them.
-    share = fetch_share_groups(python_admin)
-    views = {group_id: view(shared) for group_id, shared in share.descriptions.items()}
-    members = [
-        row
-        for shared in share.descriptions.values()
-        for row in _share_rows(shared, sampled_at, cluster_id)
-    ]
-    unlisted = sorted(set(expected) - set(kinds) - set(share.descriptions))
+    views: dict[str, GroupView] = {}
+    members: list[GroupMembersRow] = []
+    # A share group a pipeline names is unlisted here too: OffsetFetch finds nothing for it.
+    unlisted = sorted(set(expected) - set(kinds))
     if not group_ids and not unlisted:
-        return _sample(views, members, dict(share.start_offsets), list(share.denied))
+        return _sample(views, members, {}, [])
     kip848 = [g for g in group_ids if kinds[g] == ConsumerGroupType.CONSUMER]
     classic = [g for g in group_ids if g not in set(kip848)]
     for group_id, description in group_requests.describe_classic(python_admin, classic).items():
@@ -174,15 +169,39 @@ def _fetch(
             if description is not None:
                 views[group_id] = _view(description)
                 members.extend(_member_rows(description, sampled_at, cluster_id))
-    denied: list[str] = list(share.denied)
+    denied: list[str] = []
     committed = group_requests.committed_offsets(python_admin, group_ids, denied)
     if unlisted:
         # Fetched apart: a refused one fails the batch, and must not cost the listed ones.
         found = group_requests.committed_offsets(python_admin, unlisted, denied)
         committed.update({g: offsets for g, offsets in found.items() if offsets})
-    if group_ids and len(views) == len(share.descriptions) and not committed:
+    if group_ids and not views and not committed:
         raise ClusterUnreachable("describe groups: no group answered")
-    return _sample(views, members, {**committed, **share.start_offsets}, denied)
+    return _sample(views, members, committed, denied)
+
+
+def with_share_groups(
+    sample: GroupSample, clients: Clients, sampled_at: datetime, cluster_id: str
+) -> GroupSample:
+    """`sample` with the cluster's share groups added (ListGroups without a type filter,
+    librdkafka's, does not list them). Asked after the partitions' offsets: their requests
+    must not delay the offsets' read past the cycle's sampled_at, which dates arrivals (lag in
+    seconds). A start offset read after the high watermark may pass it: lag_from_hw < 0."""
+    share = fetch_share_groups(clients.python_admin())
+    if not share.descriptions and not share.start_offsets and not share.denied:
+        return sample
+    views = {**sample.views, **{g: view(s) for g, s in share.descriptions.items()}}
+    members = [
+        *sample.members,
+        *(
+            row
+            for s in share.descriptions.values()
+            for row in _share_rows(s, sampled_at, cluster_id)
+        ),
+    ]
+    committed = {**sample.committed, **share.start_offsets}
+    denied = [d.name for d in sample.denied] + list(share.denied)
+    return _sample(views, members, committed, denied)
 
 
 def _sample(
