@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -21,9 +21,10 @@ from collectors.clients import Clients, ClusterUnreachable
 from collectors.events import GroupView, MemberView
 from collectors.lag import lag_from_hw, lag_from_lso
 from collectors.share_group_requests import ShareGroupDescription
-from collectors.share_groups import SHARE, fetch_share_groups, view
+from collectors.share_groups import fetch_share_groups, view
 from dgm.clients.permissions import GROUP_DESCRIBE, Denial
 from dgm.contracts.samples import Key, PartitionOffsets
+from dgm.contracts.vocabulary import GroupType
 
 # Kafka's own names for group states, as kafka-consumer-groups.sh prints them.
 _STATE_NAMES = {
@@ -33,7 +34,10 @@ _STATE_NAMES = {
     ConsumerGroupState.DEAD: "Dead",
     ConsumerGroupState.EMPTY: "Empty",
 }
-_TYPE_NAMES = {ConsumerGroupType.CONSUMER: "consumer", ConsumerGroupType.CLASSIC: "classic"}
+_TYPE_NAMES = {
+    ConsumerGroupType.CONSUMER: GroupType.CONSUMER.value,
+    ConsumerGroupType.CLASSIC: GroupType.CLASSIC.value,
+}
 
 
 @dataclass(frozen=True)
@@ -82,7 +86,11 @@ class GroupSample:
     members: list[GroupMembersRow]
     committed: dict[str, dict[Key, int]]  # group id -> partition -> committed offset
     denied: tuple[Denial, ...] = ()  # groups the cluster refuses to describe
-    types: dict[str, str] = field(default_factory=dict)  # group id -> classic, consumer, share
+
+    @property
+    def types(self) -> dict[str, str]:
+        """Group id -> its group_type (GroupType), as its members' rows say."""
+        return {row.group_id: row.group_type for row in self.members}
 
 
 def group_offsets_rows(
@@ -92,7 +100,7 @@ def group_offsets_rows(
     cluster_id: str,
 ) -> list[GroupOffsetsRow]:
     """Committed offsets of monitored partitions (those in `offsets`), with lag both ways."""
-    rows = []
+    rows, types = [], sample.types
     for group_id, committed in sorted(sample.committed.items()):
         view = sample.views.get(group_id)
         owner = {
@@ -109,7 +117,7 @@ def group_offsets_rows(
                     partition.high_watermark, partition.lso,
                     lag_from_hw(partition.high_watermark, offset),
                     lag_from_lso(partition.lso, offset),
-                    sample.types.get(group_id),
+                    types.get(group_id),
                 )
             )  # fmt: skip
     return rows
@@ -145,15 +153,14 @@ def _fetch(
         raise ClusterUnreachable(f"list groups: {_describe(error)}") from None
     kinds = {listing.group_id: listing.type for listing in listed.valid}
     group_ids = sorted(kinds)
-    python_admin = clients.python_admin()
-    views: dict[str, GroupView] = {}
-    members: list[GroupMembersRow] = []
     # A share group a pipeline names is unlisted here too: OffsetFetch finds nothing for it.
     unlisted = sorted(set(expected) - set(kinds))
     if not group_ids and not unlisted:
-        return _sample(views, members, {}, [])
+        return GroupSample({}, [], {})
     kip848 = [g for g in group_ids if kinds[g] == ConsumerGroupType.CONSUMER]
     classic = [g for g in group_ids if g not in set(kip848)]
+    python_admin = clients.python_admin()
+    views, members = {}, []
     for group_id, description in group_requests.describe_classic(python_admin, classic).items():
         views[group_id] = _classic_view(description)
         coordinator = group_requests.coordinator_of(python_admin, group_id)
@@ -177,7 +184,9 @@ def _fetch(
         committed.update({g: offsets for g, offsets in found.items() if offsets})
     if group_ids and not views and not committed:
         raise ClusterUnreachable("describe groups: no group answered")
-    return _sample(views, members, committed, denied)
+    return GroupSample(
+        views, members, committed, tuple(Denial(GROUP_DESCRIBE, g) for g in sorted(denied))
+    )
 
 
 def with_share_groups(
@@ -200,19 +209,8 @@ def with_share_groups(
         ),
     ]
     committed = {**sample.committed, **share.start_offsets}
-    denied = [d.name for d in sample.denied] + list(share.denied)
-    return _sample(views, members, committed, denied)
-
-
-def _sample(
-    views: dict[str, GroupView],
-    members: list[GroupMembersRow],
-    committed: dict[str, dict[Key, int]],
-    denied: list[str],
-) -> GroupSample:
-    types = {row.group_id: row.group_type for row in members}
-    refused = tuple(Denial(GROUP_DESCRIBE, g) for g in sorted(denied))
-    return GroupSample(views, members, committed, refused, types)
+    refused = tuple(Denial(GROUP_DESCRIBE, g) for g in sorted(share.denied))
+    return GroupSample(views, members, committed, (*sample.denied, *refused))
 
 
 def _classic_view(description: group_requests.Description) -> GroupView:
@@ -235,7 +233,7 @@ def _classic_rows(
         cluster_id,
         str(description["group_id"]),
         str(description.get("group_state") or "Unknown"),
-        "classic",
+        GroupType.CLASSIC.value,
         str(description.get("protocol_data") or ""),
         coordinator,
         len(found),
@@ -259,7 +257,7 @@ def _share_rows(
     description: ShareGroupDescription, sampled_at: datetime, cluster_id: str
 ) -> list[GroupMembersRow]:
     group = (
-        sampled_at, cluster_id, description.group_id, description.state, SHARE,
+        sampled_at, cluster_id, description.group_id, description.state, GroupType.SHARE.value,
         description.assignor, description.coordinator_id, len(description.members),
     )  # fmt: skip
     if not description.members:

@@ -20,6 +20,7 @@ from kafka.protocol.api_message import ApiMessage
 
 from collectors import share_messages
 from dgm.contracts.samples import Key
+from dgm.contracts.vocabulary import GroupType
 
 
 class ShareGroupDescribeRequest(ApiMessage, load_json=share_messages):  # type: ignore[misc,call-arg]
@@ -73,7 +74,7 @@ def answers_share_groups(admin: KafkaAdminClient) -> bool:
 
 def list_share_groups(admin: KafkaAdminClient) -> list[str]:
     """Ids of the cluster's share groups (ListGroups v5 with a type filter, every broker)."""
-    listed = admin.list_groups(types_filter=["share"])
+    listed = admin.list_groups(types_filter=[GroupType.SHARE.value])
     return sorted({str(g["group_id"]) for g in listed})
 
 

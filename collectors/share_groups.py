@@ -22,8 +22,6 @@ from dgm.contracts.samples import Key
 
 log = logging.getLogger(__name__)
 
-SHARE = "share"  # the group_type of a share group's rows (dgm.contracts.sample_schemas)
-
 
 @dataclass(frozen=True)
 class ShareSample:

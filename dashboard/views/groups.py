@@ -7,6 +7,7 @@ import streamlit as st
 
 from dashboard import queries, ui
 from dashboard.panels import group_faults, group_lag, group_status, lag_seconds
+from dgm.contracts.vocabulary import GroupType
 
 
 def render() -> None:
@@ -25,7 +26,7 @@ def render() -> None:
     latest = mine[mine["sampled_at"] == mine["sampled_at"].max()]
     state = latest["group_state"].dropna()
     st.caption(f"State at the newest sample: {state.iloc[0] if not state.empty else 'unknown'}")
-    if "share" in set(latest["group_type"].dropna()):
+    if GroupType.SHARE in set(latest["group_type"].dropna()):
         st.info(
             "A **share group** (KIP-932): it commits no offsets. Its committed offset here is "
             "each partition's share-partition start offset, below which every record is "

@@ -111,6 +111,14 @@ _JEPSEN = {
 }
 
 
+class GroupType(StrEnum):
+    """Which protocol a group speaks: the samples' and the published `group_type`."""
+
+    CLASSIC = "classic"
+    CONSUMER = "consumer"  # KIP-848's rebalance protocol
+    SHARE = "share"  # a share group (KIP-932; docs/design.md, "Share groups")
+
+
 class ClaimKind(StrEnum):
     """What a pipeline's `claim` setting names (dgm.toml; docs/design.md, "claim"): which
     source records should already be in its sink."""

@@ -28,6 +28,7 @@ from spark_jobs.analyze.per_id import per_id_rows
 from spark_jobs.analyze.per_session import COLUMNS as SESSION_COLUMNS
 from spark_jobs.analyze.per_session import RUNS, runs_rows
 from spark_jobs.analyze.shipped import (
+    JOINED,
     id_coded,
     id_decoded,
     stream_coded,
@@ -81,13 +82,6 @@ def by_id(
         shipped = id_coded(fingerprints, known)
         work = _in_partitions(lambda batch: per_id_rows(id_decoded(batch, known), ctx))
     return shipped.repartition(parts, "message_id").mapInArrow(work, OUTPUT)
-
-
-# The list columns of pipeline names go to the Python workers joined into one string
-# (id_frame.marked splits them; a pipeline name holds no comma): Arrow-encoding array
-# columns into and out of the workers made the per-id stage 7x slower (22 s against 3 s
-# for 1M rows through an identity mapInArrow; bench/HISTORY.md, "Sampling: ...").
-JOINED = ("filtered_by", "filter_undecided_by")
 
 
 def _shipped(column: str) -> Column:

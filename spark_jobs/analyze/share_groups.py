@@ -15,9 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dgm.config.document import DgmConfig
-from dgm.contracts.vocabulary import DuplicateCause, LossCause
-
-SHARE = "share"  # group_offsets' group_type of a share group
+from dgm.contracts.vocabulary import DuplicateCause, GroupType, LossCause
 
 REDELIVERED = "the share group delivered the record again"
 
@@ -37,7 +35,9 @@ def share_group_pipelines(config: DgmConfig, group_offsets: pa.Table) -> frozens
     return frozenset(
         p.name
         for p in config.pipelines
-        if p.deadline() is None and p.consumer_group and newest.get(p.consumer_group) == SHARE
+        if p.deadline() is None
+        and p.consumer_group
+        and newest.get(p.consumer_group) == GroupType.SHARE
     )
 
 

@@ -31,6 +31,10 @@ _HIGH = 2**32
 _LISTS = ";"
 ID_SHIPPED = ("code", "offset", "timestamp", "message_id", "key", "producer", "seq", "lineage",
               "filters", "arrived_at")  # fmt: skip
+# The list columns of pipeline names go to the Python workers joined into one string
+# (id_frame.marked splits them; a pipeline name holds no comma): Arrow-encoding array
+# columns into and out of the workers made the per-id stage 7x slower (22 s against 3 s
+# for 1M rows through an identity mapInArrow; bench/HISTORY.md, "Sampling: ...").
 JOINED = ("filtered_by", "filter_undecided_by")
 STREAM_SHIPPED = ("code", "stream", "offset", "timestamp", "message_id", "position")
 ANOMALIES = (OrderAnomaly.OUT_OF_ORDER.value, OrderAnomaly.SINK_OUT_OF_ORDER.value)

@@ -24,10 +24,10 @@ from spark_jobs.analyze.checked import newly_checked
 from spark_jobs.analyze.context import Context
 from spark_jobs.analyze.cycle_streams import cycle_rows_in, unstamped_sinks_in
 from spark_jobs.analyze.output import SCHEMA as OUTPUT
-from spark_jobs.analyze.passes import JOINED  # per_id's list columns, joined (why: there)
 from spark_jobs.analyze.per_id import COLUMNS as ID_COLUMNS
 from spark_jobs.analyze.per_id import per_id_rows
 from spark_jobs.analyze.record_counts import partition_records_in
+from spark_jobs.analyze.shipped import JOINED  # per_id's list columns, joined (why: there)
 from spark_jobs.analyze.steps import Timings, timed
 
 # A cycle touching at most this many ids works them out on the driver (when its added rows

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from collectors.share_groups import SHARE
 from dgm.contracts.samples import SampleStore
+from dgm.contracts.vocabulary import GroupType
 from lab.share_group import acknowledged
 from tests.support.share_group_run import ShareGroupRuns
 from tests.support.share_starts import newest_start_offsets
@@ -26,14 +26,16 @@ def test_share_groups_are_sampled_with_members_and_start_offsets(
     offsets = SampleStore(state_dir).read("group_offsets").to_pylist()
     for report in (share_group_runs.redelivering, share_group_runs.losing):
         own = [r for r in members if r["group_id"] == report.group]
-        assert own and {r["group_type"] for r in own} == {SHARE}
+        assert own and {r["group_type"] for r in own} == {GroupType.SHARE}
         # While a relay ran, its members held the source's partitions.
         assigned = {(a["topic"], a["partition"]) for r in own for a in (r["assignment"] or [])}
         ends: dict[int, int] = {}
         for record in read_records(kafka.bootstrap_servers, report.source_topic):
             ends[record.partition] = max(ends.get(record.partition, 0), record.offset + 1)
         assert assigned == {(report.source_topic, p) for p in ends}
-        assert {r["group_type"] for r in offsets if r["group_id"] == report.group} == {SHARE}
+        assert {r["group_type"] for r in offsets if r["group_id"] == report.group} == {
+            GroupType.SHARE
+        }
         # Every record below a start offset was acknowledged, by the relays' transcripts
         # (the broker took it); the offsets moved, and never past the log's end. They may
         # trail it: the broker moves them when it next acquires records.
