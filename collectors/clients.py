@@ -45,8 +45,10 @@ def check_bootstrap(servers: str) -> None:
 
 
 class Clients:
-    """One confluent AdminClient for the life of the collector, one kafka-python admin client
-    made on first use and remade after a failure (it does not recover by itself)."""
+    """One confluent AdminClient for the life of the collector; kafka-python admin clients
+    made on first use and remade after a failure (they do not recover by themselves): one
+    for the cycle's requests, one for the share-group requests, which run beside the cycle
+    (collectors/share_sampler.py) and so need a client of their own."""
 
     def __init__(self, settings: Mapping[str, Any], request_timeout_s: float) -> None:
         self.settings = dict(settings)
@@ -72,6 +74,7 @@ class Clients:
                 f"[cluster] client settings: {scrub(error.args[0].str(), self.settings)}"
             ) from None
         self._python_admin: KafkaAdminClient | None = None
+        self._share_admin: KafkaAdminClient | None = None
         self._last_error: str | None = None
         self._authentication_failed = False
 
@@ -101,14 +104,23 @@ class Clients:
 
     def python_admin(self) -> KafkaAdminClient:
         if self._python_admin is None:
-            config = kafka_python_config(self.settings, self.request_timeout_s)
-            try:
-                self._python_admin = KafkaAdminClient(**config)
-            except Exception as error:  # kafka-python raises many kinds; all mean "no answer"
-                raise ClusterUnreachable(
-                    f"kafka-python admin client: {scrub(str(error), self.settings)}"
-                ) from None
+            self._python_admin = self._kafka_python_admin()
         return self._python_admin
+
+    def share_admin(self) -> KafkaAdminClient:
+        """The share-group requests' own client: used by one thread at a time, not the cycle's."""
+        if self._share_admin is None:
+            self._share_admin = self._kafka_python_admin()
+        return self._share_admin
+
+    def _kafka_python_admin(self) -> KafkaAdminClient:
+        config = kafka_python_config(self.settings, self.request_timeout_s)
+        try:
+            return KafkaAdminClient(**config)
+        except Exception as error:  # kafka-python raises many kinds; all mean "no answer"
+            raise ClusterUnreachable(
+                f"kafka-python admin client: {scrub(str(error), self.settings)}"
+            ) from None
 
     def using_python_admin(self, what: str, call: Callable[[], T]) -> T:
         """call()'s result; a kafka-python failure in it (connection, timeout, a coordinator
@@ -125,12 +137,21 @@ class Clients:
             raise ClusterUnreachable(f"{what}: {message}") from None
 
     def reset_python_admin(self) -> None:
-        if self._python_admin is not None:
-            try:
-                self._python_admin.close()
-            except Exception:  # closing a broken client must not hide the original failure
-                log.debug("closing the kafka-python admin client failed", exc_info=True)
-            self._python_admin = None
+        admin, self._python_admin = self._python_admin, None
+        _close(admin)
+
+    def reset_share_admin(self) -> None:
+        admin, self._share_admin = self._share_admin, None
+        _close(admin)
 
     def close(self) -> None:
         self.reset_python_admin()
+        self.reset_share_admin()
+
+
+def _close(admin: KafkaAdminClient | None) -> None:
+    if admin is not None:
+        try:
+            admin.close()
+        except Exception:  # closing a broken client must not hide the original failure
+            log.debug("closing a kafka-python admin client failed", exc_info=True)

@@ -33,6 +33,8 @@ from collectors.hanging import DEFAULT_MAX_TRANSACTION_TIMEOUT_MS
 from collectors.lso import LsoState
 from collectors.offsets import fetch_offsets, offsets_rows
 from collectors.partitions import ClusterView, check_matches, describe_cluster
+from collectors.share_groups import ShareSample
+from collectors.share_sampler import ShareGroupSampler
 from collectors.transactions import fetch_transactions, max_transaction_timeout_ms
 from collectors.txn_sessions import TxnSeen, carried, seen_of
 from dgm.clients.capabilities import Gap
@@ -103,6 +105,7 @@ class Collector:
         self.groups: dict[str, GroupView] = {}
         self.transactional_epochs: dict[str, TxnSeen] = {}
         self.idempotent_epochs: dict[int, int] = {}
+        self.share_groups = ShareGroupSampler(clients)
         self.brokers: frozenset[int] | None = None
         self.topic_ids: dict[str, str] = {}
         # The last offsets each partition answered, kept while it does not answer: a
@@ -132,6 +135,7 @@ class Collector:
         """Sample, derive, write; None if asked to stop before anything was written."""
         began = time.monotonic()
         view = self.connect()
+        self.share_groups.ask()  # answered beside the cycle (share_sampler says why)
         at, cluster_id = utc_now(), view.cluster_id
         # Committed offsets before partition offsets: a read_committed consumer's committed
         # offset never passes the LSO, and offsets only grow, so lag never comes out negative.
@@ -141,7 +145,9 @@ class Collector:
         fetched, unavailable = fetch_offsets(
             self.clients.admin, view.partitions, self.request_timeout_s
         )
-        groups = with_share_groups(groups, self.clients, at, cluster_id)
+        groups = with_share_groups(
+            groups, self._share_answer(began), self.share_groups.views, at, cluster_id
+        )
         txns = fetch_transactions(
             self.clients,
             view,
@@ -208,6 +214,13 @@ class Collector:
             events=len(events),
             seconds=time.monotonic() - began,
         )
+
+    def _share_answer(self, began: float) -> ShareSample | None:
+        """The share groups' answer if it comes before this cycle's interval is up; the first
+        one is waited for as any request is, so a restart's first cycle knows them."""
+        if not self.share_groups.heard_back:
+            return self.share_groups.answer(self.request_timeout_s)
+        return self.share_groups.answer(began + self.settings.interval_s - time.monotonic())
 
     def _capability_gaps(self, view: ClusterView) -> frozenset[Gap]:
         """What the brokers' API versions lack (asked every cycle: an upgrade changes them);

@@ -21,7 +21,7 @@ from collectors.clients import Clients, ClusterUnreachable
 from collectors.events import GroupView, MemberView
 from collectors.lag import lag_from_hw, lag_from_lso
 from collectors.share_group_requests import ShareGroupDescription
-from collectors.share_groups import fetch_share_groups, view
+from collectors.share_groups import ShareSample, view
 from dgm.clients.permissions import GROUP_DESCRIBE, Denial
 from dgm.contracts.samples import Key, PartitionOffsets
 from dgm.contracts.vocabulary import GroupType
@@ -190,13 +190,19 @@ def _fetch(
 
 
 def with_share_groups(
-    sample: GroupSample, clients: Clients, sampled_at: datetime, cluster_id: str
+    sample: GroupSample,
+    share: ShareSample | None,
+    carried: Mapping[str, GroupView],
+    sampled_at: datetime,
+    cluster_id: str,
 ) -> GroupSample:
     """`sample` with the cluster's share groups added (ListGroups without a type filter,
-    librdkafka's, does not list them). Asked after the partitions' offsets: their requests
-    must not delay the offsets' read past the cycle's sampled_at, which dates arrivals (lag in
-    seconds). A start offset read after the high watermark may pass it: lag_from_hw < 0."""
-    share = fetch_share_groups(clients.python_admin())
+    librdkafka's, does not list them): `share`, as collectors/share_sampler.py asked it beside
+    the cycle. Without an answer this cycle, the share groups add no rows and keep their
+    `carried` views. A start offset read after the high watermark may pass it: lag_from_hw < 0."""
+    if share is None:
+        views = {**sample.views, **carried}
+        return GroupSample(views, sample.members, sample.committed, sample.denied)
     if not share.descriptions and not share.start_offsets and not share.denied:
         return sample
     views = {**sample.views, **{g: view(s) for g, s in share.descriptions.items()}}

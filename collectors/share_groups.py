@@ -28,6 +28,7 @@ class ShareSample:
     descriptions: dict[str, requests.ShareGroupDescription] = field(default_factory=dict)
     start_offsets: dict[str, dict[Key, int]] = field(default_factory=dict)
     denied: tuple[str, ...] = ()  # share groups whose offsets the cluster refuses to show
+    failed: bool = False  # the requests failed: nothing is known of the share groups
 
 
 _warned: set[str] = set()
@@ -45,7 +46,7 @@ def fetch_share_groups(admin: KafkaAdminClient) -> ShareSample:
         if told not in _warned:
             _warned.add(told)
             log.warning("share groups not sampled this cycle: %s", told)
-        return ShareSample()
+        return ShareSample(failed=True)
 
 
 def _fetch(admin: KafkaAdminClient) -> ShareSample:
