@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -78,6 +78,7 @@ class GroupOffsetsRow:
     lag_from_hw: int | None
     lag_from_lso: int | None
     group_type: str | None
+    share_lag: int | None = None
 
 
 @dataclass(frozen=True)
@@ -86,6 +87,8 @@ class GroupSample:
     members: list[GroupMembersRow]
     committed: dict[str, dict[Key, int]]  # group id -> partition -> committed offset
     denied: tuple[Denial, ...] = ()  # groups the cluster refuses to describe
+    # Share groups' share-partition lag (KIP-1226), where the broker tells it.
+    share_lags: dict[str, dict[Key, int]] = field(default_factory=dict)
 
     @property
     def types(self) -> dict[str, str]:
@@ -102,6 +105,7 @@ def group_offsets_rows(
     """Committed offsets of monitored partitions (those in `offsets`), with lag both ways."""
     rows, types = [], sample.types
     for group_id, committed in sorted(sample.committed.items()):
+        share_lags = sample.share_lags.get(group_id, {})
         view = sample.views.get(group_id)
         owner = {
             tp: m.member_id for m in (view.members.values() if view else ()) for tp in m.assignment
@@ -118,6 +122,7 @@ def group_offsets_rows(
                     lag_from_hw(partition.high_watermark, offset),
                     lag_from_lso(partition.lso, offset),
                     types.get(group_id),
+                    share_lags.get(key),
                 )
             )  # fmt: skip
     return rows
@@ -203,7 +208,7 @@ def with_share_groups(
     if share is None:
         views = {**sample.views, **carried}
         return GroupSample(views, sample.members, sample.committed, sample.denied)
-    if not share.descriptions and not share.start_offsets and not share.denied:
+    if not share.descriptions and not share.partitions and not share.denied:
         return sample
     views = {**sample.views, **{g: view(s) for g, s in share.descriptions.items()}}
     members = [
@@ -214,9 +219,12 @@ def with_share_groups(
             for row in _share_rows(s, sampled_at, cluster_id)
         ),
     ]
-    committed = {**sample.committed, **share.start_offsets}
+    partitions = share.partitions.items()
+    starts = {g: {k: p.start_offset for k, p in found.items()} for g, found in partitions}
+    committed = {**sample.committed, **starts}
+    lags = {g: {k: p.lag for k, p in found.items() if p.lag is not None} for g, found in partitions}
     refused = tuple(Denial(GROUP_DESCRIBE, g) for g in sorted(share.denied))
-    return GroupSample(views, members, committed, (*sample.denied, *refused))
+    return GroupSample(views, members, committed, (*sample.denied, *refused), lags)
 
 
 def _classic_view(description: group_requests.Description) -> GroupView:

@@ -1,6 +1,7 @@
 """The share-group admin requests (KIP-932) through kafka-python, which has their API keys but
 not their messages: ListGroups filtered to share groups, ShareGroupDescribe (state, members,
-assignments) and DescribeShareGroupOffsets (each share-partition's start offset).
+assignments) and DescribeShareGroupOffsets (each share-partition's start offset, and from v1,
+Kafka 4.2 on, its lag: KIP-1226).
 
 confluent-kafka's AdminClient (2.16) neither lists share groups by type nor describes them. The
 messages are built from wire descriptions kept beside this module (collectors/share_messages);
@@ -52,6 +53,14 @@ class ShareMember:
 
 
 @dataclass(frozen=True)
+class SharePartition:
+    start_offset: int  # every record below it is acknowledged or archived
+    # Records from the start offset to the end not yet acknowledged or archived, as the
+    # broker counts them (KIP-1226); None where it does not (DescribeShareGroupOffsets v0).
+    lag: int | None
+
+
+@dataclass(frozen=True)
 class ShareGroupDescription:
     group_id: str
     state: str  # Empty, Stable, Dead (Kafka's share-group states)
@@ -88,13 +97,15 @@ def describe_share_groups(
     return dict(admin._manager.run(_describe, admin, group_ids))
 
 
-def share_start_offsets(admin: KafkaAdminClient, group_ids: list[str]) -> dict[str, dict[Key, int]]:
-    """Each group's share-partition start offsets: every record below one is acknowledged or
-    archived, as every record below a consumer group's committed offset is processed. A
-    share-partition not yet initialised (-1) is left out."""
+def share_partitions(
+    admin: KafkaAdminClient, group_ids: list[str]
+) -> dict[str, dict[Key, SharePartition]]:
+    """Each group's share-partitions: the start offset (every record below it is acknowledged
+    or archived, as every record below a consumer group's committed offset is processed) and
+    the lag. A share-partition not yet initialised (start offset -1) is left out."""
     if not group_ids:
         return {}
-    return dict(admin._manager.run(_start_offsets, admin, group_ids))
+    return dict(admin._manager.run(_share_partitions, admin, group_ids))
 
 
 async def _by_coordinator(admin: KafkaAdminClient, group_ids: list[str]) -> dict[int, list[str]]:
@@ -120,10 +131,10 @@ async def _describe(
     return described
 
 
-async def _start_offsets(
+async def _share_partitions(
     admin: KafkaAdminClient, group_ids: list[str]
-) -> dict[str, dict[Key, int]]:
-    offsets: dict[str, dict[Key, int]] = {}
+) -> dict[str, dict[Key, SharePartition]]:
+    offsets: dict[str, dict[Key, SharePartition]] = {}
     for node_id, ids in (await _by_coordinator(admin, group_ids)).items():
         groups = [
             DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup(
@@ -139,7 +150,9 @@ async def _start_offsets(
                 _raise_refusal(group.error_code, group.group_id)
                 continue
             offsets[group.group_id] = {
-                (topic.topic_name, int(p.partition_index)): int(p.start_offset)
+                (topic.topic_name, int(p.partition_index)): SharePartition(
+                    int(p.start_offset), int(p.lag) if getattr(p, "lag", -1) >= 0 else None
+                )
                 for topic in group.topics
                 for p in topic.partitions
                 if p.error_code == 0 and p.start_offset >= 0

@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class ShareSample:
     descriptions: dict[str, requests.ShareGroupDescription] = field(default_factory=dict)
-    start_offsets: dict[str, dict[Key, int]] = field(default_factory=dict)
+    partitions: dict[str, dict[Key, requests.SharePartition]] = field(default_factory=dict)
     denied: tuple[str, ...] = ()  # share groups whose offsets the cluster refuses to show
     failed: bool = False  # the requests failed: nothing is known of the share groups
 
@@ -56,14 +56,14 @@ def _fetch(admin: KafkaAdminClient) -> ShareSample:
     if not group_ids:
         return ShareSample()
     descriptions = requests.describe_share_groups(admin, group_ids)
-    offsets: dict[str, dict[Key, int]] = {}
+    offsets: dict[str, dict[Key, requests.SharePartition]] = {}
     denied: list[str] = []
     try:
-        offsets = requests.share_start_offsets(admin, group_ids)
+        offsets = requests.share_partitions(admin, group_ids)
     except GroupAuthorizationFailedError:  # one refused group fails the batch: ask each
         for group_id in group_ids:
             try:
-                offsets.update(requests.share_start_offsets(admin, [group_id]))
+                offsets.update(requests.share_partitions(admin, [group_id]))
             except GroupAuthorizationFailedError:
                 denied.append(group_id)
     return ShareSample(descriptions, offsets, tuple(denied))

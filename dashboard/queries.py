@@ -367,3 +367,17 @@ def duplicates_by_cause(topic: str, within: TimeRange | None = None) -> pd.DataF
         within,
         topic=topic,
     )
+
+
+def redelivered_copies(group: str) -> pd.DataFrame:
+    """Per source partition, the extra copies the pipelines of share group `group` made of
+    records the group delivered again (cause redelivery, docs/design.md "Share groups")."""
+    return read(
+        """SELECT source_topic AS topic, source_partition AS "partition",
+                  count(*) AS redelivered_copies
+           FROM duplicates
+           WHERE is_extra_copy AND cause = 'redelivery' AND source_partition IS NOT NULL
+             AND pipeline IN (SELECT pipeline FROM verdicts WHERE consumer_group = ?)
+           GROUP BY ALL""",
+        group,
+    )

@@ -356,6 +356,14 @@ GROUP_INFO = Family(
     "newest sample",
     ("group_id", "type", "state", "cluster"),
 )
+# A share group's share-partition lag (group_lag.share_lag, KIP-1226): unlike its lag from
+# the high watermark, it leaves out the records acknowledged above the start offset.
+SHARE_GROUP_LAG = Family(
+    "dgm_share_group_lag",
+    "Records from a share group's start offsets to the partitions' ends not yet acknowledged "
+    "or archived, as the broker counts them (Kafka 4.2+), summed over its partitions",
+    GROUP,
+)
 # Per pipeline and cause (duplicates; docs/design.md, "cause"): a share group's are redelivery.
 DUPLICATES_BY_CAUSE = Family(
     "dgm_pipeline_duplicate_records_by_cause",
@@ -395,6 +403,7 @@ PUBLISHED = (
     GROUP_STATUS,
     GROUP_STATUS_INFO,
     GROUP_INFO,
+    SHARE_GROUP_LAG,
     DUPLICATES_BY_CAUSE,
     OPEN_TRANSACTIONS,
     HANGING_TRANSACTIONS,

@@ -60,7 +60,7 @@ GROUP_STATUS_SQL = (
 )
 # Every partition of a group at the group's newest sample.
 GROUP_LAG_SQL = """
-SELECT group_id, topic, "partition", lag_from_hw, lag_from_lso, cluster, lag_s
+SELECT group_id, topic, "partition", lag_from_hw, lag_from_lso, cluster, lag_s, share_lag
 FROM latest_group_lag
 """
 # Each group's type and state at its newest sample.
@@ -236,7 +236,7 @@ def _max(a: float | None, b: float | None) -> float | None:
 
 
 def add_group_lag(db: Connection, snapshot: Snapshot, granularity: Granularity) -> None:
-    for group_id, topic, partition, lag_hw, lag_lso, cluster, lag_s in db.execute(
+    for group_id, topic, partition, lag_hw, lag_lso, cluster, lag_s, share_lag in db.execute(
         GROUP_LAG_SQL
     ).fetchall():
         group, cluster = on_cluster(group_id, cluster)
@@ -252,6 +252,7 @@ def add_group_lag(db: Connection, snapshot: Snapshot, granularity: Granularity) 
         snapshot.add(f.TOPIC_LAG_FROM_LSO, [group, plain, cluster], lag_lso)
         snapshot.add(f.GROUP_LAG_FROM_HW, [group, cluster], lag_hw)
         snapshot.add(f.GROUP_LAG_FROM_LSO, [group, cluster], lag_lso)
+        snapshot.add(f.SHARE_GROUP_LAG, [group, cluster], share_lag)
 
 
 def add_group_status(db: Connection, snapshot: Snapshot) -> None:

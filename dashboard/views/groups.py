@@ -6,7 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import queries, ui
-from dashboard.panels import group_faults, group_lag, group_status, lag_seconds
+from dashboard.panels import group_faults, group_lag, group_status, lag_seconds, share_partitions
 from dgm.contracts.vocabulary import GroupType
 
 
@@ -26,7 +26,8 @@ def render() -> None:
     latest = mine[mine["sampled_at"] == mine["sampled_at"].max()]
     state = latest["group_state"].dropna()
     st.caption(f"State at the newest sample: {state.iloc[0] if not state.empty else 'unknown'}")
-    if GroupType.SHARE in set(latest["group_type"].dropna()):
+    share = GroupType.SHARE in set(latest["group_type"].dropna())
+    if share:
         st.info(
             "A **share group** (KIP-932): it commits no offsets. Its committed offset here is "
             "each partition's share-partition start offset, below which every record is "
@@ -37,6 +38,8 @@ def render() -> None:
             '"Share groups").'
         )
     group_status.render(group)
+    if share:
+        share_partitions.render(group, latest)
     lag_seconds.render(group, latest)
     group_lag.render(group, latest)
     group_faults.render(group)

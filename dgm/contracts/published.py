@@ -529,6 +529,13 @@ GROUP_LAG = _table(
     ("lag_from_hw", "BIGINT", "high watermark - committed (what other tools show)"),
     ("lag_from_lso", "BIGINT", "LSO - committed (transaction-correct)"),
     (
+        "share_lag",
+        "BIGINT",
+        "a share group's share-partition lag as the broker counts it (KIP-1226, Kafka 4.2+): "
+        "records from the start offset to the high watermark not yet acknowledged or archived; "
+        "lag_from_hw - share_lag were acknowledged above the start offset; null for other groups",
+    ),
+    (
         "lag_s",
         "DOUBLE",
         "lag in seconds: how long ago the oldest record not yet committed became readable "

@@ -88,6 +88,14 @@ GROUP_OFFSETS = _schema(
         "null if unknown (samples of older dgm versions)",
         True,
     ),
+    _column(
+        "share_lag",
+        pa.int64(),
+        "a share group's share-partition lag as the broker counts it (KIP-1226, Kafka 4.2+): "
+        "records from committed_offset to the high watermark not yet acknowledged or archived; "
+        "null for other groups and where the broker does not tell it",
+        True,
+    ),
 )
 
 GROUP_MEMBERS = _schema(

@@ -13,7 +13,7 @@ from dgm.contracts.samples import SampleStore
 from dgm.contracts.vocabulary import GroupType
 from lab.share_group import acknowledged
 from tests.support.share_group_run import ShareGroupRuns
-from tests.support.share_starts import newest_start_offsets
+from tests.support.share_starts import newest_share_rows, newest_start_offsets
 from tests.support.truth import read_records
 
 
@@ -45,3 +45,12 @@ def test_share_groups_are_sampled_with_members_and_start_offsets(
         for (_, partition), start in starts.items():
             assert 0 < start <= ends[partition]
             assert set(range(start)) <= acked[partition]
+        # The broker's share-partition lag (KIP-1226, DescribeShareGroupOffsets v1): the
+        # records from the start offset to the end not acknowledged, by the transcripts. The
+        # records the trailing start offset leaves above it were acknowledged: lag 0 there,
+        # where lag_from_hw counts them.
+        for (_, partition), row in newest_share_rows(state_dir, report.group).items():
+            above = range(row["committed_offset"], row["high_watermark"])
+            print(f"{report.group}[{partition}]: start {row['committed_offset']}, end "
+                  f"{row['high_watermark']}, share lag {row['share_lag']}")  # fmt: skip
+            assert row["share_lag"] == len(set(above) - acked[partition]), row

@@ -18,7 +18,7 @@ from dgm.contracts.vocabulary import GroupType
 from tests.support.share_group_run import ShareGroupRuns
 
 INTERVAL_S = 1.0
-CYCLES = 8
+CYCLES = 5
 
 
 def share_collector(kafka: Any, state_dir: Path, topics: list[str]) -> Collector:

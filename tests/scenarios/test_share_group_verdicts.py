@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from streamlit.testing.v1 import AppTest
 
 from dgm.config.loader import append_pipeline, load_config
 from dgm.config.pipelines import MessageIdRule, PipelineConfig, Semantic
@@ -28,10 +29,12 @@ from dgm.contracts.vocabulary import Achieved, Claim, DuplicateCause, LossCause
 from lab.share_group import ShareGroupReport
 from spark_jobs.analyze.share_groups import REDELIVERED
 from spark_jobs.job import AnalysisJob
+from tests.support.dashboard_app import APP, no_exception, page, write_config
+from tests.support.exporter_serving import scrape, serving
 from tests.support.header_free import duplicates_rows, id_of
 from tests.support.published_lab import pipeline_verdict
 from tests.support.share_group_run import MAX_DELAY, MESSAGES, ShareGroupRuns
-from tests.support.share_starts import newest_start_offsets
+from tests.support.share_starts import newest_share_rows, newest_start_offsets
 from tests.support.truth import read_records
 from tests.support.truth_records import delivery
 
@@ -69,7 +72,11 @@ def _truths(kafka: Any, runs: ShareGroupRuns) -> dict[str, Any]:
 @pytest.mark.integration
 @pytest.mark.slow
 def test_share_group_pipelines_are_judged_exactly_by_their_acknowledgements(
-    kafka: Any, spark: Any, share_group_runs: ShareGroupRuns, tmp_path: Path
+    kafka: Any,
+    spark: Any,
+    share_group_runs: ShareGroupRuns,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     runs = share_group_runs
     redelivering, losing = runs.redelivering, runs.losing
@@ -105,6 +112,7 @@ def test_share_group_pipelines_are_judged_exactly_by_their_acknowledgements(
     assert len(extra) == whole.duplicates
     assert {r["cause"] for r in extra} == {DuplicateCause.REDELIVERY.value}
     assert all(r["evidence"].endswith(REDELIVERED) for r in extra)
+    _shown(redelivering, whole.duplicates, runs.state_dir, monkeypatch)
 
     truth = below[losing.order]
     row = pipeline_verdict(runs.state_dir, "share-acked-first")
@@ -122,6 +130,34 @@ def test_share_group_pipelines_are_judged_exactly_by_their_acknowledgements(
         f"{len(truth.lost)} of them below the start offsets ({truth.source} records): dgm "
         f"{row['lost']} acknowledged or archived"
     )
+
+
+def _shown(
+    report: ShareGroupReport, redelivered: int, state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The groups page's share-partitions of the group, as the newest samples and the
+    truth say (each start offset and end, the broker's share lag, the redelivered copies),
+    and the exporter's share lag of the group."""
+    monkeypatch.setenv("DGM_CONFIG", str(write_config(state_dir)))
+    monkeypatch.setenv("DGM_STATE_DIR", str(state_dir))
+    monkeypatch.setenv("DGM_DASHBOARD_REFRESH_S", "0")
+    at = page(AppTest.from_file(str(APP), default_timeout=60), "groups", group=report.group)
+    no_exception(at)
+    (shown,) = [f.value for f in at.dataframe if "redelivered copies" in f.value.columns]
+    rows = newest_share_rows(state_dir, report.group)
+    assert len(shown) == len(rows) > 0
+    for item in shown.to_dict("records"):
+        row = rows[(item["topic"], item["partition"])]
+        assert (item["start offset"], item["end"]) == (
+            row["committed_offset"],
+            row["high_watermark"],
+        )
+        assert item["share lag (not acknowledged)"] == row["share_lag"]
+    assert shown["redelivered copies"].sum() == redelivered
+    with serving(state_dir) as base:
+        served = scrape(base)["dgm_share_group_lag"]
+    lag = {dict(labels)["group_id"]: value for labels, value in served.items()}
+    assert lag[report.group] == sum(r["share_lag"] for r in rows.values())
 
 
 def _below_start(kafka: Any, state_dir: Path, report: ShareGroupReport) -> Any:

@@ -9,13 +9,18 @@ from typing import Any
 from dgm.contracts.samples import SampleStore
 
 
-def newest_start_offsets(state_dir: Path, group: str) -> dict[tuple[str, int], int]:
-    """(topic, partition) -> the newest sampled start offset of `group`."""
-    newest: dict[tuple[str, int], tuple[Any, int]] = {}
+def newest_share_rows(state_dir: Path, group: str) -> dict[tuple[str, int], dict[str, Any]]:
+    """(topic, partition) -> the newest group_offsets row of `group`."""
+    newest: dict[tuple[str, int], dict[str, Any]] = {}
     for r in SampleStore(state_dir).read("group_offsets").to_pylist():
         if r["group_id"] != group:
             continue
         key = (r["topic"], r["partition"])
-        if key not in newest or r["sampled_at"] >= newest[key][0]:
-            newest[key] = (r["sampled_at"], r["committed_offset"])
-    return {key: offset for key, (_, offset) in newest.items()}
+        if key not in newest or r["sampled_at"] >= newest[key]["sampled_at"]:
+            newest[key] = r
+    return newest
+
+
+def newest_start_offsets(state_dir: Path, group: str) -> dict[tuple[str, int], int]:
+    """(topic, partition) -> the newest sampled start offset of `group`."""
+    return {key: r["committed_offset"] for key, r in newest_share_rows(state_dir, group).items()}

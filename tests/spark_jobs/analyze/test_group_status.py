@@ -106,7 +106,7 @@ def test_a_group_takes_its_worst_partition() -> None:
 def _rows(group: str, samples: list[Sample]) -> list[tuple[Any, ...]]:
     return [
         (s.at, "c", group, "t", 0, s.committed, "Stable", "m" if s.owned else None,
-         s.lso + 3, s.lso, s.lso + 3 - s.committed, s.lso - s.committed, "classic")
+         s.lso + 3, s.lso, s.lso + 3 - s.committed, s.lso - s.committed, "classic", None)
         for s in samples
     ]  # fmt: skip
 
