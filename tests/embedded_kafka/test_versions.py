@@ -3,7 +3,8 @@ writes to idempotently and transactionally, reads read_committed and stops with 
 the smoke column of docs/compatibility.md, one line per cell under `-s`. On each, dgm's
 collectors sample a transaction left open (the LSO it pins, its first offset, its state), a
 KIP-848 group where the version has them and a share group where it has them, and say each
-capability the version lacks (tests/support/version_samples.py).
+capability the version lacks (tests/support/version_samples.py), and `dgm check` passes and names
+the same gaps.
 
 By default every supported version runs in one mode (CI's compatibility matrix, about 15 s a
 version): 3.6.2 in KRaft mode, 3.9.2 in ZooKeeper mode, 4.0.2, 4.1.1 and 4.4.0. DGM_LONG=1 adds
@@ -30,6 +31,7 @@ from embedded_kafka import processes
 from embedded_kafka.cluster import EmbeddedCluster
 from embedded_kafka.versions import KRAFT, ZOOKEEPER, KafkaRelease, matrix, version_numbers
 from lab.topics import create_topic
+from shell.cli import main
 from tests.support.strength import LONG
 from tests.support.version_samples import OPEN, sampled_on
 
@@ -66,7 +68,9 @@ def cells() -> list[object]:
 
 
 @pytest.mark.parametrize("release", cells())
-def test_version_smoke(release: KafkaRelease, tmp_path: Path) -> None:
+def test_version_smoke(
+    release: KafkaRelease, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     began = time.monotonic()
     cluster = EmbeddedCluster(tmp_path, brokers=1, die_with_parent=True, release=release)
     try:
@@ -108,6 +112,8 @@ def test_version_smoke(release: KafkaRelease, tmp_path: Path) -> None:
         lacking = capabilities(versions, "default", "").gaps
         told = {line.split(" on cluster ")[0] for line in sampled.gaps}
         assert told == {f"cannot see {gap.capability.sees}" for gap in lacking}, sampled
+        checked = checked_gaps(bootstrap, tmp_path / "check", capsys)
+        assert checked == {f"cannot see {gap.capability.sees}" for gap in lacking}
     finally:
         # As `dgm broker stop` does: from the description on disk, each JVM found by its
         # command line (ZooKeeper after the brokers); then this process reaps its children.
@@ -124,6 +130,20 @@ def test_version_smoke(release: KafkaRelease, tmp_path: Path) -> None:
         f"{sorted(g.split(' on cluster ')[0].removeprefix('cannot see ') for g in sampled.gaps)}"
         f"; total {time.monotonic() - began:.1f}s"
     )
+
+
+def checked_gaps(bootstrap: str, folder: Path, capsys: pytest.CaptureFixture[str]) -> set[str]:
+    """What `dgm check` says the cluster cannot answer: it must pass (exit 0, no ✗; a gap is
+    no failure) and name each gap as a `!` line."""
+    folder.mkdir()
+    config = folder / "dgm.toml"
+    config.write_text(f'state_dir = "{folder}"\n[cluster]\nbootstrap_servers = "{bootstrap}"\n')
+    capsys.readouterr()
+    code = main(["check", "--config", str(config)])
+    lines = capsys.readouterr().out.splitlines()
+    assert code == 0 and not [line for line in lines if line.startswith("✗ ")], lines
+    gaps = [line.removeprefix("! ") for line in lines if line.startswith("! cannot see ")]
+    return {line.split(" on cluster ")[0] for line in gaps}
 
 
 def produce_idempotently(bootstrap: str, topic: str) -> None:
