@@ -33,9 +33,10 @@ def render() -> None:
             "each partition's share-partition start offset, below which every record is "
             "acknowledged or archived; lag counts the records above it, in flight or not yet "
             "delivered. The broker moves a start offset when it next acquires records, so "
-            "after a partition's last records it trails them, and a group left without members "
-            "then reads STOP. Its pipelines' duplicates are redeliveries (docs/design.md, "
-            '"Share groups").'
+            "after a partition's last records it trails them. Where the broker counts its "
+            "share lag (Kafka 4.2+), the status judges that instead: a finished group reads "
+            "OK; before, a group left without members reads STOP. Its pipelines' duplicates "
+            'are redeliveries (docs/design.md, "Share groups").'
         )
     group_status.render(group)
     if share:

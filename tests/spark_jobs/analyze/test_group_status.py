@@ -103,12 +103,27 @@ def test_a_group_takes_its_worst_partition() -> None:
     assert [s.severity for s in GroupStatus] == [0, 1, 2, 3, 4, 5]
 
 
-def _rows(group: str, samples: list[Sample]) -> list[tuple[Any, ...]]:
+def _rows(
+    group: str, samples: list[Sample], kind: str = "classic", share_lag: int | None = None
+) -> list[tuple[Any, ...]]:
     return [
         (s.at, "c", group, "t", 0, s.committed, "Stable", "m" if s.owned else None,
-         s.lso + 3, s.lso, s.lso + 3 - s.committed, s.lso - s.committed, "classic", None)
+         s.lso + 3, s.lso, s.lso + 3 - s.committed, s.lso - s.committed, kind, share_lag)
         for s in samples
     ]  # fmt: skip
+
+
+def test_a_share_group_is_judged_by_its_share_lag_where_the_broker_tells_it() -> None:
+    """A finished share group without members: its start offset trails 4 acknowledged records
+    (lag from it 4, constant, nobody assigned: STOP by the rules), but the broker counts 0
+    unacknowledged: OK. Where the broker does not tell it (before Kafka 4.2), STOP stays."""
+    trailing = series([5, 5, 5, 5], [9, 9, 9, 9], owned=False)
+    rows = [*_rows("told", trailing, "share", 0), *_rows("untold", trailing, "share", None)]
+    schema = SCHEMAS["group_offsets"]
+    frame = pa.Table.from_pylist([dict(zip(schema.names, r, strict=True)) for r in rows], schema)
+    got = {r["group_id"]: r for r in group_status(frame, WINDOW).to_pylist() if r["topic"]}
+    assert (got["told"]["status"], got["told"]["lso_lag_end"]) == (GroupStatus.OK, 0)
+    assert (got["untold"]["status"], got["untold"]["lso_lag_end"]) == (GroupStatus.STOP, 4)
 
 
 def test_the_table_judges_by_the_same_rules() -> None:
