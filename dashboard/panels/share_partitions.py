@@ -30,9 +30,9 @@ def table(latest: pd.DataFrame, redelivered: pd.DataFrame) -> pd.DataFrame:
             "partition": rows["partition"],
             "start offset": rows["committed_offset"],
             "end": rows["committed_offset"] + above,
-            "above the start": above,
-            "share lag (not acknowledged)": rows["share_lag"],
-            "acknowledged above the start": above - rows["share_lag"],
+            "above start": above,
+            "share lag": rows["share_lag"],
+            "acknowledged above start": above - rows["share_lag"],
             "redelivered copies": rows["redelivered_copies"].fillna(0).astype("int64"),
         }
     ).sort_values(["topic", "partition"])

@@ -136,6 +136,12 @@ def lagged_group_offsets(group_offsets: pa.Table, offsets: pa.Table) -> pa.Table
     read_topics = pc.is_in(offsets["topic"], value_set=group_offsets["topic"].unique())
     series = offsets.filter(read_topics).select(["sampled_at", *_PARTITION, "lso"]).to_pandas()
     lagged = with_lag_seconds(frame, series)
+    if "share_lag" in group_offsets.column_names:
+        # A share group with nothing unacknowledged has nothing late, however far its start
+        # offset trails (docs/design.md, "Share groups").
+        finished = (group_offsets["share_lag"].to_pandas() == 0).to_numpy()
+        lagged.loc[finished, ["lag_s", "lag_s_resolution"]] = 0.0
+        lagged.loc[finished, "lag_s_at_least"] = False
     table = group_offsets
     for column, kind in _LAG_COLUMNS.items():
         values = pa.array(lagged[column].to_numpy(), type=kind, from_pandas=True)

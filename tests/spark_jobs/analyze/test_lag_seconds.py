@@ -8,11 +8,12 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spark_jobs.analyze.lag_seconds import catch_up, with_lag_seconds
+from spark_jobs.analyze.lag_seconds import catch_up, lagged_group_offsets, with_lag_seconds
 
 T0 = datetime(2026, 11, 28, 10, 0, tzinfo=UTC)
 
@@ -122,3 +123,15 @@ def test_every_partitions_series_is_its_own_samples_sorted_with_the_lso_never_fa
         assert got.lso.tolist() == one.lso.tolist()
     assert len(found) == present.groupby(["topic", "partition"]).ngroups
     assert set(arrivals(offsets, {("a", 1)})) == {("a", 1)}
+
+
+def test_a_share_group_with_nothing_unacknowledged_is_not_late() -> None:
+    """Its start offset trails 20 acknowledged records (lag from it > 0): with the broker's
+    share lag 0 nothing is late; without it (older brokers), lag from the start offset."""
+    arrivals = [0.1 + o / 10 for o in range(200)]
+    offsets, group = _frames(arrivals, [0.0, 5.0, 10.0], [0, 0, 20])
+    samples = pa.Table.from_pandas(offsets, preserve_index=False)
+    for share_lag, expected in ((0, 0.0), (None, 7.9)):
+        rows = group.assign(share_lag=pd.array([share_lag] * 3, dtype="Int64"))
+        lagged = lagged_group_offsets(pa.Table.from_pandas(rows, preserve_index=False), samples)
+        assert lagged["lag_s"][2].as_py() == pytest.approx(expected), share_lag
