@@ -23,6 +23,7 @@ from dgm.config.document import DgmConfig
 from dgm.config.loader import ENV_CONFIG, load_config
 from dgm.contracts.published import PUBLISHED_FILE, TABLES, open_read_only
 from dgm.contracts.published_views import MISSING_CAPABILITIES, MISSING_PERMISSIONS, VIEWS
+from dgm.contracts.vocabulary import DuplicateCause
 
 CACHE_TTL_S = 300  # the mtime key already catches new publications; this bounds memory
 _INTS = {
@@ -376,8 +377,9 @@ def redelivered_copies(group: str) -> pd.DataFrame:
         """SELECT source_topic AS topic, source_partition AS "partition",
                   count(*) AS redelivered_copies
            FROM duplicates
-           WHERE is_extra_copy AND cause = 'redelivery' AND source_partition IS NOT NULL
+           WHERE is_extra_copy AND cause = ? AND source_partition IS NOT NULL
              AND pipeline IN (SELECT pipeline FROM verdicts WHERE consumer_group = ?)
            GROUP BY ALL""",
+        DuplicateCause.REDELIVERY.value,
         group,
     )

@@ -42,3 +42,17 @@ def test_the_url_names_the_group_shown(app: AppTest) -> None:
     assert at.query_params["group"] == "orders-enricher"
     at.selectbox[0].select("ledger-auditor").run()  # and a choice goes back into the URL
     assert at.query_params["group"] == "ledger-auditor"
+
+
+def test_a_share_group_lists_its_share_partitions(app: AppTest) -> None:
+    """orders-queue's start offsets trail 30-34 records; the broker counts 3 or 4 of them not
+    acknowledged: the rest were acknowledged above the start (the hand-made samples)."""
+    at = page(app, "groups", group="orders-queue")
+    healthy(at)
+    assert any("A **share group**" in str(i.value) for i in at.info)
+    table = next(d.value for d in at.dataframe if "share lag" in d.value.columns)
+    assert list(table["partition"]) == [0, 1, 2]
+    assert (table["end"] - table["start offset"] == table["above start"]).all()
+    assert (table["above start"] - table["share lag"] == table["acknowledged above start"]).all()
+    assert set(table["share lag"]) <= {3, 4} and (table["above start"] >= 30).all()
+    assert list(table["redelivered copies"]) == [0, 0, 0]  # no pipeline of it

@@ -58,7 +58,7 @@ def test_cluster_summary(state_dir: Path) -> None:
     assert queries.cluster_summary() == {
         "topics": 6,
         "partitions": 12,
-        "groups": 4,
+        "groups": 5,  # four consumer groups and a share group
         "open_transactions": 2,
         "hanging_transactions": 1,
     }

@@ -61,6 +61,22 @@ def offsets_and_lag(now: datetime) -> tuple[list[Row], list[Row]]:
                             "lag_from_lso": lso - committed,
                         }
                     )
+                if topic == "orders":  # a share group beside: its start offsets trail
+                    start = hw - 30 - 2 * (i % 3)
+                    lag.append(
+                        {
+                            "sampled_at": ago,
+                            "group_id": "orders-queue",
+                            "topic": topic,
+                            "partition": p,
+                            "committed_offset": start,
+                            "group_state": "Stable",
+                            "group_type": "share",
+                            "lag_from_hw": hw - start,
+                            "lag_from_lso": lso - start,
+                            "share_lag": 3 + i % 2,
+                        }
+                    )
     return offsets, lagged(offsets, lag, now)
 
 
