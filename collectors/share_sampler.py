@@ -1,8 +1,8 @@
 """Share groups asked beside the cycle, not in its path.
 
-DescribeShareGroupOffsets sometimes takes the broker about 2 s to answer (Kafka 4.4.0: about
-one call in two, docs/compatibility.md), where every other request of a cycle takes
-milliseconds. Waited for in the cycle, that stretched one-second cycles to three
+DescribeShareGroupOffsets sometimes takes the broker about 2 s to answer (Kafka 4.4.0: 3 of 15
+calls in one run, 5 of 8 in another; docs/compatibility.md), where every other request of a
+cycle takes milliseconds. Waited for in the cycle, that stretched one-second cycles to three
 and put the lag-in-seconds pace out of step with the clock. So each cycle asks at its start,
 on a client of its own, and takes the answer if it comes before the cycle's interval is up.
 
