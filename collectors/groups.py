@@ -2,7 +2,8 @@
 
 One ListGroups (librdkafka, every broker), one DescribeGroups and one OffsetFetch per
 coordinator (kafka-python: group_requests says why). Share groups, with their start offsets in
-the committed offsets' place, come from collectors/share_groups (with_share_groups).
+the committed offsets' place, are asked beside the cycle (collectors/share_sampler.py) and
+added by with_share_groups.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -206,8 +207,7 @@ def with_share_groups(
     the cycle. Without an answer this cycle, the share groups add no rows and keep their
     `carried` views. A start offset read after the high watermark may pass it: lag_from_hw < 0."""
     if share is None:
-        views = {**sample.views, **carried}
-        return GroupSample(views, sample.members, sample.committed, sample.denied)
+        return replace(sample, views={**sample.views, **carried})
     if not share.descriptions and not share.partitions and not share.denied:
         return sample
     views = {**sample.views, **{g: view(s) for g, s in share.descriptions.items()}}
