@@ -7,6 +7,7 @@ runs' topics (tests/lab/test_share_group.py), the scenario judges them
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -42,22 +43,31 @@ def run_collected(kafka: Any, root: Path) -> ShareGroupRuns:
     config_path.write_text(
         f'state_dir = "{state_dir}"\n\n[analysis]\ngrace_s = 0\nwindow_s = 60\nmin_records = 1\n'
     )
-    runs = {}
+    orders: tuple[tuple[Order, int], ...] = (("produce-first", 41), ("acknowledge-first", 43))
     with collecting(kafka.bootstrap_servers, load_config(config_path), interval_s=1.0):
-        orders: tuple[tuple[Order, int], ...] = (("produce-first", 41), ("acknowledge-first", 43))
-        for order, seed in orders:
-            settings = ShareGroupSettings(
-                kafka.bootstrap_servers, root / "lab", order, messages=MESSAGES, seed=seed,
-                progress=lambda line: None,
+        # The three runs share nothing but the broker (their own topics, groups and folders),
+        # so they run side by side: each is still killed as it would be alone.
+        with ThreadPoolExecutor(max_workers=3) as pool:
+            relays = {
+                order: pool.submit(
+                    run_share_group,
+                    ShareGroupSettings(
+                        kafka.bootstrap_servers, root / "lab", order,
+                        messages=MESSAGES, seed=seed, progress=lambda line: None,
+                    ),
+                )  # fmt: skip
+                for order, seed in orders
+            }
+            consoled = pool.submit(
+                run_console_lab,
+                ConsoleLabSettings(
+                    kafka.bootstrap_servers, root / "console", name="console-share",
+                    messages=CONSOLE_MESSAGES, rate=100.0, kills=2, share_group=True, seed=44,
+                    progress=lambda line: None,
+                ),
             )  # fmt: skip
-            runs[order] = run_share_group(settings)
-        console = run_console_lab(
-            ConsoleLabSettings(
-                kafka.bootstrap_servers, root / "console", name="console-share",
-                messages=CONSOLE_MESSAGES, rate=100.0, kills=2, share_group=True, seed=44,
-                progress=lambda line: None,
-            )
-        )  # fmt: skip
+            runs = {order: future.result() for order, future in relays.items()}
+            console = consoled.result()
         assert console.caught_up, f"not caught up; see {console.run_dir}"
         # The analysis judges as of its newest sample: two must come once every record is
         # older than max_delay, or the last ones are still pending.
