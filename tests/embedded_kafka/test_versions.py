@@ -29,15 +29,13 @@ from dgm.clients.capabilities import capabilities
 from dgm.util.waiting import wait_until
 from embedded_kafka import processes
 from embedded_kafka.cluster import EmbeddedCluster
-from embedded_kafka.versions import KRAFT, ZOOKEEPER, KafkaRelease, matrix, version_numbers
+from embedded_kafka.versions import KafkaRelease, version_numbers
 from lab.topics import create_topic
 from shell.cli import main
-from tests.support.strength import LONG
+from tests.support.version_cells import version_cells
 from tests.support.version_samples import OPEN, sampled_on
 
 pytestmark = pytest.mark.integration
-# The mode each 3.x line runs in by default; 4.x lines have KRaft only.
-DEFAULT_3X_MODES = {"3.6.2": KRAFT, "3.9.2": ZOOKEEPER}
 IDEMPOTENT, COMMITTED, ABORTED = 50, 10, 10
 
 # API keys a transaction-aware monitor needs: on every supported version (all are >= 3.0).
@@ -55,19 +53,7 @@ LIST_OFFSETS = 2
 REPORTED = {"ListOffsets": LIST_OFFSETS, "ConsumerGroupHeartbeat": 68, "ShareGroupHeartbeat": 76}
 
 
-def cells() -> list[object]:
-    skip = pytest.mark.skip(reason="DGM_LONG=1 runs every version in every mode")
-
-    def default(r: KafkaRelease) -> bool:
-        return DEFAULT_3X_MODES.get(r.version, KRAFT) == r.mode
-
-    return [
-        pytest.param(r, id=f"{r.version}-{r.mode}", marks=() if LONG or default(r) else skip)
-        for r in matrix()
-    ]
-
-
-@pytest.mark.parametrize("release", cells())
+@pytest.mark.parametrize("release", version_cells())
 def test_version_smoke(
     release: KafkaRelease, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

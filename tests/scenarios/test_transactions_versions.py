@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,17 +35,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
-from kafka.admin import KafkaAdminClient
 
 from dgm.config.loader import append_pipeline, load_config
 from dgm.config.pipelines import PipelineConfig
 from dgm.contracts.published import PUBLISHED_FILE
 from embedded_kafka.cluster import EmbeddedCluster
 from embedded_kafka.versions import KRAFT, ZOOKEEPER, KafkaRelease
-from lab.ledger import read_ledger
 from lab.txn_copier.run import CopierLabReport, CopierLabSettings, run_copier_lab
-from spark_jobs.audit.aborted_batches import BatchHeader, MarkerWalker, batch_headers
 from spark_jobs.job import AnalysisJob
+from tests.support.copier_truth import sessions_of, spans, transaction_version, truth_of
 from tests.support.published_lab import (
     collecting,
     offsets_samples,
@@ -54,7 +51,6 @@ from tests.support.published_lab import (
     wait_for_cycles,
 )
 from tests.support.strength import LONG
-from tests.support.truth import read_records
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -89,65 +85,6 @@ CASES = [
 ]
 
 
-@dataclass(frozen=True)
-class Truth:
-    """What happened, from the lab's ledger and an independent read of both topics."""
-
-    expected: frozenset[str]  # ids the source holds committed
-    aborted_only: frozenset[str]  # ids the source holds only in aborted transactions
-    sink_copies: Counter[str]  # committed sink id -> copies
-    sink_aborted: int  # records in the sink's log that read_committed does not return
-    ledger_agrees: bool  # the lab producer's ledger: acked = expected, aborted = aborted_only
-
-    @property
-    def duplicates(self) -> int:
-        return sum(n - 1 for i, n in self.sink_copies.items() if i in self.expected)
-
-    @property
-    def lost(self) -> frozenset[str]:
-        return self.expected - set(self.sink_copies)
-
-    @property
-    def aborted_reads(self) -> int:
-        return sum(n for i, n in self.sink_copies.items() if i in self.aborted_only)
-
-
-@dataclass(frozen=True)
-class Sessions:
-    """The copier's producer sessions as the sink's record batches carry them."""
-
-    # producer id -> epochs of its data batches, and of its transaction markers
-    data: dict[int, set[int]]
-    markers: dict[int, set[int]]
-    # marker epoch - the epoch of the data it ended, per commit marker
-    commit_steps: Counter[int]
-
-    @property
-    def protocol(self) -> int:
-        """2 when every commit marker carries its data's epoch + 1 (KIP-890), 1 when every one
-        carries the data's own epoch; 0 for a mix."""
-        steps = set(self.commit_steps)
-        return {frozenset({1}): 2, frozenset({0}): 1}.get(frozenset(steps), 0)
-
-    def told(self) -> str:
-        return "; ".join(
-            f"producer id {pid}: data epochs {_spans(self.data[pid])}, marker epochs "
-            f"{_spans(self.markers.get(pid, set()))}"
-            for pid in sorted(self.data)
-        )
-
-
-def _spans(numbers: set[int]) -> str:
-    """`{0, 1, 2, 5}` as '0-2, 5'."""
-    spans: list[list[int]] = []
-    for n in sorted(numbers):
-        if spans and n == spans[-1][1] + 1:
-            spans[-1][1] = n
-        else:
-            spans.append([n, n])
-    return ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in spans) or "none"
-
-
 @pytest.mark.parametrize("case", CASES)
 def test_copier_with_aborts_under_kill9_is_judged_exactly(
     case: Case, spark: Any, tmp_path: Path
@@ -180,9 +117,9 @@ def test_copier_with_aborts_under_kill9_is_judged_exactly(
         job.run_once()
         analysis_s = time.monotonic() - began - lab_s
         truth = truth_of(bootstrap, report)
-        sessions = sessions_of(bootstrap, report.sink_topic)
+        sessions = sessions_of(bootstrap, report.sink_topic, PARTITIONS)
         # The source's producer is the lab's, on confluent-kafka (librdkafka): V1 everywhere.
-        source_sessions = sessions_of(bootstrap, report.source_topic)
+        source_sessions = sessions_of(bootstrap, report.source_topic, PARTITIONS)
     finally:
         cluster.stop()
     row = pipeline_verdict(config.state_dir, name)
@@ -244,17 +181,6 @@ def test_copier_with_aborts_under_kill9_is_judged_exactly(
         assert len(bumps) <= KILLS, told
 
 
-def transaction_version(bootstrap: str) -> int | None:
-    """The cluster's finalized `transaction.version` feature level; None when it has none."""
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
-    try:
-        features = admin.describe_features()
-    finally:
-        admin.close()
-    finalized = features.get("transaction.version", {}).get("finalized")
-    return None if finalized is None else int(finalized[1])
-
-
 def copied(bootstrap: str, case: Case, root: Path) -> tuple[CopierLabReport, Path]:
     """One copier run with the collectors sampling every second."""
     config_path = root / "dgm.toml"
@@ -278,57 +204,6 @@ def copied(bootstrap: str, case: Case, root: Path) -> tuple[CopierLabReport, Pat
         )
         wait_for_cycles(root / "state", offsets_samples(root / "state") + 2)
     return report, root
-
-
-def truth_of(bootstrap: str, report: CopierLabReport) -> Truth:
-    committed = read_records(bootstrap, report.source_topic)
-    everything = read_records(bootstrap, report.source_topic, "read_uncommitted")
-    sink = read_records(bootstrap, report.sink_topic)
-    sink_log = read_records(bootstrap, report.sink_topic, "read_uncommitted")
-    expected = frozenset(r.header_id for r in committed)
-    aborted_only = frozenset(r.header_id for r in everything) - expected
-    ledger = read_ledger(Path(report.ledger_path))
-    return Truth(
-        expected=expected,
-        aborted_only=aborted_only,
-        sink_copies=Counter(r.header_id for r in sink),
-        sink_aborted=len(sink_log) - len(sink),
-        ledger_agrees=set(ledger.acked) == expected and ledger.aborted_ids == aborted_only,
-    )
-
-
-def sessions_of(bootstrap: str, topic: str) -> Sessions:
-    """Every record batch of `topic`, read with the audit's own walker."""
-    walker = MarkerWalker({"bootstrap.servers": bootstrap})
-    data: dict[int, set[int]] = {}
-    markers: dict[int, set[int]] = {}
-    steps: Counter[int] = Counter()
-    try:
-        for partition in range(PARTITIONS):
-            open_epoch: dict[int, int] = {}  # producer id -> epoch of its open transaction
-            for batch in _batches(walker, topic, partition):
-                if batch.marker is None:
-                    data.setdefault(batch.producer_id, set()).add(batch.producer_epoch)
-                    open_epoch[batch.producer_id] = batch.producer_epoch
-                    continue
-                markers.setdefault(batch.producer_id, set()).add(batch.producer_epoch)
-                started = open_epoch.pop(batch.producer_id, None)
-                if batch.marker == 1 and started is not None:
-                    steps[batch.producer_epoch - started] += 1
-    finally:
-        walker.close()
-    return Sessions(data, markers, steps)
-
-
-def _batches(walker: MarkerWalker, topic: str, partition: int) -> Iterator[BatchHeader]:
-    position = 0
-    while True:
-        records, high_watermark = walker.fetch(topic, partition, position)
-        if position >= high_watermark:
-            return
-        for batch in batch_headers(records):
-            yield batch
-            position = batch.last_offset + 1
 
 
 def dgm_saw(state_dir: Path, pipeline: str, report: CopierLabReport) -> dict[str, Any]:
@@ -381,7 +256,7 @@ def _epochs(rows: pa.Table) -> str:
         rows["producer_id"].to_pylist(), rows["producer_epoch"].to_pylist(), strict=True
     ):
         by_pid.setdefault(int(pid), set()).add(int(epoch))
-    return "; ".join(f"producer id {p}: epochs {_spans(e)}" for p, e in sorted(by_pid.items()))
+    return "; ".join(f"producer id {p}: epochs {spans(e)}" for p, e in sorted(by_pid.items()))
 
 
 def _samples(state_dir: Path, kind: str) -> pa.Table:
