@@ -2,7 +2,7 @@
 independent read of its topics (read_committed and read_uncommitted) against the lab
 producer's ledger, and its producer sessions from the sink's record batches (read with the
 audit's own Fetch walker). tests/scenarios/test_transactions_versions.py and the version
-matrix (tests/scenarios/test_versions_judged.py) hold dgm to it."""
+matrix (tests/scenarios/test_versions.py) hold dgm to it."""
 
 from __future__ import annotations
 

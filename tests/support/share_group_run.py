@@ -49,13 +49,7 @@ def run_collected(kafka: Any, root: Path) -> ShareGroupRuns:
         # so they run side by side: each is still killed as it would be alone.
         with ThreadPoolExecutor(max_workers=3) as pool:
             relays = {
-                order: pool.submit(
-                    run_share_group,
-                    ShareGroupSettings(
-                        kafka.bootstrap_servers, root / "lab", order,
-                        messages=MESSAGES, seed=seed, progress=lambda line: None,
-                    ),
-                )  # fmt: skip
+                order: pool.submit(run_share_group, relay(kafka, root, order, seed))
                 for order, seed in orders
             }
             consoled = pool.submit(
@@ -77,3 +71,10 @@ def run_collected(kafka: Any, root: Path) -> ShareGroupRuns:
     return ShareGroupRuns(
         runs["produce-first"], runs["acknowledge-first"], console, state_dir, config_path
     )
+
+
+def relay(kafka: Any, root: Path, order: Order, seed: int) -> ShareGroupSettings:
+    return ShareGroupSettings(
+        kafka.bootstrap_servers, root / "lab", order, messages=MESSAGES, seed=seed,
+        progress=lambda line: None,
+    )  # fmt: skip

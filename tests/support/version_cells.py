@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from embedded_kafka.kafka_jars import KAFKA_VERSION
 from embedded_kafka.versions import KRAFT, ZOOKEEPER, KafkaRelease, matrix
 from tests.support.strength import LONG
 
@@ -20,19 +19,11 @@ def in_ci(release: KafkaRelease) -> bool:
     return DEFAULT_3X_MODES.get(release.version, KRAFT) == release.mode
 
 
-def version_cells(but_default: bool = False) -> list[Any]:
-    """A pytest param per cell, those CI leaves to DGM_LONG=1 skipped; `but_default`: the
-    default version's too (the rest of the suite runs on it)."""
+def version_cells() -> list[Any]:
+    """A pytest param per cell, those CI leaves to DGM_LONG=1 skipped."""
     others = pytest.mark.skip(reason="DGM_LONG=1 runs every version in every mode")
-    covered = pytest.mark.skip(
-        reason=f"{KAFKA_VERSION}, the default, is the rest of the suite's: DGM_LONG=1 runs it here"
-    )
 
     def marks(r: KafkaRelease) -> tuple[Any, ...]:
-        if LONG:
-            return ()
-        if but_default and r.version == KAFKA_VERSION:
-            return (covered,)
-        return () if in_ci(r) else (others,)
+        return () if LONG or in_ci(r) else (others,)
 
     return [pytest.param(r, id=f"{r.version}-{r.mode}", marks=marks(r)) for r in matrix()]

@@ -1,15 +1,20 @@
-"""Every supported Kafka version, in every mode it has, is a real broker dgm starts on loopback,
-writes to idempotently and transactionally, reads read_committed and stops with nothing left:
-the smoke column of docs/compatibility.md, one line per cell under `-s`. On each, dgm's
-collectors sample a transaction left open (the LSO it pins, its first offset, its state), a
-KIP-848 group where the version has them and a share group where it has them, and say each
-capability the version lacks (tests/support/version_samples.py), and `dgm check` passes and names
-the same gaps.
+"""The compatibility matrix (docs/compatibility.md), a cell per supported Kafka version and
+mode: a real broker dgm starts on loopback, on which
 
-By default every supported version runs in one mode (CI's compatibility matrix, about 15 s a
-version): 3.6.2 in KRaft mode, 3.9.2 in ZooKeeper mode, 4.0.2, 4.1.1 and 4.4.0. DGM_LONG=1 adds
-the other mode of the 3.x lines (`DGM_LONG=1 python -m pytest -s
-tests/embedded_kafka/test_versions.py`).
+- dgm judges the lab's three topic modes and the transactional copier with random aborts, each
+  SIGKILLed while records flow, exactly as an independent read of their topics says
+  (tests/support/version_judged.py);
+- idempotent and transactional writes are read back read_committed, exactly;
+- dgm's collectors sample a transaction left open (the LSO it pins, its first offset, its
+  state), a KIP-848 group where the version has them and a share group where it has them, and
+  say each capability the version lacks (tests/support/version_samples.py), and `dgm check`
+  passes and names the same gaps;
+- the broker stops with nothing left.
+
+One line per cell under `-s`. By default every supported version runs in one mode (CI's
+compatibility matrix, about 40 s a version): 3.6.2 in KRaft mode, 3.9.2 in ZooKeeper mode,
+4.0.2, 4.1.1 and 4.4.0. DGM_LONG=1 adds the other mode of the 3.x lines (`DGM_LONG=1 python -m
+pytest -s tests/scenarios/test_versions.py`).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import struct
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
@@ -33,6 +39,7 @@ from embedded_kafka.versions import KafkaRelease, version_numbers
 from lab.topics import create_topic
 from shell.cli import main
 from tests.support.version_cells import version_cells
+from tests.support.version_judged import judged_on
 from tests.support.version_samples import OPEN, sampled_on
 
 pytestmark = pytest.mark.integration
@@ -54,11 +61,11 @@ REPORTED = {"ListOffsets": LIST_OFFSETS, "ConsumerGroupHeartbeat": 68, "ShareGro
 
 
 @pytest.mark.parametrize("release", version_cells())
-def test_version_smoke(
-    release: KafkaRelease, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+def test_version_cell(
+    release: KafkaRelease, spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     began = time.monotonic()
-    cluster = EmbeddedCluster(tmp_path, brokers=1, die_with_parent=True, release=release)
+    cluster = EmbeddedCluster(tmp_path / "kafka", brokers=1, die_with_parent=True, release=release)
     try:
         cluster.start(fresh=True)
         started = time.monotonic() - began
@@ -66,6 +73,7 @@ def test_version_smoke(
         pids = processes.find_pids(cluster.process_marker)
         assert len(pids) == 1 + release.zookeeper  # the broker, and its ZooKeeper
         assert listening_hosts(pids) == {"127.0.0.1"}
+        judged = judged_on(cluster, release, spark, tmp_path / "judged")
 
         bootstrap = cluster.bootstrap_servers
         topic = create_topic(
@@ -103,7 +111,7 @@ def test_version_smoke(
     finally:
         # As `dgm broker stop` does: from the description on disk, each JVM found by its
         # command line (ZooKeeper after the brokers); then this process reaps its children.
-        described = EmbeddedCluster.load(tmp_path)
+        described = EmbeddedCluster.load(tmp_path / "kafka")
         stubborn = described.stop() if described else []
         stubborn += cluster.stop()
     assert stubborn == []
@@ -114,7 +122,7 @@ def test_version_smoke(
         f"read_committed exact, stopped clean; {reported}; sampled: LSO {sampled.lso} at the "
         f"open transaction, groups {sorted(sampled.group_types.values())}, gaps "
         f"{sorted(g.split(' on cluster ')[0].removeprefix('cannot see ') for g in sampled.gaps)}"
-        f"; total {time.monotonic() - began:.1f}s"
+        f"; judged: {judged}; total {time.monotonic() - began:.1f}s"
     )
 
 

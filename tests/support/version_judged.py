@@ -1,16 +1,11 @@
-"""The compatibility matrix, judged: on each supported Kafka version (docs/compatibility.md),
-the lab's three topic modes (at-most-once, at-least-once, exactly-once: each processor
-SIGKILLed at its mode's telling spot) and the transactional copier with random aborts
-(lab/txn_copier, Kafka's Java clients of the broker's version, SIGKILLed once while records
-flow) run side by side on a broker of that version with the collectors sampling; then one
+"""One cell of the compatibility matrix judged (tests/scenarios/test_versions.py): on a broker
+of the cell's version, the lab's three topic modes (at-most-once, at-least-once,
+exactly-once: each processor SIGKILLed at its mode's telling spot) and the transactional
+copier with random aborts (lab/txn_copier, Kafka's Java clients of the broker's version,
+SIGKILLed once while records flow) run side by side with the collectors sampling; then one
 `dgm analyze --once` judges the four pipelines, and each must equal the truth of an
-independent read of its topics (the same truths as tests/scenarios/test_lab_verdicts.py and
-tests/scenarios/test_transactions_versions.py, which run at full size on the default version).
-
-CI runs every version in one mode but the default (4.4.0), which the rest of the suite judges
-at full size (about 40 s a version); DGM_LONG=1 runs every cell. `python -m pytest -s
-tests/scenarios/test_versions_judged.py` prints a line per cell (docs/compatibility.md).
-"""
+independent read of its topics (the truths of tests/scenarios/test_lab_verdicts.py and
+tests/scenarios/test_transactions_versions.py, which run at full size)."""
 
 from __future__ import annotations
 
@@ -18,8 +13,6 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from dgm.config.loader import append_pipeline, load_config
 from dgm.config.pipelines import PipelineConfig
@@ -29,6 +22,7 @@ from lab.ledger import read_ledger
 from lab.run import LabReport
 from lab.txn_copier.run import CopierLabReport, CopierLabSettings, run_copier_lab
 from spark_jobs.job import AnalysisJob
+from tests.support.copier_seen import assert_sessions_are_restarts, dgm_saw
 from tests.support.copier_truth import sessions_of, transaction_version, truth_of
 from tests.support.kafka_cluster import KafkaUnderTest
 from tests.support.published_lab import (
@@ -41,9 +35,6 @@ from tests.support.published_lab import (
     wait_for_cycles,
 )
 from tests.support.truth import by_id, extra_copies, topic_ids
-from tests.support.version_cells import version_cells
-
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 MODES = ("at-most-once", "at-least-once", "exactly-once")
 # 300 records at 60/s: 5 s of records, one SIGKILL landing while they flow.
@@ -53,41 +44,33 @@ COPIER_MESSAGES, COPIER_KILLS, PARTITIONS = 600, 1, 3
 COPIER = "copier"
 
 
-@pytest.mark.parametrize("release", version_cells(but_default=True))
-def test_lab_modes_and_the_copier_are_judged_exactly(
-    release: KafkaRelease, spark: Any, tmp_path: Path
-) -> None:
+def judged_on(cluster: EmbeddedCluster, release: KafkaRelease, spark: Any, root: Path) -> str:
+    """The four runs on `cluster`, analyzed and each held to its truth: what was judged, a
+    line."""
     began = time.monotonic()
-    cluster = EmbeddedCluster(tmp_path / "kafka", brokers=1, die_with_parent=True, release=release)
-    cluster.start(fresh=True)
-    try:
-        kafka = KafkaUnderTest(cluster.bootstrap_servers, cluster)
-        state_dir, config_path = lab_config(tmp_path)
-        reports, copier = run_side_by_side(kafka, release, tmp_path, config_path, state_dir)
-        append_pipeline(
-            config_path,
-            PipelineConfig(
-                name=COPIER,
-                source_topics=(copier.source_topic,),
-                sink_topics=(copier.sink_topic,),
-                consumer_group=copier.group,
-                declared_semantic="exactly-once",
-            ),
-        )
-        lab_s = time.monotonic() - began
-        config = load_config(config_path)
-        job = AnalysisJob(config, kafka.bootstrap_servers, "local[2]", spark=spark)
-        job.progress = lambda line: None
-        job.run_once()
-        analysis_s = time.monotonic() - began - lab_s
-        told = [judged_mode(kafka, state_dir, mode, reports[mode]) for mode in MODES]
-        told.append(judged_copier(kafka.bootstrap_servers, state_dir, copier))
-    finally:
-        cluster.stop()
-    print(
-        f"\n{release.label}: " + "; ".join(told) + f"; lab {lab_s:.0f} s, analysis "
-        f"{analysis_s:.0f} s, whole cell {time.monotonic() - began:.0f} s"
+    kafka = KafkaUnderTest(cluster.bootstrap_servers, cluster)
+    root.mkdir(parents=True, exist_ok=True)
+    state_dir, config_path = lab_config(root)
+    reports, copier = run_side_by_side(kafka, release, root, config_path, state_dir)
+    append_pipeline(
+        config_path,
+        PipelineConfig(
+            name=COPIER,
+            source_topics=(copier.source_topic,),
+            sink_topics=(copier.sink_topic,),
+            consumer_group=copier.group,
+            declared_semantic="exactly-once",
+        ),
     )
+    lab_s = time.monotonic() - began
+    config = load_config(config_path)
+    job = AnalysisJob(config, kafka.bootstrap_servers, "local[2]", spark=spark)
+    job.progress = lambda line: None
+    job.run_once()
+    analysis_s = time.monotonic() - began - lab_s
+    told = [judged_mode(kafka, state_dir, mode, reports[mode]) for mode in MODES]
+    told.append(judged_copier(kafka.bootstrap_servers, state_dir, copier))
+    return "; ".join(told) + f"; lab {lab_s:.0f} s, analysis {analysis_s:.0f} s"
 
 
 def run_side_by_side(
@@ -128,22 +111,28 @@ def judged_mode(kafka: KafkaUnderTest, state_dir: Path, mode: str, report: LabRe
 
 
 def judged_copier(bootstrap: str, state_dir: Path, report: CopierLabReport) -> str:
-    """The copier's verdict against the truth of tests/support/copier_truth.py, and the
-    transaction protocol its sink's batches show against the cluster's feature level."""
+    """The copier's verdict against the truth of tests/support/copier_truth.py, the
+    transaction protocol its sink's batches show against the cluster's feature level, and the
+    new producer sessions dgm told: its restarts only."""
     feature = transaction_version(bootstrap)
-    protocol = sessions_of(bootstrap, report.sink_topic, PARTITIONS).protocol
+    sessions = sessions_of(bootstrap, report.sink_topic, PARTITIONS)
     truth = truth_of(bootstrap, report)
     row = pipeline_verdict(state_dir, COPIER)
-    seen = (row["records_checked"], row["duplicate_copies"], row["lost"], row["aborted_reads"])
+    seen = dgm_saw(state_dir, COPIER, report)
+    counts = (row["records_checked"], row["duplicate_copies"], row["lost"], row["aborted_reads"])
     expected = (len(truth.expected), truth.duplicates, len(truth.lost), truth.aborted_reads)
     said = (
-        f"copier V{protocol} ({report.transactions['committed']} committed, "
-        f"{report.transactions['aborted']} aborted) {row['achieved']} {seen}"
+        f"copier V{sessions.protocol} ({report.transactions['committed']} committed, "
+        f"{report.transactions['aborted']} aborted; sink batches {sessions.told()}; dgm's "
+        f"samples {seen['producers']}; new sessions told {seen['epoch_events']}) "
+        f"{row['achieved']} {counts}"
     )
     assert report.caught_up and [k["returncode"] for k in report.kills] == [-9], said
+    protocol = sessions.protocol
     assert protocol in (1, 2) and ((feature or 0) >= 2) == (protocol == 2), f"{said}, {feature}"
     assert report.transactions["aborted"] > 0 and truth.sink_aborted > 0, said
     assert truth.ledger_agrees and truth.aborted_only, said
-    assert seen == expected == (len(truth.expected), 0, 0, 0), f"{said}; truth {expected}"
+    assert counts == expected == (len(truth.expected), 0, 0, 0), f"{said}; truth {expected}"
     assert (row["achieved"], row["meets_declared"]) == ("exactly-once", True), said
+    assert_sessions_are_restarts(seen, sessions, report, protocol, said)
     return said
