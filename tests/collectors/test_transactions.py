@@ -92,7 +92,9 @@ def test_a_transaction_left_open_is_aborted_by_kafka_and_the_sampler_sees_it(
     assert not any(p.hanging for s in observed for p in s.producers)
     (row,) = last.producers
     assert (row.txn_start_offset, row.producer_epoch) == (None, 1)
-    assert [(e.transactional_id, e.before, e.after) for e in events] == [(txn_id, 0, 1)]
+    # The transactional ids sampled are the whole cluster's: on the session's broker another
+    # test's transaction may time out meanwhile, and is told too (its own event).
+    assert [(e.before, e.after) for e in events if e.transactional_id == txn_id] == [(0, 1)]
     if len(observed) > 2:  # sampled while open for > 1 s: a candidate, not hanging
         assert any(
             p.idle_ms is not None and p.idle_ms > 1000 and p.txn_start_offset == 0
