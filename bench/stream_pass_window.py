@@ -4,9 +4,9 @@ functions over the same records, on generated fingerprints (bench/generated.py).
 The stream pass (spark_jobs/analyze/passes.py, `streams`) ships every stream record into
 Spark's Python workers, where order.judged finds the records behind and each stream's mark
 and per_session the producer sessions' runs. At 10M fingerprints it ends last in the rebuild
-(bench/HISTORY.md, "shuffle compression is not where the time goes"). This measures, on the
-records the rebuild hands the pass (captured from one real rebuild), side by side in one
-process:
+(bench/HISTORY.md, "The rebuild at 10M: shuffle compression is not where the time goes").
+This measures, on the records the rebuild hands the pass (captured from one real rebuild),
+side by side in one process:
 
 - `pass`: `engine._streams_of` as the rebuild calls it (shuffle, Python, results to the
   driver);
