@@ -33,12 +33,11 @@ from typing import Any
 import pytest
 
 from dgm.config.loader import append_pipeline, load_config
-from dgm.config.pipelines import PipelineConfig
 from embedded_kafka.cluster import EmbeddedCluster
 from embedded_kafka.versions import KRAFT, ZOOKEEPER, KafkaRelease
 from lab.txn_copier.run import CopierLabReport, CopierLabSettings, run_copier_lab
 from spark_jobs.job import AnalysisJob
-from tests.support.copier_seen import assert_sessions_are_restarts, dgm_saw
+from tests.support.copier_seen import assert_sessions_are_restarts, copier_pipeline, dgm_saw
 from tests.support.copier_truth import sessions_of, transaction_version, truth_of
 from tests.support.published_lab import (
     collecting,
@@ -105,16 +104,7 @@ def test_copier_with_aborts_under_kill9_is_judged_exactly(
         lab_s = time.monotonic() - began
         name = "copier"
         config_path = root / "dgm.toml"
-        append_pipeline(
-            config_path,
-            PipelineConfig(
-                name=name,
-                source_topics=(report.source_topic,),
-                sink_topics=(report.sink_topic,),
-                consumer_group=report.group,
-                declared_semantic="exactly-once",
-            ),
-        )
+        append_pipeline(config_path, copier_pipeline(name, report))
         config = load_config(config_path)
         job = AnalysisJob(config, bootstrap, master="local[2]", spark=spark)
         job.progress = lambda line: None

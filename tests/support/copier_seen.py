@@ -13,9 +13,21 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from dgm.config.pipelines import PipelineConfig
 from dgm.contracts.published import PUBLISHED_FILE
 from lab.txn_copier.run import CopierLabReport
 from tests.support.copier_truth import Sessions, spans
+
+
+def copier_pipeline(name: str, report: CopierLabReport) -> PipelineConfig:
+    """The copier run declared to dgm: exactly-once from its source to its sink."""
+    return PipelineConfig(
+        name=name,
+        source_topics=(report.source_topic,),
+        sink_topics=(report.sink_topic,),
+        consumer_group=report.group,
+        declared_semantic="exactly-once",
+    )
 
 
 def dgm_saw(state_dir: Path, pipeline: str, report: CopierLabReport) -> dict[str, Any]:

@@ -15,14 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from dgm.config.loader import append_pipeline, load_config
-from dgm.config.pipelines import PipelineConfig
 from embedded_kafka.cluster import EmbeddedCluster
 from embedded_kafka.versions import KafkaRelease
 from lab.ledger import read_ledger
 from lab.run import LabReport
 from lab.txn_copier.run import CopierLabReport, CopierLabSettings, run_copier_lab
 from spark_jobs.job import AnalysisJob
-from tests.support.copier_seen import assert_sessions_are_restarts, dgm_saw
+from tests.support.copier_seen import assert_sessions_are_restarts, copier_pipeline, dgm_saw
 from tests.support.copier_truth import sessions_of, transaction_version, truth_of
 from tests.support.kafka_cluster import KafkaUnderTest
 from tests.support.published_lab import (
@@ -52,16 +51,7 @@ def judged_on(cluster: EmbeddedCluster, release: KafkaRelease, spark: Any, root:
     root.mkdir(parents=True, exist_ok=True)
     state_dir, config_path = lab_config(root)
     reports, copier = run_side_by_side(kafka, release, root, config_path, state_dir)
-    append_pipeline(
-        config_path,
-        PipelineConfig(
-            name=COPIER,
-            source_topics=(copier.source_topic,),
-            sink_topics=(copier.sink_topic,),
-            consumer_group=copier.group,
-            declared_semantic="exactly-once",
-        ),
-    )
+    append_pipeline(config_path, copier_pipeline(COPIER, copier))
     lab_s = time.monotonic() - began
     config = load_config(config_path)
     job = AnalysisJob(config, kafka.bootstrap_servers, "local[2]", spark=spark)
