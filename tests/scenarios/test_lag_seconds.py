@@ -41,8 +41,11 @@ from tests.support.published_lab import collecting
 INTERVAL_S = 1.0  # collector sampling interval
 PRODUCE_PER_S = 20
 RELAY_PER_S = 40
+RELAY_BATCH = 4  # records a commit: the committed offsets the samples see move in small steps
 PRODUCE_S = 60.0
-HELD_BACK_S = 20.0
+# Held back: the lag builds to ~12 s, then drains at 1 s a second (40 copied a second against
+# 20 produced), so the analysis at 6 s into the catch-up predicts 6 s more.
+HELD_BACK_S = 12.0
 WINDOW = 5  # group_status_window: samples the pace is judged over
 
 
@@ -88,7 +91,8 @@ def produce(kafka: Any, topic: str, truth: Truth, stop: Any) -> None:
 
 def relay(kafka: Any, source: str, sink: str, group: str, truth: Truth, stop: Any) -> None:
     """Copy source to sink, committing after each small batch; held back after its first
-    commit, then throttled to RELAY_PER_S."""
+    commit, then paced to RELAY_PER_S (a steady pace whatever a batch costs: the catch-up is
+    predicted from the pace over a few samples)."""
     consumer = Consumer(
         kafka.client_config(
             **{"group.id": group, "enable.auto.commit": False, "auto.offset.reset": "earliest"}
@@ -96,13 +100,14 @@ def relay(kafka: Any, source: str, sink: str, group: str, truth: Truth, stop: An
     )
     producer = Producer(kafka.client_config(acks="all"))
     consumer.assign([TopicPartition(source, 0, 0)])
-    position = 0
+    position, copied = 0, 0
+    paced_from: float | None = None
     try:
         while not stop.is_set():
             if truth.commits and time.time() < truth.released_at:
                 time.sleep(0.05)
                 continue
-            batch = [m for m in consumer.consume(10, 0.2) if not m.error()]
+            batch = [m for m in consumer.consume(RELAY_BATCH, 0.2) if not m.error()]
             for message in batch:
                 producer.produce(sink, key=message.key(), value=message.value())
             if batch:
@@ -112,7 +117,11 @@ def relay(kafka: Any, source: str, sink: str, group: str, truth: Truth, stop: An
                 truth.commits.append((time.time(), position))
                 if len(truth.commits) == 1:
                     truth.released_at = time.time() + HELD_BACK_S
-                time.sleep(len(batch) / RELAY_PER_S)
+                    continue
+                if paced_from is None:
+                    paced_from = time.monotonic()
+                copied += len(batch)
+                time.sleep(max(0.0, paced_from + copied / RELAY_PER_S - time.monotonic()))
     finally:
         consumer.close()
 
