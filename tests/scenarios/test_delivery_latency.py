@@ -3,9 +3,10 @@
 
 A producer writes 20 records a second (no dgm header) and notes when each was acknowledged:
 readable from then on. A relay copies each record to a sink topic and notes when each copy
-was acknowledged; it runs at full speed, then at half the production rate (it slows, its
-backlog and latency grow), then at full speed again (it recovers). The real collectors sample
-every second; `dgm analyze` runs at the end of the slow phase and again after the recovery.
+was acknowledged; it runs at full speed, then at a quarter of the production rate (it slows,
+its backlog and latency grow), then at full speed again (it recovers: its backlog drains,
+then a whole window of fast copies follows). The real collectors sample every second;
+`dgm analyze` runs at the end of the slow phase and again after the recovery.
 What dgm published must agree with the two logs:
 - its p50 and p99 over the run within one bucket (19%) plus two sampling intervals of the
   logs' own quantiles;
@@ -42,12 +43,14 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 INTERVAL_S = 1.0
 PRODUCE_PER_S = 20
-# Recovered: the backlog (~300 records) drains in a few seconds, then a whole window of
-# fast copies (WINDOW_S) is the newest.
-FAST_S, SLOW_S, RECOVERED_S = 10.0, 20.0, 12.0
-SLOW_PER_S = PRODUCE_PER_S / 2  # slowed: the backlog grows by 10 records a second
+# Slow: a record's latency grows by 0.75 s a second of the slow phase (the relay copies a
+# quarter of what is produced); with the first analysis (the relay still slow meanwhile) the
+# slowest copies take over 10 s, clearly late. Recovered: the backlog (~250 records) drains in
+# a few seconds, then a whole window of fast copies (WINDOW_S) is the newest.
+FAST_S, SLOW_S = 5.0, 12.0
+SLOW_PER_S = PRODUCE_PER_S / 4  # slowed: the backlog grows by 15 records a second
 WINDOW_S = 5
-SLOW_P99_S = 4.0  # the alert's threshold: reached ~8 s into the slow phase, far above a fast copy
+SLOW_P99_S = 4.0  # the alert's threshold: reached ~6 s into the slow phase, far above a fast copy
 OBJECTIVE_S = 6.0  # the pipeline's latency_objective: records slower are late
 
 
@@ -62,6 +65,10 @@ class Logs:
 
     def latencies(self) -> np.ndarray:
         return np.array([self.copied[k] - self.sent[k] for k in self.copied if k in self.sent])
+
+    def drained(self, before: float) -> bool:
+        """Every record acknowledged before `before` copied."""
+        return all(k in self.copied for k, at in list(self.sent.items()) if at < before)
 
 
 def produce(kafka: Any, topic: str, logs: Logs, stop: threading.Event) -> None:
@@ -157,7 +164,13 @@ def test_delivery_latency_follows_the_relay_and_its_alert_fires_and_clears(
         job.run_once()  # the relay is still slow meanwhile
         slow = p99_alert(state, "relay")
         logs.slow_until = time.time()
-        wait_until(lambda: time.time() > logs.slow_until + RECOVERED_S, 90, "the recovery")
+        # Recovered: the backlog drained (the relay a sampling interval behind at most), then
+        # a whole window of fast copies, so the newest window holds nothing of the backlog.
+        wait_until(lambda: logs.drained(time.time() - INTERVAL_S), 90, "the backlog to drain")
+        drained_at = time.time()
+        wait_until(
+            lambda: time.time() > drained_at + WINDOW_S + INTERVAL_S, 30, "a window after it"
+        )
         producing.set()
         wait_until(lambda: set(logs.copied) >= set(logs.sent), 60, "every record copied")
         wait_for_cycles(state, offsets_samples(state) + 2)  # the last copies sampled
