@@ -9,7 +9,7 @@ stopped as soon as no test left to run asks for them (tests/support/unused_clust
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -18,7 +18,7 @@ from tests.support import schema_registry as schema_registries
 from tests.support import unused_clusters
 from tests.support.kafka_cluster import KafkaUnderTest, embedded
 from tests.support.postgres import PostgresUnavailable, PostgresUnderTest, external, local_server
-from tests.support.session_runs import SessionRuns
+from tests.support.session_runs import SessionRuns, run_start, session_run
 from tests.support.session_runs import wanted as session_run_names
 
 
@@ -126,46 +126,10 @@ def session_runs(request: pytest.FixtureRequest, kafka: KafkaUnderTest) -> Sessi
     starts = {}
     for name in sorted(session_run_names(request.session.items)):
         try:
-            starts[name] = _run_start(name, request)
+            starts[name] = run_start(name, request)
         except pytest.skip.Exception:
             continue  # its fixture skips the tests that ask for it
     return SessionRuns(starts)
-
-
-def _run_start(name: str, request: pytest.FixtureRequest) -> Callable[[], Any]:
-    """How to start session run `name`, its fixtures and folder taken here (pytest's thread)."""
-    kafka: KafkaUnderTest = request.getfixturevalue("kafka")
-    factory: pytest.TempPathFactory = request.getfixturevalue("tmp_path_factory")
-    if name == "postgres_lab_runs":
-        from tests.support.published_lab import run_postgres_modes
-
-        dsn = request.getfixturevalue("postgres").dsn
-        root = factory.mktemp("lab-postgres")
-        return lambda: run_postgres_modes(kafka, dsn, root)
-    if name == "no_offsets_run":
-        from tests.support.no_offsets_run import run_collected as no_offsets
-
-        root = factory.mktemp("no-offsets")
-        return lambda: no_offsets(kafka, root)
-    if name == "share_group_runs":
-        from embedded_kafka.versions import version_numbers
-        from tests.support.share_group_run import run_collected as share_groups
-
-        release = kafka.embedded.release if kafka.embedded else None
-        if release and version_numbers(release.version) < (4, 2):
-            pytest.skip(f"share groups are GA from Kafka 4.2; the broker runs {release.version}")
-        root = factory.mktemp("share-group")
-        return lambda: share_groups(kafka, root)
-    if name == "console_relay_run":
-        from tests.support.console_run import run_collected as console_relay
-
-        root = factory.mktemp("console-relay")
-        return lambda: console_relay(kafka, root)
-    raise ValueError(f"no session run {name!r}")
-
-
-def _session_run(name: str, runs: SessionRuns, request: pytest.FixtureRequest) -> Any:
-    return runs.result(name, lambda: _run_start(name, request)())
 
 
 @pytest.fixture(scope="session")
@@ -192,28 +156,28 @@ def postgres_lab_runs(
 ) -> Any:
     """The lab's PostgreSQL modes run through real SIGKILLs with the collectors sampling, once
     for the session: the lab's tests of those modes and the tests of their verdicts read them."""
-    return _session_run("postgres_lab_runs", session_runs, request)
+    return session_run("postgres_lab_runs", session_runs, request)
 
 
 @pytest.fixture(scope="session")
 def no_offsets_run(session_runs: SessionRuns, request: pytest.FixtureRequest) -> Any:
     """The lab's processor that commits no offsets, SIGKILLed three times with the collectors
     sampling, once for the session: tests/support/no_offsets_run.py."""
-    return _session_run("no_offsets_run", session_runs, request)
+    return session_run("no_offsets_run", session_runs, request)
 
 
 @pytest.fixture(scope="session")
 def share_group_runs(session_runs: SessionRuns, request: pytest.FixtureRequest) -> Any:
     """The share-group relay in both orders, each SIGKILLed twice with the collectors
     sampling, once for the session: tests/support/share_group_run.py."""
-    return _session_run("share_group_runs", session_runs, request)
+    return session_run("share_group_runs", session_runs, request)
 
 
 @pytest.fixture(scope="session")
 def console_relay_run(session_runs: SessionRuns, request: pytest.FixtureRequest) -> Any:
     """Kafka's console consumer and producer as a relay, SIGKILLed twice with the collectors
     sampling, once for the session: tests/support/console_run.py."""
-    return _session_run("console_relay_run", session_runs, request)
+    return session_run("console_relay_run", session_runs, request)
 
 
 # marker -> the fixtures that start (or reach) its server. A test is marked exactly when its

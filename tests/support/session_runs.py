@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.kafka_cluster import KafkaUnderTest
 from tests.support.unused_clusters import asks_for
 
 RUNS = ("postgres_lab_runs", "no_offsets_run", "share_group_runs", "console_relay_run")
@@ -49,3 +50,40 @@ class SessionRuns:
         `start()` when it was not started with the others."""
         done = self._done.get(name)
         return done.result() if done is not None else start()
+
+
+def run_start(name: str, request: pytest.FixtureRequest) -> Callable[[], Any]:
+    """How to start session run `name`, its fixtures and folder taken here (pytest's thread)."""
+    kafka: KafkaUnderTest = request.getfixturevalue("kafka")
+    factory: pytest.TempPathFactory = request.getfixturevalue("tmp_path_factory")
+    if name == "postgres_lab_runs":
+        from tests.support.published_lab import run_postgres_modes
+
+        dsn = request.getfixturevalue("postgres").dsn
+        root = factory.mktemp("lab-postgres")
+        return lambda: run_postgres_modes(kafka, dsn, root)
+    if name == "no_offsets_run":
+        from tests.support.no_offsets_run import run_collected as no_offsets
+
+        root = factory.mktemp("no-offsets")
+        return lambda: no_offsets(kafka, root)
+    if name == "share_group_runs":
+        from embedded_kafka.versions import version_numbers
+        from tests.support.share_group_run import run_collected as share_groups
+
+        release = kafka.embedded.release if kafka.embedded else None
+        if release and version_numbers(release.version) < (4, 2):
+            pytest.skip(f"share groups are GA from Kafka 4.2; the broker runs {release.version}")
+        root = factory.mktemp("share-group")
+        return lambda: share_groups(kafka, root)
+    if name == "console_relay_run":
+        from tests.support.console_run import run_collected as console_relay
+
+        root = factory.mktemp("console-relay")
+        return lambda: console_relay(kafka, root)
+    raise ValueError(f"no session run {name!r}")
+
+
+def session_run(name: str, runs: SessionRuns, request: pytest.FixtureRequest) -> Any:
+    """Run `name`'s result: from `runs`, else started now."""
+    return runs.result(name, lambda: run_start(name, request)())
