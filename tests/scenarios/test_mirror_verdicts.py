@@ -11,6 +11,9 @@ source on cluster a and the replica on cluster b):
 - stopped for good: its missing records are not lost before max_delay has passed since the
   first of them, and all of them are lost ("not in sink within max_delay") after.
 
+The stopped run needs no catch-up: the first `dgm analyze` (before max_delay, that run alone)
+runs while the killed ones recover; then dgm analyze restarts with all three.
+
 The short version (one kill per run, 600 records) runs by default; DGM_LONG=1 runs the
 lab's full strength (three kills, 3000 records).
 """
@@ -151,7 +154,29 @@ def judge_mirror_maker(
         "mm2-eos": ("kill", True, kills, messages, "exactly-once"),
         "mm2-stopped": ("stop", False, 0, 2 * messages, "at-least-once"),
     }
-    plain = "mm2-killed"  # its source stamps no dgm header
+    plain, stopped = "mm2-killed", "mm2-stopped"  # the plain one stamps no dgm header
+
+    def judged(name: str, report: MirrorLabReport) -> None:
+        """`name` monitored by dgm from now on."""
+        append_pipeline(
+            config_path,
+            PipelineConfig(
+                name=name,
+                source_topics=(report.source_topic,),
+                sink_topics=(report.replica_topic,),
+                sink_cluster=TARGET,
+                declared_semantic=runs[name][4],  # type: ignore[arg-type]
+                claim="deadline",
+                max_delay="5s",
+                message_id=MessageIdRule("json_field", "id") if name == plain else MessageIdRule(),
+            ),
+        )
+
+    def sampled_after_the_last_record() -> None:
+        """Two samples of each cluster after the last record reached Kafka."""
+        ended = offsets_samples(state_dir) + 4
+        wait_until(lambda: offsets_samples(state_dir) >= ended, 60, "samples of both clusters")
+
     began = time.monotonic()
     with collecting(config, servers), ThreadPoolExecutor(len(runs)) as pool:
         # Three MirrorMaker 2 instances side by side: each run has its own topics, Connect
@@ -160,46 +185,55 @@ def judge_mirror_maker(
             name: pool.submit(mirror, kafka, second_kafka, lab, fault, eos, count, n, name != plain)
             for name, (fault, eos, n, count, _) in runs.items()
         }
-        reports = {name: (done.result(), runs[name][4]) for name, done in started.items()}
-        # Two samples of each cluster after the last record reached Kafka.
-        ended = offsets_samples(state_dir) + 4
-        wait_until(lambda: offsets_samples(state_dir) >= ended, 60, "samples of both clusters")
-    print(f"\nthree MirrorMaker 2 runs in {time.monotonic() - began:.0f}s")
-    for name, (report, declared) in reports.items():
-        append_pipeline(
-            config_path,
-            PipelineConfig(
-                name=name,
-                source_topics=(report.source_topic,),
-                sink_topics=(report.replica_topic,),
-                sink_cluster=TARGET,
-                declared_semantic=declared,  # type: ignore[arg-type]
-                claim="deadline",
-                max_delay="5s",
-                message_id=MessageIdRule("json_field", "id") if name == plain else MessageIdRule(),
-            ),
+        # The stopped run waits for no catch-up: it is judged before max_delay while the
+        # killed ones restart and catch up (the exactly-once one may wait out the killed
+        # instance's open transaction), by a first dgm analyze that monitors it alone.
+        stop_report = started[stopped].result()
+        sampled_after_the_last_record()
+        judged(stopped, stop_report)
+        stop_truth, sent_at = truth(kafka, second_kafka, stop_report, True)
+        assert stop_truth.lost and len(stop_truth.sink_copies) > 0  # stopped mid-run
+        first_missing_ms = min(sent_at[i] for i in stop_truth.lost)
+        early_job = AnalysisJob(
+            load_config(config_path), kafka.bootstrap_servers, "local[2]", spark=spark
         )
-    truths = {
-        name: truth(kafka, second_kafka, r, name != plain) for name, (r, _) in reports.items()
-    }
-    stop_truth, sent_at = truths["mm2-stopped"]
-    assert stop_truth.lost and len(stop_truth.sink_copies) > 0  # stopped mid-run
-    first_missing_ms = min(sent_at[i] for i in stop_truth.lost)
+        early_job.progress = lambda line: print(line) if line.startswith("analysis ") else None
+        # Just before the first missing record is max_delay old: nothing is lost yet.
+        before = datetime.fromtimestamp(first_missing_ms / 1000, UTC) + MAX_DELAY
+        early_job.run_once(now=before - timedelta(milliseconds=500))
+        early_job.close()
+        early = pipeline_verdict(state_dir, stopped)
+        assert early["lost"] == 0 and early["records_checked"] > 0
+        reports = {name: done.result() for name, done in started.items()}
+        sampled_after_the_last_record()
+    print(f"\nthree MirrorMaker 2 runs in {time.monotonic() - began:.0f}s")
+    for name, report in reports.items():
+        if name != stopped:
+            judged(name, report)
 
+    # Then dgm analyze, restarted with all three (a new job rebuilds from the kept
+    # fingerprints), once every record is older than max_delay; the killed runs' truths
+    # are read meanwhile.
     job = AnalysisJob(load_config(config_path), kafka.bootstrap_servers, "local[2]", spark=spark)
     job.progress = lambda line: print(line) if line.startswith("analysis ") else None
-    # Just before the first missing record is max_delay old: nothing is lost yet.
-    before = datetime.fromtimestamp(first_missing_ms / 1000, UTC) + MAX_DELAY
-    job.run_once(now=before - timedelta(milliseconds=500))
-    early = pipeline_verdict(state_dir, "mm2-stopped")
-    assert early["lost"] == 0 and early["records_checked"] > 0
-    # Then every record is older than max_delay.
-    last_ms = max(sent_at.values())
-    settled_ms = last_ms + MAX_DELAY.total_seconds() * 1000 + 500
-    wait_until(lambda: time.time() * 1000 > settled_ms, 30, "every record older than max_delay")
-    job.run_once()
+    with ThreadPoolExecutor(len(runs)) as pool:
+        reading = {
+            name: pool.submit(truth, kafka, second_kafka, r, name != plain)
+            for name, r in reports.items()
+            if name != stopped
+        }
+        replica_read = pool.submit(
+            read_records, second_kafka.bootstrap_servers, reports[plain].replica_topic
+        )
+        last_ms = max(sent_at.values())
+        settled_ms = last_ms + MAX_DELAY.total_seconds() * 1000 + 500
+        wait_until(lambda: time.time() * 1000 > settled_ms, 30, "every record older than max_delay")
+        job.run_once()
+        truths = {name: read.result() for name, read in reading.items()}
+        truths[stopped] = (stop_truth, sent_at)
+        replica = replica_read.result()
 
-    for name, (report, _) in reports.items():
+    for name, report in reports.items():
         found, _ = truths[name]
         row = pipeline_verdict(state_dir, name)
         assert row["records_checked"] == found.source == runs[name][3], name
@@ -210,8 +244,7 @@ def judge_mirror_maker(
         assert row["lost"] == len(found.lost), name
     killed_row = pipeline_verdict(state_dir, "mm2-killed")
     assert killed_row["lost"] == 0
-    replica = read_records(second_kafka.bootstrap_servers, reports[plain][0].replica_topic)
-    replays_named(state_dir, f"{TARGET}/{reports[plain][0].replica_topic}", replica)
+    replays_named(state_dir, f"{TARGET}/{reports[plain].replica_topic}", replica)
     killed_achieved = (
         Achieved.AT_LEAST_ONCE if killed_row["duplicate_copies"] else Achieved.EXACTLY_ONCE
     )
@@ -219,7 +252,7 @@ def judge_mirror_maker(
     eos = pipeline_verdict(state_dir, "mm2-eos")
     assert (eos["duplicate_copies"], eos["lost"], eos["aborted_reads"]) == (0, 0, 0)
     assert (eos["achieved"], eos["meets_declared"]) == (Achieved.EXACTLY_ONCE.value, True)
-    late = pipeline_verdict(state_dir, "mm2-stopped")
+    late = pipeline_verdict(state_dir, stopped)
     cause = LossCause.NOT_IN_SINK_WITHIN_MAX_DELAY.value
     assert late["causes"] == {(cause, "default"): len(stop_truth.lost)}
     stopped_achieved = Achieved.NO_GUARANTEE if late["duplicate_copies"] else Achieved.AT_MOST_ONCE
