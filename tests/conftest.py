@@ -18,8 +18,7 @@ from tests.support import schema_registry as schema_registries
 from tests.support import unused_clusters
 from tests.support.kafka_cluster import KafkaUnderTest, embedded
 from tests.support.postgres import PostgresUnavailable, PostgresUnderTest, external, local_server
-from tests.support.session_runs import SessionRuns, run_start, session_run
-from tests.support.session_runs import wanted as session_run_names
+from tests.support.session_runs import SessionRuns
 
 
 @pytest.fixture(scope="session")
@@ -123,13 +122,7 @@ def schema_registry(
 def session_runs(request: pytest.FixtureRequest, kafka: KafkaUnderTest) -> SessionRuns:
     """The session runs below that the collected tests use, run side by side the first time
     one is asked for: tests/support/session_runs.py."""
-    starts = {}
-    for name in sorted(session_run_names(request.session.items)):
-        try:
-            starts[name] = run_start(name, request)
-        except pytest.skip.Exception:
-            continue  # its fixture skips the tests that ask for it
-    return SessionRuns(starts)
+    return SessionRuns(request)
 
 
 @pytest.fixture(scope="session")
@@ -151,33 +144,31 @@ def published_lab(lab_runs: Any, kafka: KafkaUnderTest, spark: Any) -> Any:
 
 
 @pytest.fixture(scope="session")
-def postgres_lab_runs(
-    postgres: PostgresUnderTest, session_runs: SessionRuns, request: pytest.FixtureRequest
-) -> Any:
+def postgres_lab_runs(postgres: PostgresUnderTest, session_runs: SessionRuns) -> Any:
     """The lab's PostgreSQL modes run through real SIGKILLs with the collectors sampling, once
     for the session: the lab's tests of those modes and the tests of their verdicts read them."""
-    return session_run("postgres_lab_runs", session_runs, request)
+    return session_runs.result("postgres_lab_runs")
 
 
 @pytest.fixture(scope="session")
-def no_offsets_run(session_runs: SessionRuns, request: pytest.FixtureRequest) -> Any:
+def no_offsets_run(session_runs: SessionRuns) -> Any:
     """The lab's processor that commits no offsets, SIGKILLed three times with the collectors
     sampling, once for the session: tests/support/no_offsets_run.py."""
-    return session_run("no_offsets_run", session_runs, request)
+    return session_runs.result("no_offsets_run")
 
 
 @pytest.fixture(scope="session")
-def share_group_runs(session_runs: SessionRuns, request: pytest.FixtureRequest) -> Any:
+def share_group_runs(session_runs: SessionRuns) -> Any:
     """The share-group relay in both orders, each SIGKILLed twice with the collectors
     sampling, once for the session: tests/support/share_group_run.py."""
-    return session_run("share_group_runs", session_runs, request)
+    return session_runs.result("share_group_runs")
 
 
 @pytest.fixture(scope="session")
-def console_relay_run(session_runs: SessionRuns, request: pytest.FixtureRequest) -> Any:
+def console_relay_run(session_runs: SessionRuns) -> Any:
     """Kafka's console consumer and producer as a relay, SIGKILLed twice with the collectors
     sampling, once for the session: tests/support/console_run.py."""
-    return session_run("console_relay_run", session_runs, request)
+    return session_runs.result("console_relay_run")
 
 
 # marker -> the fixtures that start (or reach) its server. A test is marked exactly when its

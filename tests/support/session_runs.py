@@ -17,7 +17,7 @@ observed, the one time it ran with these).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any
 
@@ -29,27 +29,29 @@ from tests.support.unused_clusters import asks_for
 RUNS = ("postgres_lab_runs", "no_offsets_run", "share_group_runs", "console_relay_run")
 
 
-def wanted(items: Iterable[pytest.Item]) -> set[str]:
-    """The RUNS some of `items` ask for."""
-    return {name for item in items for name in RUNS if asks_for(item, name)}
-
-
 class SessionRuns:
-    """RUNS' results, by name: those `starts` names, run side by side once."""
+    """RUNS' results, by name: those the session's collected tests ask for, run side by side
+    once, when made."""
 
-    def __init__(self, starts: dict[str, Callable[[], Any]]) -> None:
+    def __init__(self, request: pytest.FixtureRequest) -> None:
+        self._request = request
+        starts = {}
+        for name in sorted(n for n in RUNS if any(asks_for(i, n) for i in request.session.items)):
+            try:
+                starts[name] = run_start(name, request)
+            except pytest.skip.Exception:
+                continue  # its fixture skips the tests that ask for it
         self._done: dict[str, Future[Any]] = {}
-        if not starts:
-            return
-        with ThreadPoolExecutor(len(starts), thread_name_prefix="session-run") as pool:
-            self._done = {name: pool.submit(start) for name, start in starts.items()}
-            wait(self._done.values())
+        if starts:
+            with ThreadPoolExecutor(len(starts), thread_name_prefix="session-run") as pool:
+                self._done = {name: pool.submit(start) for name, start in starts.items()}
+                wait(self._done.values())
 
-    def result(self, name: str, start: Callable[[], Any]) -> Any:
-        """Run `name`'s result (its error raised here, to the tests that ask for it), or
-        `start()` when it was not started with the others."""
+    def result(self, name: str) -> Any:
+        """Run `name`'s result (its error raised here, to the tests that ask for it), started
+        now when it was not started with the others."""
         done = self._done.get(name)
-        return done.result() if done is not None else start()
+        return done.result() if done is not None else run_start(name, self._request)()
 
 
 def run_start(name: str, request: pytest.FixtureRequest) -> Callable[[], Any]:
@@ -82,8 +84,3 @@ def run_start(name: str, request: pytest.FixtureRequest) -> Callable[[], Any]:
         root = factory.mktemp("console-relay")
         return lambda: console_relay(kafka, root)
     raise ValueError(f"no session run {name!r}")
-
-
-def session_run(name: str, runs: SessionRuns, request: pytest.FixtureRequest) -> Any:
-    """Run `name`'s result: from `runs`, else started now."""
-    return runs.result(name, lambda: run_start(name, request)())
