@@ -84,6 +84,10 @@ def mm2_properties(settings: MirrorSettings) -> dict[str, str]:
     if settings.exactly_once:
         properties |= {
             f"{b}.exactly.once.source.support": "enabled",
+            # A restarted instance's task reads the offsets topic read_committed: a killed
+            # instance's open transaction holds it back until the broker aborts it at this
+            # timeout (the producer's default is 60 s). Each transaction spans one poll.
+            f"{b}.producer.transaction.timeout.ms": "10000",
             f"{a}.consumer.isolation.level": "read_committed",
             "dedicated.mode.enable.internal.rest": "true",
             "listeners": f"http://127.0.0.1:{settings.rest_port}",

@@ -35,6 +35,7 @@ def test_exactly_once_sets_the_documented_properties_only_when_asked() -> None:
         "a.consumer.isolation.level": "read_committed",
         "dedicated.mode.enable.internal.rest": "true",
         "listeners": "http://127.0.0.1:8083",
+        "b.producer.transaction.timeout.ms": "10000",
     }
 
 
