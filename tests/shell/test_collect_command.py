@@ -26,6 +26,7 @@ from tests.support.collect_process import (
     events,
     write_config,
 )
+from tests.support.kafka_cluster import BROKER_SESSIONS
 
 SECRET = "hunter2-do-not-print"
 
@@ -109,7 +110,9 @@ def test_wrong_sasl_setting_is_a_clear_error_without_the_password(
 @pytest.fixture
 def private_cluster(tmp_path: Path) -> Iterator[EmbeddedCluster]:
     """The one test-owned broker: stopping the session's shared broker would break others."""
-    cluster = EmbeddedCluster(tmp_path / "kafka", brokers=1, die_with_parent=True)
+    cluster = EmbeddedCluster(
+        tmp_path / "kafka", brokers=1, die_with_parent=True, overrides=dict(BROKER_SESSIONS)
+    )
     cluster.start()
     try:
         yield cluster

@@ -56,12 +56,23 @@ class KafkaUnderTest:
         return self.embedded
 
 
+# A broker SIGKILLed and restarted registers again only once the controller has fenced its
+# old incarnation, when its session times out (DUPLICATE_BROKER_REGISTRATION until then):
+# 9 s by default, 5 s here, with heartbeats every second so a busy machine still keeps live
+# brokers' sessions. KRaft only; a ZooKeeper-mode broker ignores both.
+BROKER_SESSIONS = {"broker.session.timeout.ms": "5000", "broker.heartbeat.interval.ms": "1000"}
+
+
 def embedded(tmp: Path, brokers: int) -> Iterator[KafkaUnderTest]:
     # DGM_KAFKA_VERSION and DGM_KAFKA_MODE pick another Kafka (embedded_kafka.versions).
     release = from_environment()
     # Share groups' locks and sessions of seconds, not 30 and 45 s (lab/share_group.py).
     cluster = EmbeddedCluster(
-        tmp, brokers=brokers, die_with_parent=True, release=release, overrides=dict(BROKER_TIMINGS)
+        tmp,
+        brokers=brokers,
+        die_with_parent=True,
+        release=release,
+        overrides={**BROKER_TIMINGS, **BROKER_SESSIONS},
     )
     cluster.start(fresh=True)
     try:
