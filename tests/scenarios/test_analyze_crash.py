@@ -19,17 +19,13 @@ from dgm.config.loader import load_config
 from dgm.contracts.published import PUBLISHED_FILE, TABLES
 from dgm.util.waiting import wait_until
 from spark_jobs.job import AnalysisJob
+from tests.support.dgm_processes import quick_jvm
 from tests.support.small_pipeline import DUPLICATED, collected
-
-# Each run is a short-lived JVM on little data: the C1 compiler alone starts it and runs its
-# small jobs faster (as the lab's short-lived JVMs run).
-QUICK_JVM = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
 
 
 def _analyze(config: Path) -> subprocess.Popen[str]:
     command = [sys.executable, "-m", "shell.cli", "--config", str(config), "analyze", "--once"]
-    java_options = f"{os.environ.get('JAVA_TOOL_OPTIONS', '')} {QUICK_JVM}".strip()
-    env = {**os.environ, "DGM_SPARK_MASTER": "local[1]", "JAVA_TOOL_OPTIONS": java_options}
+    env = quick_jvm({**os.environ, "DGM_SPARK_MASTER": "local[1]"})
     return subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
     )

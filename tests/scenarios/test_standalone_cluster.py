@@ -24,6 +24,7 @@ from dgm.contracts.published import TABLES, open_read_only, published_path
 from dgm.util.ports import free_ports
 from tests.support.cluster_run import publish_rebuilt
 from tests.support.compose_file import command, compose_services, healthcheck, in_test
+from tests.support.dgm_processes import quick_jvm
 from tests.support.small_pipeline import DUPLICATED, collected
 from tests.support.spark_standalone import LOOPBACK, standalone, standalone_cluster
 
@@ -43,7 +44,7 @@ def _run(master: str, out: Path) -> str:
     done = subprocess.run(
         [sys.executable, "-m", RUNNER, master, str(out)],
         cwd=REPO,
-        env=LOOPBACK,
+        env=quick_jvm(LOOPBACK),  # the driver's JVM; the workers start the executors' own
         capture_output=True,
         text=True,
         timeout=600,
@@ -144,7 +145,8 @@ def test_composes_spark_cluster_runs_the_analysis_services_command(
         },
     )
     assert argv[0] == "dgm" and argv[argv.index("--master") + 1] == master, argv
-    env = {**image_like_env(), "PYTHONPATH": str(REPO)}  # the driver runs this tree's dgm
+    # The driver runs this tree's dgm, a short-lived JVM (tests/support/dgm_processes.py).
+    env = quick_jvm({**image_like_env(), "PYTHONPATH": str(REPO)})
     done = subprocess.run([*argv, "--once"], env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     state = config.parent / "state"

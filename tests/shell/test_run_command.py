@@ -20,7 +20,7 @@ from dgm.util.ports import free_ports
 from dgm.util.waiting import wait_until
 from lab.topics import create_topic
 from shell.stack import dashboard_answers
-from tests.support.dgm_processes import clean_env, processes_of, published_verdicts
+from tests.support.dgm_processes import clean_env, processes_of, published_verdicts, quick_jvm
 
 
 def dgm(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
@@ -95,7 +95,7 @@ def test_dgm_run_collects_analyzes_publishes_and_stops(
             stdout=out,
             stderr=subprocess.STDOUT,
             cwd=tmp_path,
-            env=clean_env(),
+            env=quick_jvm(clean_env()),  # its analysis's JVM lives for a few short cycles
         )
 
     def alive() -> bool:

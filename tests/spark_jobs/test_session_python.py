@@ -14,6 +14,7 @@ from typing import Any
 import duckdb
 
 from dgm.contracts.published import PUBLISHED_FILE
+from tests.support.dgm_processes import quick_jvm
 from tests.support.small_pipeline import DUPLICATED, collected
 
 REPO = Path(__file__).resolve().parents[2]
@@ -47,12 +48,14 @@ def path_without_a_numpy_python(tmp_path: Path) -> str:
 def test_local_mode_workers_run_dgms_python_whatever_path_says(kafka: Any, tmp_path: Path) -> None:
     assert DGM.is_file(), f"no dgm console script beside {sys.executable}"
     pipeline, config = collected(kafka, tmp_path)
-    env = {
-        "PATH": path_without_a_numpy_python(tmp_path),
-        "PYTHONPATH": str(REPO),  # this tree's code, whatever the installed one is
-        "DGM_SPARK_MASTER": "local[1]",
-        **{name: os.environ[name] for name in PASSED if name in os.environ},
-    }
+    env = quick_jvm(
+        {
+            "PATH": path_without_a_numpy_python(tmp_path),
+            "PYTHONPATH": str(REPO),  # this tree's code, whatever the installed one is
+            "DGM_SPARK_MASTER": "local[1]",
+            **{name: os.environ[name] for name in PASSED if name in os.environ},
+        }
+    )
     assert "PYSPARK_PYTHON" not in env
     done = subprocess.run(
         [str(DGM), "--config", str(config), "analyze", "--once"],

@@ -1,4 +1,5 @@
-"""What the demo and run tests share: free ports, the processes a run left, published verdicts."""
+"""What the tests that start dgm's commands share: their environment, the processes a run
+left, published verdicts."""
 
 from __future__ import annotations
 
@@ -9,6 +10,15 @@ from typing import Any
 import duckdb
 
 from dgm.contracts.published import PUBLISHED_FILE
+
+# A short-lived `dgm analyze` (or `dgm run`) on a test's little data: the C1 compiler alone
+# starts its JVMs and runs their small jobs faster, as the lab's short-lived JVMs run.
+QUICK_JVM = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
+
+
+def quick_jvm(env: dict[str, str]) -> dict[str, str]:
+    """`env` with QUICK_JVM added to its JAVA_TOOL_OPTIONS (every JVM started reads them)."""
+    return {**env, "JAVA_TOOL_OPTIONS": f"{env.get('JAVA_TOOL_OPTIONS', '')} {QUICK_JVM}".strip()}
 
 
 def clean_env(**extra: str) -> dict[str, str]:
