@@ -77,10 +77,16 @@ def chromium() -> Iterator[Page]:
             browser.close()
 
 
+# Each Plotly chart Streamlit shows draws into its own SVG once its figure arrived.
+PLOTS_DRAWN = """() => Array.from(document.querySelectorAll('[data-testid="stPlotlyChart"]'))
+    .every(chart => chart.querySelector('svg.main-svg') !== null)"""
+
+
 def settle(page: Page) -> None:
-    """Let Streamlit finish its run and Plotly draw before a screenshot."""
+    """Until Streamlit has finished its run and Plotly has drawn every chart (a screenshot
+    then shows the page as a user sees it)."""
     page.wait_for_selector('[data-testid="stStatusWidget"]', state="detached", timeout=WAIT_MS)
-    page.wait_for_timeout(1500)
+    page.wait_for_function(PLOTS_DRAWN, timeout=WAIT_MS)
 
 
 def grid_cells(page: Page, scope: str = "[data-testid='stDataFrame']") -> list[str]:
