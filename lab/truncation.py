@@ -5,9 +5,9 @@ default): a topic with replication factor 2, `min.insync.replicas=1` and
 `unclean.leader.election.enable=true`, written by an acks=1 producer.
 
 1. `before` records are written and replicated (the high watermark reaches them).
-2. The follower is SIGKILLed: its controller fences it after broker.session.timeout.ms (9 s)
-   and it leaves the ISR, which is then the leader alone (1 = min.insync.replicas, so the
-   follower is not kept as an eligible leader replica).
+2. The follower is SIGKILLed: its controller fences it after broker.session.timeout.ms (9 s
+   by default) and it leaves the ISR, which is then the leader alone (1 =
+   min.insync.replicas, so the follower is not kept as an eligible leader replica).
 3. `lost` records are written: acknowledged by the leader, held by no one else; the high
    watermark moves on (an ISR of one is enough).
 4. The leader is SIGKILLed, then the follower restarted. The controller fences the dead
