@@ -51,8 +51,9 @@ class Plan:
     def from_env(cls) -> Plan:
         return cls(
             # CI's 40 s: the broker restart at 13 s, the outage once that broker is back
-            # (~40 s), the kills between 15 and 40 s (the analysis often past its Spark's
-            # start). The wall time beyond is the brokers' and dgm's recovery from the outage.
+            # (~33 s in CI's runs of 2026-11-30), the kills between 15 and 40 s (the analysis
+            # often past its Spark's start). The wall time beyond is the brokers' and dgm's
+            # recovery from the outage.
             minutes=float(os.environ.get("DGM_FAULT_MINUTES", by_strength(str(40 / 60), "10"))),
             kills=int(os.environ.get("DGM_FAULT_KILLS", by_strength("4", "24"))),
             broker_restarts=by_strength(1, 2),
