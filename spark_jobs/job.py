@@ -144,6 +144,7 @@ class AnalysisJob:
         sample_reader: SampleReader,
     ) -> RunSummary:
         from spark_jobs.analyze.analysis import analyze
+        from spark_jobs.analyze.claims import held_lines, sinks_read_to
         from spark_jobs.analyze.publish import publish
         from spark_jobs.analyze.runs import fill_run
         from spark_jobs.audit.audit import audit, reread_share
@@ -182,13 +183,17 @@ class AnalysisJob:
         analyzed_at = now or datetime.now(UTC)
         if audit_horizon is not None:
             analyzed_at = min(analyzed_at, audit_horizon)
+        read_to = sinks_read_to(config, audited.last_sampled)
+        for line in held_lines(read_to, audited.last_sampled, config):
+            self.progress(line)
         # Only what the new fingerprints touch is recomputed (the Engine of analyze/engine.py).
         tables = stage(
             "analyze",
             lambda: analyze(
-                spark, config, fingerprints, samples, analyzed_at, engine, self._copy_batches
+                spark, config, fingerprints, samples, analyzed_at, engine, self._copy_batches,
+                read_to,
             ),
-        )
+        )  # fmt: skip
         self.progress(f"analyze: {engine.last}")
         audited_records = sum(audited.records.values())
         tables["runs"] = fill_run(

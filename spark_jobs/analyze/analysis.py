@@ -21,7 +21,7 @@ from dgm.config.document import DgmConfig
 from dgm.contracts import published as tables
 from spark_jobs.analysis_input import Fingerprints
 from spark_jobs.analyze import integrity
-from spark_jobs.analyze.claims import latest_committed
+from spark_jobs.analyze.claims import behind, held_claims, latest_committed
 from spark_jobs.analyze.cluster_columns import with_cluster_columns
 from spark_jobs.analyze.copy_batches import CopyBatches
 from spark_jobs.analyze.engine import Engine
@@ -47,6 +47,7 @@ def analyze(
     now: datetime,
     engine: Engine | None = None,
     copy_batches: CopyBatches | None = None,
+    sinks_read_to: Mapping[str, datetime | None] | None = None,
 ) -> dict[str, Published]:
     """Every table of dgm.contracts.published (name -> its rows: a DataFrame of its columns for the
     fingerprint-wide tables, Arrow or row dicts for the rest) from FINGERPRINT rows of all
@@ -56,15 +57,18 @@ def analyze(
     A long-running caller passes its `engine`, and fingerprints that say how they changed
     since its last call (audit.incremental_load); without them every table is rebuilt.
     `copy_batches` reads the batch headers of duplicate copies (explain.py); a long-running
-    caller keeps one, so each copy is read once."""
+    caller keeps one, so each copy is read once. `sinks_read_to` (claims.sinks_read_to) holds
+    back the claims of a pipeline whose sinks the audit read only up to an earlier time."""
     samples = with_every_kind(samples)
     # A sampled pipeline's kept ids only: the external sinks' snapshots are whole, and
     # batches audited at another share may hold more (dgm/contracts/sampling.py).
     fingerprints = kept_fingerprints(fingerprints, config.topic_one_in())
-    committed = latest_committed(samples["group_offsets"], config, now)
+    committed = latest_committed(samples["group_offsets"], config, now, sinks_read_to)
+    engine = engine or Engine()
+    if engine.state is not None and sinks_read_to:
+        committed = held_claims(committed, engine.state.ctx.claimed, behind(sinks_read_to))
     if fingerprints.count is None:  # counted once: the runs table and the shuffles' sizes
         fingerprints = replace(fingerprints, count=fingerprints.whole.count())
-    engine = engine or Engine()
     record_tables, counts = engine.cycle(config, fingerprints, committed, now)
     assert engine.state is not None  # a cycle leaves its state
     ctx = engine.state.ctx

@@ -38,14 +38,19 @@ Claims = Mapping[tuple[str, str, int], int]
 
 
 def latest_committed(
-    group_offsets: pa.Table, config: DgmConfig, as_of: datetime | None = None
+    group_offsets: pa.Table,
+    config: DgmConfig,
+    as_of: datetime | None = None,
+    sinks_read_to: Mapping[str, datetime | None] | None = None,
 ) -> Committed:
     """(pipeline, topic, partition) -> committed offset: the newest group_offsets sample per
-    partition of each pipeline's group, sampled at or before `as_of` when given.
+    partition of each pipeline's group, sampled at or before `as_of` when given, and at or
+    before the pipeline's `sinks_read_to` (sinks_read_to's; None: no commit) when earlier.
 
     `as_of` is the time the audit read the sinks up to: a commit sampled later may cover sink
     copies the audit has not read yet, and records claimed only then (a backlog a processor
-    catches up on after an outage) are older than any grace period."""
+    catches up on after an outage) are older than any grace period. A sink partition whose
+    leader was away was read only up to its last sample: its pipeline's commits wait too."""
     sampled = group_offsets.select(["sampled_at", "group_id", "topic", "partition",
                                     "committed_offset"])  # fmt: skip
     pipelines: dict[str, list[str]] = {}
@@ -60,19 +65,74 @@ def latest_committed(
     )
     if as_of is not None:
         sampled = sampled.filter(pc.less_equal(sampled["sampled_at"], pa.scalar(as_of)))
-    # The newest sample of each (group, topic, partition): sorted oldest first, the last wins.
-    newest: dict[tuple[str, str, int], int] = {}
+    # The newest sample of each (pipeline, topic, partition) by its pipeline's time: sorted
+    # oldest first, the last wins.
+    read_to = sinks_read_to or {}
+    newest: Committed = {}
     ordered = sampled.sort_by([("sampled_at", "ascending")])
-    for group, topic, partition, offset in zip(
-        *(ordered[c].to_pylist() for c in ("group_id", "topic", "partition", "committed_offset")),
-        strict=True,
+    columns = ("sampled_at", "group_id", "topic", "partition", "committed_offset")
+    for at, group, topic, partition, offset in zip(
+        *(ordered[c].to_pylist() for c in columns), strict=True
     ):
-        newest[(group, topic, partition)] = offset
-    return {
-        (pipeline, topic, partition): offset
-        for (group, topic, partition), offset in newest.items()
-        for pipeline in pipelines.get(group, ())
-    }
+        for pipeline in pipelines.get(group, ()):
+            limit = read_to.get(pipeline, at)
+            if limit is not None and at <= limit:  # else sampled after its sinks were read
+                newest[(pipeline, topic, partition)] = offset
+    return newest
+
+
+def sinks_read_to(
+    config: DgmConfig, last_sampled: Mapping[tuple[str, int], datetime | None]
+) -> dict[str, datetime | None]:
+    """pipeline -> the time the audit holds all its Kafka sink partitions up to: the oldest
+    of their `last_sampled` (AuditResult's), None when one was not sampled lately."""
+    found: dict[str, datetime | None] = {}
+    for p in config.pipelines:
+        times = [t for (topic, _), t in last_sampled.items() if topic in p.sink_topics]
+        if times:
+            found[p.name] = None if None in times else min(t for t in times if t is not None)
+    return found
+
+
+def behind(read_to: Mapping[str, datetime | None]) -> set[str]:
+    """The pipelines of `read_to` (sinks_read_to's) whose sinks are read to an earlier time
+    than another's: a sink partition of theirs missing from the newest samples."""
+    newest = max((t for t in read_to.values() if t is not None), default=None)
+    return {p for p, t in read_to.items() if t is None or (newest is not None and t < newest)}
+
+
+def held_lines(
+    read_to: Mapping[str, datetime | None],
+    last_sampled: Mapping[tuple[str, int], datetime | None],
+    config: DgmConfig,
+) -> list[str]:
+    """A progress line per pipeline `behind`: which sink partitions hold its claims back."""
+    lines = []
+    for pipeline in sorted(behind(read_to)):
+        sinks = next(p.sink_topics for p in config.pipelines if p.name == pipeline)
+        until = read_to[pipeline]
+        late = sorted(
+            f"{topic}/{partition}"
+            for (topic, partition), t in last_sampled.items()
+            if topic in sinks and (t is None if until is None else t is not None and t <= until)
+        )
+        since = "not in the newest samples" if until is None else f"last sampled {until:%H:%M:%S}"
+        lines.append(
+            f"analyze: pipeline {pipeline}: sink partitions {', '.join(late)} {since} (leader "
+            "away?); its commits since count as claims once they are read"
+        )
+    return lines
+
+
+def held_claims(committed: Claims, before: Claims, held: Collection[str]) -> Committed:
+    """`committed` with the `held` pipelines' claims kept at least where the last cycle had
+    them (`before`): a claim made while the sink was read is no less true when a partition's
+    leader is away now, and a claim moving back would rebuild every table."""
+    kept = dict(committed)
+    for key, offset in before.items():
+        if key[0] in held:
+            kept[key] = max(offset, kept.get(key, offset))
+    return kept
 
 
 def claimed_offsets(

@@ -35,6 +35,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from dgm.config.document import DgmConfig
+from dgm.contracts.samples import Key
 from spark_jobs.audit.changed_rules import drop_changed_rules
 from spark_jobs.audit.cluster_sources import KafkaSources, kafka_sources
 from spark_jobs.audit.damaged import reaudit_damaged
@@ -76,6 +77,9 @@ class AuditResult:
     reread: RereadReport | None = None
     # Offsets this audit read past what was audited before: what the share is a share of.
     new_offsets: int = 0
+    # Each audited partition's last sample, the time its records are held up to (None: not
+    # sampled lately, its leader away): OffsetsSamples.last_sampled.
+    last_sampled: dict[Key, datetime | None] = field(default_factory=dict)
 
     @property
     def skipped(self) -> int:
@@ -128,6 +132,10 @@ def audit(
             spark, config, sources, sampled, newest, store, progress, 0.0, 0, samples
         )
         audited = store.audited_positions()
+        last_sampled = samples.last_sampled(
+            {k for k in audited if k[0] in rules} | {(s.topic, s.partition) for s in sampled},
+            newest,
+        )
         planned = planned_ranges(config, sources, sampled, audited, restarted, rejudged, now)
         reaudit_damaged(spark, config, sources, sampled, topic_ids, progress, samples)
         done = audit_new_ranges(
@@ -148,6 +156,7 @@ def audit(
         jdbc.path if jdbc else None,
         rereads,
         offsets,
+        last_sampled,
     )
 
 

@@ -9,6 +9,7 @@ whose LSO was at most the range's start.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
+from datetime import datetime
 from pathlib import Path
 
 import pyarrow as pa
@@ -54,6 +55,26 @@ class OffsetsSamples:
             for row in table.select(_OFFSETS).to_pylist():
                 latest.setdefault((row["topic"], row["partition"]), PartitionOffsets(**row))
         return sorted(latest.values(), key=lambda s: (s.topic, s.partition))
+
+    def last_sampled(
+        self, partitions: Collection[Key], max_files: int
+    ) -> dict[Key, datetime | None]:
+        """When each of `partitions` (of `topics`) was last sampled, among the newest
+        `max_files` files (None: in none of them). latest() takes each partition's offsets
+        from that sample, so the audit holds its records up to that time, not up to the
+        newest file's: a partition whose leader is away is missing from the newest files."""
+        found: dict[Key, datetime | None] = {}
+        pending, index = set(partitions), 0
+        while pending and index < max_files and (index < len(self._read) or self._unread):
+            table = self._read[index] if index < len(self._read) else self._next()
+            index += 1
+            rows = table.select(["topic", "partition", "sampled_at"]).to_pylist()
+            for row in rows:
+                key = (row["topic"], row["partition"])
+                if key in pending:
+                    found[key] = row["sampled_at"]
+                    pending.discard(key)
+        return found | dict.fromkeys(pending)
 
     def topic_ids(self) -> dict[str, str]:
         """Kafka's id of each topic in the newest samples that name one."""

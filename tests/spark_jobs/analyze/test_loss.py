@@ -81,6 +81,42 @@ def test_latest_committed_ignores_commits_sampled_after_the_audit_read_the_sinks
     assert at_the_sample == {("p", "s", 0): 9}
 
 
+def test_a_pipeline_whose_sink_partition_was_read_to_an_earlier_time_claims_as_of_then() -> None:
+    # Sink k/2's leader was away: the audit read it only to its sample of second 2, so the
+    # commit sampled at second 3 may cover copies in k/2 it has not read (the CI fault suite
+    # once showed 5 such records lost). q's sinks were read to second 3.
+    config = DgmConfig(
+        pipelines=(
+            *groups(("p", "g")).pipelines,
+            PipelineConfig(name="q", source_topics=("s",), sink_topics=("m",),
+                           consumer_group="g", declared_semantic="at-least-once"),
+        )
+    )  # fmt: skip
+    at = {n: T0 + timedelta(seconds=n) for n in (2, 3)}
+    last = {("k", 0): at[3], ("k", 2): at[2], ("m", 0): at[3], ("other", 0): None}
+    read_to = claims.sinks_read_to(config, last)
+    assert read_to == {"p": at[2], "q": at[3]}
+    assert claims.behind(read_to) == {"p"}
+    offsets = group_offsets(("g", "s", 0, 5, 1), ("g", "s", 0, 9, 3))
+    found = claims.latest_committed(offsets, config, at[3], read_to)
+    assert found == {("p", "s", 0): 5, ("q", "s", 0): 9}
+    # A sink partition not sampled lately (None): none of its pipeline's commits count.
+    unread = claims.sinks_read_to(config, {**last, ("k", 1): None})
+    assert unread["p"] is None and claims.behind(unread) == {"p"}
+    assert claims.latest_committed(offsets, config, at[3], unread) == {("q", "s", 0): 9}
+    lines = claims.held_lines(unread, {**last, ("k", 1): None}, config)
+    assert len(lines) == 1 and "k/1 not in the newest samples" in lines[0]
+
+
+def test_a_held_pipeline_keeps_the_claims_of_the_last_cycle() -> None:
+    # p is held now at offset 5; the last cycle, its sinks read, claimed 9: that stays.
+    before = {("p", "s", 0): 9, ("p", "s", 1): 4, ("q", "s", 0): 7}
+    now = {("p", "s", 0): 5, ("q", "s", 0): 6}
+    assert claims.held_claims(now, before, {"p"}) == {
+        ("p", "s", 0): 9, ("p", "s", 1): 4, ("q", "s", 0): 6,
+    }  # fmt: skip
+
+
 def test_claimed_offsets_of_an_external_sink_are_the_greater_of_group_and_table() -> None:
     # The table holds s/0/7 (8 beats the group's 3) and s/1/4 (so 5); a row without lineage
     # says nothing.

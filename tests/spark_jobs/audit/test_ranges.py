@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from dgm.contracts.samples import PartitionOffsets, SampleStore
+from spark_jobs.audit.offsets_samples import OffsetsSamples
 from spark_jobs.audit.ranges import (
     OffsetRange,
     assign_json,
@@ -67,9 +68,11 @@ def test_lso_below_high_watermark_flags_the_topic() -> None:
     assert has_open_or_recent_transaction(samples) == {"u"}
 
 
-def offsets_row(topic: str, partition: int, lso: int, hw: int) -> dict[str, object]:
+def offsets_row(
+    topic: str, partition: int, lso: int, hw: int, at: datetime = AT
+) -> dict[str, object]:
     return {
-        "sampled_at": AT, "cluster_id": "c", "topic": topic, "partition": partition,
+        "sampled_at": at, "cluster_id": "c", "topic": topic, "partition": partition,
         "leader": 1, "log_start_offset": 0, "high_watermark": hw, "lso": lso,
         "lso_lag": hw - lso, "lso_since": AT, "lso_stuck_ms": 0,
     }  # fmt: skip
@@ -97,6 +100,20 @@ def test_latest_offsets_reads_newest_first_and_fills_in_from_older_files(tmp_pat
     # Once every topic is seen, older files are not read: t/1 waits for the next cycle.
     assert [(s.topic, s.partition) for s in latest_offsets(tmp_path, {"t"})] == [("t", 0)]
     assert latest_offsets(tmp_path / "none", {"t"}) == []
+
+
+def test_a_partition_missing_from_the_newest_file_was_last_sampled_before_it(
+    tmp_path: Path,
+) -> None:
+    store = SampleStore(tmp_path)
+    older, newer = AT, AT + timedelta(seconds=5)
+    store.write("offsets", [offsets_row("t", 0, 1, 1, older), offsets_row("t", 1, 2, 2, older)])
+    store.write("offsets", [offsets_row("t", 0, 5, 6, newer)])  # t/1's leader away
+    samples = OffsetsSamples(tmp_path, {"t"}, 5)
+    wanted = {("t", 0), ("t", 1), ("t", 2)}
+    assert samples.last_sampled(wanted, 5) == {("t", 0): newer, ("t", 1): older, ("t", 2): None}
+    # Only the newest max_files files are looked at.
+    assert samples.last_sampled(wanted, 1) == {("t", 0): newer, ("t", 1): None, ("t", 2): None}
 
 
 def test_transactional_topics_from_the_producers_sample(tmp_path: Path) -> None:
