@@ -185,9 +185,13 @@ SERVER_FIXTURES = {
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         closure = set(getattr(item, "fixturenames", ()))
-        for marker, fixtures in SERVER_FIXTURES.items():
-            if closure & fixtures:
-                item.add_marker(marker)
+        servers = [marker for marker, fixtures in SERVER_FIXTURES.items() if closure & fixtures]
+        for marker in servers:
+            item.add_marker(marker)
+        if servers:
+            # The tests of the session's servers run in one worker, in order (README,
+            # "Tests"): one broker, one Spark; the others run beside them in the second.
+            item.add_marker(pytest.mark.xdist_group("servers"))
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
