@@ -21,7 +21,7 @@ from dgm.config.document import DgmConfig
 from dgm.contracts import published as tables
 from spark_jobs.analysis_input import Fingerprints
 from spark_jobs.analyze import integrity
-from spark_jobs.analyze.claims import behind, held_claims, latest_committed
+from spark_jobs.analyze.claims import held_claims, latest_committed, unread
 from spark_jobs.analyze.cluster_columns import with_cluster_columns
 from spark_jobs.analyze.copy_batches import CopyBatches
 from spark_jobs.analyze.engine import Engine
@@ -66,7 +66,7 @@ def analyze(
     committed = latest_committed(samples["group_offsets"], config, now, sinks_read_to)
     engine = engine or Engine()
     if engine.state is not None and sinks_read_to:
-        committed = held_claims(committed, engine.state.ctx.claimed, behind(sinks_read_to))
+        committed = held_claims(committed, engine.state.ctx.claimed, unread(sinks_read_to))
     if fingerprints.count is None:  # counted once: the runs table and the shuffles' sizes
         fingerprints = replace(fingerprints, count=fingerprints.whole.count())
     record_tables, counts = engine.cycle(config, fingerprints, committed, now)

@@ -94,11 +94,11 @@ def sinks_read_to(
     return found
 
 
-def behind(read_to: Mapping[str, datetime | None]) -> set[str]:
-    """The pipelines of `read_to` (sinks_read_to's) whose sinks are read to an earlier time
-    than another's: a sink partition of theirs missing from the newest samples."""
-    newest = max((t for t in read_to.values() if t is not None), default=None)
-    return {p for p, t in read_to.items() if t is None or (newest is not None and t < newest)}
+def unread(read_to: Mapping[str, datetime | None]) -> set[str]:
+    """The pipelines of `read_to` (sinks_read_to's) with a sink partition not sampled lately:
+    none of their commits count, so held_claims keeps their last cycle's. (Others' claims
+    never move back for it: their sinks' read time only moves on.)"""
+    return {p for p, t in read_to.items() if t is None}
 
 
 def held_lines(
@@ -106,20 +106,18 @@ def held_lines(
     last_sampled: Mapping[tuple[str, int], datetime | None],
     config: DgmConfig,
 ) -> list[str]:
-    """A progress line per pipeline `behind`: which sink partitions hold its claims back."""
+    """A progress line per `unread` pipeline: the sink partitions that hold its claims."""
     lines = []
-    for pipeline in sorted(behind(read_to)):
+    for pipeline in sorted(unread(read_to)):
         sinks = next(p.sink_topics for p in config.pipelines if p.name == pipeline)
-        until = read_to[pipeline]
         late = sorted(
             f"{topic}/{partition}"
             for (topic, partition), t in last_sampled.items()
-            if topic in sinks and (t is None if until is None else t is not None and t <= until)
+            if topic in sinks and t is None
         )
-        since = "not in the newest samples" if until is None else f"last sampled {until:%H:%M:%S}"
         lines.append(
-            f"analyze: pipeline {pipeline}: sink partitions {', '.join(late)} {since} (leader "
-            "away?); its commits since count as claims once they are read"
+            f"analyze: pipeline {pipeline}: sink partitions {', '.join(late)} missing from the "
+            "newest offsets samples (leader away?): its commits since count once they are read"
         )
     return lines
 
@@ -127,7 +125,8 @@ def held_lines(
 def held_claims(committed: Claims, before: Claims, held: Collection[str]) -> Committed:
     """`committed` with the `held` pipelines' claims kept at least where the last cycle had
     them (`before`): a claim made while the sink was read is no less true when a partition's
-    leader is away now, and a claim moving back would rebuild every table."""
+    leader is away now, and a claim moving back would rebuild every table (a group's reset
+    still does: only the held pipelines keep theirs)."""
     kept = dict(committed)
     for key, offset in before.items():
         if key[0] in held:

@@ -96,16 +96,16 @@ def test_a_pipeline_whose_sink_partition_was_read_to_an_earlier_time_claims_as_o
     last = {("k", 0): at[3], ("k", 2): at[2], ("m", 0): at[3], ("other", 0): None}
     read_to = claims.sinks_read_to(config, last)
     assert read_to == {"p": at[2], "q": at[3]}
-    assert claims.behind(read_to) == {"p"}
+    assert claims.unread(read_to) == set()
     offsets = group_offsets(("g", "s", 0, 5, 1), ("g", "s", 0, 9, 3))
     found = claims.latest_committed(offsets, config, at[3], read_to)
     assert found == {("p", "s", 0): 5, ("q", "s", 0): 9}
     # A sink partition not sampled lately (None): none of its pipeline's commits count.
     unread = claims.sinks_read_to(config, {**last, ("k", 1): None})
-    assert unread["p"] is None and claims.behind(unread) == {"p"}
+    assert unread["p"] is None and claims.unread(unread) == {"p"}
     assert claims.latest_committed(offsets, config, at[3], unread) == {("q", "s", 0): 9}
     lines = claims.held_lines(unread, {**last, ("k", 1): None}, config)
-    assert len(lines) == 1 and "k/1 not in the newest samples" in lines[0]
+    assert len(lines) == 1 and "sink partitions k/1 missing" in lines[0]
 
 
 def test_a_held_pipeline_keeps_the_claims_of_the_last_cycle() -> None:
