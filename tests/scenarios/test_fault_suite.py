@@ -8,7 +8,7 @@ no loss ever shown for pipelines that lose nothing; every service back without a
 
 CI runs a short version (40 s of faults, 4 kills: each service once, 1 broker restart, 8 s
 outage, the brokers' own restart on top). The full run:
-`DGM_LONG=1 python -m pytest -s tests/scenarios/test_fault_suite.py` (10 min, 24 kills,
+`DGM_LONG=1 python -m pytest -n 0 -s tests/scenarios/test_fault_suite.py` (10 min, 24 kills,
 2 broker restarts, 2-minute outage); DGM_FAULT_MINUTES / _KILLS / _OUTAGE_S / _SEED
 override. The report is printed and written to `$DGM_FAULT_REPORT` if set
 (bench/HISTORY.md, "The monitor under faults", has one).

@@ -16,7 +16,7 @@ producer session nor a fault (docs/design.md, "Transactions V1 and V2").
 A third run on 4.4.0 gives the copier read_uncommitted: it copies the source's aborted
 records into its committed V2 transactions, and dgm's aborted reads must equal the truth's.
 
-`DGM_LONG=1 python -m pytest -s tests/scenarios/test_transactions_versions.py` prints, per
+`DGM_LONG=1 python -m pytest -n 0 -s tests/scenarios/test_transactions_versions.py` prints, per
 version, the producer ids and epochs dgm saw and the counts against the truth
 (docs/compatibility.md); each run takes about a minute on 2 cores. These runs are DGM_LONG=1's:
 CI judges a shorter copier run (600 records, 1 SIGKILL) on every supported version, V1 and V2,

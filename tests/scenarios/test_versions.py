@@ -14,7 +14,7 @@ mode: a real broker dgm starts on loopback, on which
 One line per cell under `-s`. By default every supported version runs in one mode (CI's
 compatibility matrix, about 40 s a version): 3.6.2 in KRaft mode, 3.9.2 in ZooKeeper mode,
 4.0.2, 4.1.1 and 4.4.0. DGM_LONG=1 adds the other mode of the 3.x lines (`DGM_LONG=1 python -m
-pytest -s tests/scenarios/test_versions.py`).
+pytest -n 0 -s tests/scenarios/test_versions.py`).
 """
 
 from __future__ import annotations
