@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.support import schema_registry as schema_registries
-from tests.support import unused_clusters
+from tests.support import unused_clusters, worker_groups
 from tests.support.kafka_cluster import KafkaUnderTest, embedded
 from tests.support.postgres import PostgresUnavailable, PostgresUnderTest, external, local_server
 from tests.support.session_runs import SessionRuns
@@ -182,16 +182,33 @@ SERVER_FIXTURES = {
 }
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_configure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput"):  # the controller, or a run without workers
+        worker_groups.name_the_file()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput"):
+        worker_groups.remove_the_file()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    groups = []
     for item in items:
         closure = set(getattr(item, "fixturenames", ()))
         servers = [marker for marker, fixtures in SERVER_FIXTURES.items() if closure & fixtures]
         for marker in servers:
             item.add_marker(marker)
-        if servers:
-            # The tests of the session's servers run in one worker, in order (README,
-            # "Tests"): one broker, one Spark; the others run beside them in the second.
-            item.add_marker(pytest.mark.xdist_group("servers"))
+        group = worker_groups.group_of(servers)
+        if group is not None:
+            groups.append((item.nodeid, group))
+    if hasattr(config, "workerinput"):
+        worker_groups.write_groups(groups)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    return worker_groups.ServerGroups(config, log)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

@@ -1,0 +1,79 @@
+"""The suite in two pytest-xdist workers (README, "Tests"), each session server started once.
+
+The tests of the session's broker, PostgreSQL and schema registry run in one worker, in
+their order (one broker, one Spark there); the tests that need only Spark in the other, then
+the tests that need no server in whichever is free. A test's group comes from the server
+fixtures it uses, which only a worker knows (it collects); the controller schedules. So each
+worker writes the groups it found to one file the controller named (GROUPS_ENV), and the
+controller's scheduler reads them when it splits the tests into units of work.
+
+xdist's own `loadgroup` does this by renaming the node ids, which pytest 9.2 no longer lets a
+plugin do (pytest-dev/pytest-xdist#1386): every test would run anywhere, and each worker
+would start its own brokers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Collection, Iterable
+from pathlib import Path
+from typing import Any
+
+from xdist.scheduler import LoadScopeScheduling
+
+GROUPS_ENV = "DGM_TEST_WORKER_GROUPS"
+
+
+def group_of(servers: Collection[str]) -> str | None:
+    """The group of a test marked with `servers` (conftest's SERVER_FIXTURES markers)."""
+    if not servers:
+        return None
+    return "spark" if set(servers) == {"spark"} else "servers"
+
+
+_named: list[str] = []  # the file this process named, removed at its end
+
+
+def name_the_file() -> None:
+    """In the controller, before the workers start (they inherit the environment)."""
+    if GROUPS_ENV not in os.environ:
+        handle, path = tempfile.mkstemp(prefix="dgm-test-groups-", suffix=".json")
+        os.close(handle)
+        os.environ[GROUPS_ENV] = path
+        _named.append(path)
+
+
+def remove_the_file() -> None:
+    """In the controller, at the end: the file it named, if any."""
+    while _named:
+        Path(_named.pop()).unlink(missing_ok=True)
+        os.environ.pop(GROUPS_ENV, None)
+
+
+def write_groups(groups: Iterable[tuple[str, str]]) -> None:
+    """In a worker: (node id, group) of the grouped tests. Every worker collects the same
+    tests, so each writes the same file whole (a rename: never half read)."""
+    path = os.environ.get(GROUPS_ENV)
+    if not path:
+        return
+    temp = Path(f"{path}.{os.getpid()}")
+    temp.write_text(json.dumps(dict(groups)))
+    os.replace(temp, path)
+
+
+class ServerGroups(LoadScopeScheduling):  # type: ignore[misc]
+    """xdist's scope scheduling with a unit of work per group, a test alone otherwise; the
+    largest units go first (xdist's default), so the two groups start in the two workers."""
+
+    def __init__(self, config: Any, log: Any = None) -> None:
+        super().__init__(config, log)
+        self._groups: dict[str, str] | None = None
+
+    def _split_scope(self, nodeid: str) -> str:
+        if self._groups is None:  # read once, after every worker has collected
+            path = os.environ.get(GROUPS_ENV)
+            text = Path(path).read_text() if path and Path(path).exists() else ""
+            self._groups = json.loads(text) if text else {}
+        return self._groups.get(nodeid, nodeid)
