@@ -23,6 +23,12 @@ Progress = Callable[[str], None]
 T = TypeVar("T")
 
 
+class Readiness(Protocol):
+    """What `supervise` waits on: a threading.Event, or a check of one's own."""
+
+    def is_set(self) -> bool: ...
+
+
 class Produced(TypedDict):
     """The report fields about the stamped producer."""
 
@@ -112,7 +118,7 @@ class LabRun:
     def supervise(
         self,
         supervisor: Supervised,
-        ready: Callable[[], threading.Event],
+        ready: Callable[[], Readiness],
         what: str,
         producer: ProducerSettings,
         faults: Callable[[Callable[[], bool]], T],

@@ -138,10 +138,13 @@ def run_console_lab(settings: ConsoleLabSettings) -> ConsoleLabReport:
         chosen = random.Random(settings.seed)
         return kill_while_working(relay, settings.kills, writing, KILL_AFTER, chosen, producer_done)
 
-    # Started is enough: the first consumer reads from the beginning, however late it joins.
+    # The first consumer reads from the beginning, however late it joins, but the records
+    # are sent once it has joined its group: a relay that took longer to start than the
+    # producer took to send would find a backlog, relay it within a second and commit it
+    # before the first kill (on a busy machine both kills once found nothing uncommitted).
     result, while_producing, caught_up = run.supervise(
         relay,
-        lambda: relay.started,
+        lambda: _Joined(relay, admin, None if settings.share_group else names.group),
         "the console relay to start",
         producer,
         kills,
@@ -167,6 +170,27 @@ def run_console_lab(settings: ConsoleLabSettings) -> ConsoleLabReport:
             **run.timing(),
         )
     )
+
+
+@dataclass(frozen=True)
+class _Joined:
+    """Set once the relay has started and its consumer has joined `group` (None: a share
+    group's, which started is enough for)."""
+
+    relay: ConsoleRelay
+    admin: AdminClient
+    group: str | None
+
+    def is_set(self) -> bool:
+        if not self.relay.started.is_set():
+            return False
+        if self.group is None:
+            return True
+        try:
+            found = self.admin.describe_consumer_groups([self.group], request_timeout=5)
+            return bool(found[self.group].result().members)
+        except Exception:  # not there yet, or the broker is busy: asked again
+            return False
 
 
 def _end(admin: AdminClient, topic: str, partitions: int) -> int:
