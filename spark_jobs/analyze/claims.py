@@ -49,8 +49,9 @@ def latest_committed(
 
     `as_of` is the time the audit read the sinks up to: a commit sampled later may cover sink
     copies the audit has not read yet, and records claimed only then (a backlog a processor
-    catches up on after an outage) are older than any grace period. A sink partition whose
-    leader was away was read only up to its last sample: its pipeline's commits wait too."""
+    catches up on after an outage) are older than any grace period. The same holds per
+    pipeline: its sinks may be read to an earlier time, or not at all this cycle (a sink
+    partition missing from the newest samples, its leader away)."""
     sampled = group_offsets.select(["sampled_at", "group_id", "topic", "partition",
                                     "committed_offset"])  # fmt: skip
     pipelines: dict[str, list[str]] = {}
@@ -85,7 +86,7 @@ def sinks_read_to(
     config: DgmConfig, last_sampled: Mapping[tuple[str, int], datetime | None]
 ) -> dict[str, datetime | None]:
     """pipeline -> the time the audit holds all its Kafka sink partitions up to: the oldest
-    of their `last_sampled` (AuditResult's), None when one was not sampled lately."""
+    of their `last_sampled` (AuditResult's), None when one was not read this cycle."""
     found: dict[str, datetime | None] = {}
     for p in config.pipelines:
         times = [t for (topic, _), t in last_sampled.items() if topic in p.sink_topics]
@@ -95,9 +96,9 @@ def sinks_read_to(
 
 
 def unread(read_to: Mapping[str, datetime | None]) -> set[str]:
-    """The pipelines of `read_to` (sinks_read_to's) with a sink partition not sampled lately:
-    none of their commits count, so held_claims keeps their last cycle's. (Others' claims
-    never move back for it: their sinks' read time only moves on.)"""
+    """The pipelines of `read_to` (sinks_read_to's) with a sink partition not read this
+    cycle: none of their commits count, so held_claims keeps their last cycle's. (Others'
+    claims never move back for it: their sinks' read time only moves on.)"""
     return {p for p, t in read_to.items() if t is None}
 
 

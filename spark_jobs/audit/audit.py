@@ -77,8 +77,8 @@ class AuditResult:
     reread: RereadReport | None = None
     # Offsets this audit read past what was audited before: what the share is a share of.
     new_offsets: int = 0
-    # Each audited partition's last sample, the time its records are held up to (None: not
-    # sampled lately, its leader away): OffsetsSamples.last_sampled.
+    # When each partition's audited offsets were sampled, the time its records are held up to
+    # (None: missing from the newest samples, not read this cycle): OffsetsSamples.last_sampled.
     last_sampled: dict[Key, datetime | None] = field(default_factory=dict)
 
     @property
@@ -133,8 +133,7 @@ def audit(
         )
         audited = store.audited_positions()
         last_sampled = samples.last_sampled(
-            {k for k in audited if k[0] in rules} | {(s.topic, s.partition) for s in sampled},
-            newest,
+            {k for k in audited if k[0] in rules} | {(s.topic, s.partition) for s in sampled}
         )
         planned = planned_ranges(config, sources, sampled, audited, restarted, rejudged, now)
         reaudit_damaged(spark, config, sources, sampled, topic_ids, progress, samples)

@@ -56,25 +56,20 @@ class OffsetsSamples:
                 latest.setdefault((row["topic"], row["partition"]), PartitionOffsets(**row))
         return sorted(latest.values(), key=lambda s: (s.topic, s.partition))
 
-    def last_sampled(
-        self, partitions: Collection[Key], max_files: int
-    ) -> dict[Key, datetime | None]:
-        """When each of `partitions` (of `topics`) was last sampled, among the newest
-        `max_files` files (None: in none of them). latest() takes each partition's offsets
-        from that sample, so the audit holds its records up to that time, not up to the
-        newest file's: a partition whose leader is away is missing from the newest files."""
-        found: dict[Key, datetime | None] = {}
-        pending, index = set(partitions), 0
-        while pending and index < max_files and (index < len(self._read) or self._unread):
-            table = self._read[index] if index < len(self._read) else self._next()
-            index += 1
-            rows = table.select(["topic", "partition", "sampled_at"]).to_pylist()
-            for row in rows:
+    def last_sampled(self, partitions: Collection[Key]) -> dict[Key, datetime | None]:
+        """When the sample latest() takes each of `partitions`' offsets from was taken: the
+        audit reads the partition up to them, so it holds its records up to that time, not
+        up to the newest file's. None for a partition latest() lacks (missing from the newest
+        files, its leader away): this cycle does not read it at all."""
+        found: dict[Key, datetime | None] = dict.fromkeys(partitions)
+        taken: set[Key] = set()
+        for table in self._newest:
+            for row in table.select(["topic", "partition", "sampled_at"]).to_pylist():
                 key = (row["topic"], row["partition"])
-                if key in pending:
+                if key in found and key not in taken:  # latest()'s row: the first one
                     found[key] = row["sampled_at"]
-                    pending.discard(key)
-        return found | dict.fromkeys(pending)
+                    taken.add(key)
+        return found
 
     def topic_ids(self) -> dict[str, str]:
         """Kafka's id of each topic in the newest samples that name one."""

@@ -100,7 +100,7 @@ def test_a_pipeline_whose_sink_partition_was_read_to_an_earlier_time_claims_as_o
     offsets = group_offsets(("g", "s", 0, 5, 1), ("g", "s", 0, 9, 3))
     found = claims.latest_committed(offsets, config, at[3], read_to)
     assert found == {("p", "s", 0): 5, ("q", "s", 0): 9}
-    # A sink partition not sampled lately (None): none of its pipeline's commits count.
+    # A sink partition not read this cycle (None): none of its pipeline's commits count.
     unread = claims.sinks_read_to(config, {**last, ("k", 1): None})
     assert unread["p"] is None and claims.unread(unread) == {"p"}
     assert claims.latest_committed(offsets, config, at[3], unread) == {("q", "s", 0): 9}

@@ -102,18 +102,26 @@ def test_latest_offsets_reads_newest_first_and_fills_in_from_older_files(tmp_pat
     assert latest_offsets(tmp_path / "none", {"t"}) == []
 
 
-def test_a_partition_missing_from_the_newest_file_was_last_sampled_before_it(
+def test_a_partition_is_held_up_to_the_sample_its_audited_offsets_come_from(
     tmp_path: Path,
 ) -> None:
     store = SampleStore(tmp_path)
     older, newer = AT, AT + timedelta(seconds=5)
-    store.write("offsets", [offsets_row("t", 0, 1, 1, older), offsets_row("t", 1, 2, 2, older)])
+    store.write(
+        "offsets",
+        [offsets_row("t", 0, 1, 1, older), offsets_row("t", 1, 2, 2, older)]
+        + [offsets_row("u", 0, 3, 3, older)],
+    )
     store.write("offsets", [offsets_row("t", 0, 5, 6, newer)])  # t/1's leader away
+    wanted = {("t", 0), ("t", 1), ("u", 0)}
+    # Only t is audited: the newest file holds it, so t/1 is not read this cycle (None).
     samples = OffsetsSamples(tmp_path, {"t"}, 5)
-    wanted = {("t", 0), ("t", 1), ("t", 2)}
-    assert samples.last_sampled(wanted, 5) == {("t", 0): newer, ("t", 1): older, ("t", 2): None}
-    # Only the newest max_files files are looked at.
-    assert samples.last_sampled(wanted, 1) == {("t", 0): newer, ("t", 1): None, ("t", 2): None}
+    assert [(s.topic, s.partition) for s in samples.latest()] == [("t", 0)]
+    assert samples.last_sampled(wanted) == {("t", 0): newer, ("t", 1): None, ("u", 0): None}
+    # u sends the audit to the older files: t/1 is read up to its older sample, and held so.
+    both = OffsetsSamples(tmp_path, {"t", "u"}, 5)
+    assert {(s.topic, s.partition) for s in both.latest()} == wanted
+    assert both.last_sampled(wanted) == {("t", 0): newer, ("t", 1): older, ("u", 0): older}
 
 
 def test_transactional_topics_from_the_producers_sample(tmp_path: Path) -> None:
