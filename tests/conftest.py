@@ -193,15 +193,17 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    groups = []
+    groups, order = [], {}
     for item in items:
         closure = set(getattr(item, "fixturenames", ()))
         servers = [marker for marker, fixtures in SERVER_FIXTURES.items() if closure & fixtures]
         for marker in servers:
             item.add_marker(marker)
+        order[item.nodeid] = worker_groups.spark_only_first(servers)
         group = worker_groups.group_of(servers)
         if group is not None:
             groups.append((item.nodeid, group))
+    items.sort(key=lambda item: order[item.nodeid])  # stable: the rest keep their order
     if hasattr(config, "workerinput"):
         worker_groups.write_groups(groups)
 

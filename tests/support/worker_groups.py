@@ -1,10 +1,13 @@
 """The suite in two pytest-xdist workers (README, "Tests"), each session server started once.
 
-The tests of the session's broker, PostgreSQL and schema registry run in one worker, in
-their order (one broker, one Spark there); the tests that need only Spark in the other, then
-the tests that need no server in whichever is free. A test's group comes from the server
-fixtures it uses, which only a worker knows (it collects); the controller schedules. So each
-worker writes the groups it found to one file the controller named (GROUPS_ENV), and the
+Every test of a server (broker, Spark, PostgreSQL, schema registry) runs in one worker, in
+the order conftest gives them: those that need only Spark first, while the second worker
+runs the tests that need no server (~5 minutes of about one core). The kill-timed lab runs
+of the broker tests (a relay SIGKILLed between produce and commit) come after that, on a
+machine as quiet as in one process: beside a second Spark, two runs in three found nothing
+uncommitted at their kills or stalled. A test's group comes from the server fixtures it
+uses, which only a worker knows (it collects); the controller schedules. So each worker
+writes the groups it found to one file the controller named (GROUPS_ENV), and the
 controller's scheduler reads them when it splits the tests into units of work.
 
 xdist's own `loadgroup` does this by renaming the node ids, which pytest 9.2 no longer lets a
@@ -28,9 +31,12 @@ GROUPS_ENV = "DGM_TEST_WORKER_GROUPS"
 
 def group_of(servers: Collection[str]) -> str | None:
     """The group of a test marked with `servers` (conftest's SERVER_FIXTURES markers)."""
-    if not servers:
-        return None
-    return "spark" if set(servers) == {"spark"} else "servers"
+    return "servers" if servers else None
+
+
+def spark_only_first(servers: Collection[str]) -> int:
+    """A sort key for the run order: the tests that need only Spark before the others."""
+    return 0 if set(servers) == {"spark"} else 1
 
 
 _named: list[str] = []  # the file this process named, removed at its end
@@ -65,7 +71,7 @@ def write_groups(groups: Iterable[tuple[str, str]]) -> None:
 
 class ServerGroups(LoadScopeScheduling):  # type: ignore[misc]
     """xdist's scope scheduling with a unit of work per group, a test alone otherwise; the
-    largest units go first (xdist's default), so the two groups start in the two workers."""
+    largest unit goes first (xdist's default): the servers' tests start in one worker."""
 
     def __init__(self, config: Any, log: Any = None) -> None:
         super().__init__(config, log)

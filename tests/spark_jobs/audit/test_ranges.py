@@ -107,11 +107,8 @@ def test_a_partition_is_held_up_to_the_sample_its_audited_offsets_come_from(
 ) -> None:
     store = SampleStore(tmp_path)
     older, newer = AT, AT + timedelta(seconds=5)
-    store.write(
-        "offsets",
-        [offsets_row("t", 0, 1, 1, older), offsets_row("t", 1, 2, 2, older)]
-        + [offsets_row("u", 0, 3, 3, older)],
-    )
+    first = [offsets_row("t", 0, 1, 1, older), offsets_row("t", 1, 2, 2, older)]
+    store.write("offsets", [*first, offsets_row("u", 0, 3, 3, older)])
     store.write("offsets", [offsets_row("t", 0, 5, 6, newer)])  # t/1's leader away
     wanted = {("t", 0), ("t", 1), ("u", 0)}
     # Only t is audited: the newest file holds it, so t/1 is not read this cycle (None).
