@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from dgm.contracts.vocabulary import DuplicateCause
-from spark_jobs.analyze.lag_seconds import arrivals
+from spark_jobs.analyze.lag_seconds import arrivals, nanos
 
 # The group events that move partitions between consumers: after one, a partition's records
 # from the last commit on are read again. commit_backwards: a committed offset that went down.
@@ -47,7 +47,7 @@ def group_timeline(events: pd.DataFrame, group_offsets: pd.DataFrame) -> pd.Data
         pd.DataFrame(
             {
                 "group_id": moved["group_id"],
-                "at_ns": _ns(moved["sampled_at"]),
+                "at_ns": nanos(moved["sampled_at"]),
                 "event": moved["event"],
                 "detail": moved["detail"],
             }
@@ -62,7 +62,7 @@ def group_timeline(events: pd.DataFrame, group_offsets: pd.DataFrame) -> pd.Data
             pd.DataFrame(
                 {
                     "group_id": back["group_id"],
-                    "at_ns": _ns(back["sampled_at"]),
+                    "at_ns": nanos(back["sampled_at"]),
                     "event": COMMIT_BACKWARDS,
                     "detail": [
                         f"{t}[{p}] committed offset {w} -> {int(c)}"
@@ -79,11 +79,6 @@ def group_timeline(events: pd.DataFrame, group_offsets: pd.DataFrame) -> pd.Data
         )
     timeline = pd.concat(found, ignore_index=True)
     return timeline.sort_values("at_ns", kind="stable").reset_index(drop=True)
-
-
-def _ns(stamps: pd.Series) -> np.ndarray:
-    """UTC times as int64 nanoseconds since the epoch."""
-    return np.asarray(pd.to_datetime(stamps, utc=True).dt.as_unit("ns").astype("int64"))
 
 
 def copy_arrivals(copies: pd.DataFrame, offsets: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:

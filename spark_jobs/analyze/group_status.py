@@ -19,11 +19,15 @@ from datetime import datetime
 from itertools import pairwise
 from typing import Any, NamedTuple
 
+import numpy as np
+import pandas as pd
 import pyarrow as pa
 
 from dgm.contracts import published as tables
 from dgm.contracts.vocabulary import GroupStatus
-from spark_jobs.analyze.lag_seconds import catch_up
+from spark_jobs.analyze.group_windows import Spans, window_fields
+from spark_jobs.analyze.lag_seconds import nanos
+from spark_jobs.analyze.lag_seconds import pace as lag_pace
 from spark_jobs.analyze.publish import arrow_of
 
 # The statuses and their severities (the group_status alert metric) are dgm.contracts.vocabulary's
@@ -152,61 +156,71 @@ _KEY = ["group_id", "topic", "partition"]
 _READ = [*_KEY, "sampled_at", "committed_offset", "member_id", "group_state"]
 
 
-def _partition_row(rows: Any, size: int, last_commit_at: Any) -> dict[str, Any]:
-    """The group_status row of one partition from its window rows (oldest first)."""
-    committed = rows["committed_offset"].tolist()
-    at = rows["sampled_at"].tolist()
-    owned = rows["member_id"].notna().tolist()
-    lso, hw = rows["lag_from_lso"].tolist(), rows["lag_from_hw"].tolist()
-    # A Sample holds an end offset; committed + lag is the end the lag was taken from.
-    windows = {
-        lag: summarize(
-            [
-                Sample(a, c, c + int(g), o)
-                for a, c, g, o in zip(at, committed, lags, owned, strict=True)
-            ],
-            size,
+def evaluate_each(window: Window) -> list[tuple[GroupStatus, str]]:
+    """`evaluate` of a Window whose fields are arrays (one element per partition)."""
+    n = len(window.samples)
+    holds = [np.broadcast_to(np.asarray(rule(window), bool), n) for *_, rule in RULES]
+    return [RULES[i][:2] for i in np.argmax(np.vstack(holds), axis=0)]
+
+
+def _partition_rows(frame: pd.DataFrame, size: int) -> list[dict[str, Any]]:
+    """The group_status row of each partition of `frame` (sorted by partition and time)."""
+    codes = frame.groupby(_KEY, sort=False).ngroup().to_numpy()
+    spans = Spans.of(codes, size)
+    committed = frame["committed_offset"].to_numpy()
+    at_ns = nanos(frame["sampled_at"])
+    owned = frame["member_id"].notna().to_numpy()
+    # A Sample's lag is its int() (summarize's); the pace keeps the column's own values.
+    lag = {k: np.trunc(frame[f"lag_from_{k}"].to_numpy()).astype(np.int64) for k in ("lso", "hw")}
+    windows = {k: Window(**window_fields(spans, committed, lag[k], at_ns, owned)) for k in lag}
+    judged, from_hw = evaluate_each(windows["lso"]), evaluate_each(windows["hw"])
+    # The first sample of the last run of one committed offset: when it last moved.
+    moved = np.r_[True, committed[1:] != committed[:-1]]
+    moved[spans.start] = True
+    moved_at = frame["sampled_at"].where(moved)
+    last_commit_at = moved_at.groupby(codes).max().tolist()
+    at, lag_s = frame["sampled_at"].tolist(), frame["lag_s"].tolist()
+    commits = committed.tolist()
+    lso = (frame["committed_offset"] + frame["lag_from_lso"]).tolist()
+    columns = {c: frame[c].tolist() for c in ("group_id", "topic", "partition", "member_id")}
+    columns["group_state"] = frame["group_state"].tolist()
+    at_least = frame["lag_s_at_least"].tolist()
+    rows = []
+    for i, (first, end) in enumerate(zip(spans.window, spans.end, strict=True)):
+        status, reason = judged[i]
+        newest = end - 1
+        pace = lag_pace(at_ns[first:end], commits[first:end], lso[first:end], lag_s[first:end])
+        rows.append(
+            {
+                "group_id": columns["group_id"][newest],
+                "topic": columns["topic"][newest],
+                "partition": int(columns["partition"][newest]),
+                "status": status.value,
+                "severity": status.severity,
+                "reason": reason,
+                "status_from_hw": from_hw[i][0].value,
+                "samples": int(end - first),
+                "window_start": at[first],
+                "window_end": at[newest],
+                "committed_start": commits[first],
+                "committed_end": commits[newest],
+                "lso_lag_start": int(windows["lso"].lag_start[i]),
+                "lso_lag_end": int(windows["lso"].lag_end[i]),
+                "hw_lag_end": int(windows["hw"].lag_end[i]),
+                "lag_s_start": _present(lag_s[first]),
+                "lag_s_end": _present(lag_s[newest]),
+                "lag_s_at_least": bool(at_least[newest]),
+                "lag_s_trend": pace.lag_s_trend,
+                "consume_rate": pace.consume_rate,
+                "produce_rate": pace.produce_rate,
+                "catch_up_s": pace.catch_up_s,
+                "catching_up": pace.catching_up,
+                "last_commit_at": _timestamp(last_commit_at[i]),
+                "member_id": _present(columns["member_id"][newest]),
+                "group_state": _present(columns["group_state"][newest]),
+            }
         )
-        for lag, lags in (("lso", lso), ("hw", hw))
-    }
-    status, reason = evaluate(windows["lso"])
-    newest = rows.iloc[-1]
-    window = rows.tail(size)
-    lag_s = window["lag_s"].tolist()
-    pace = catch_up(
-        window["sampled_at"].tolist(),
-        window["committed_offset"].tolist(),
-        (window["committed_offset"] + window["lag_from_lso"]).tolist(),
-        lag_s,
-    )
-    return {
-        "group_id": newest["group_id"],
-        "topic": newest["topic"],
-        "partition": int(newest["partition"]),
-        "status": status.value,
-        "severity": status.severity,
-        "reason": reason,
-        "status_from_hw": evaluate(windows["hw"])[0].value,
-        "samples": len(rows),
-        "window_start": at[0],
-        "window_end": at[-1],
-        "committed_start": committed[0],
-        "committed_end": committed[-1],
-        "lso_lag_start": windows["lso"].lag_start,
-        "lso_lag_end": windows["lso"].lag_end,
-        "hw_lag_end": windows["hw"].lag_end,
-        "lag_s_start": _present(lag_s[0]),
-        "lag_s_end": _present(lag_s[-1]),
-        "lag_s_at_least": bool(newest["lag_s_at_least"]),
-        "lag_s_trend": pace.lag_s_trend,
-        "consume_rate": pace.consume_rate,
-        "produce_rate": pace.produce_rate,
-        "catch_up_s": pace.catch_up_s,
-        "catching_up": pace.catching_up,
-        "last_commit_at": last_commit_at,
-        "member_id": _present(newest["member_id"]),
-        "group_state": _present(newest["group_state"]),
-    }
+    return rows
 
 
 def _group_row(group_id: str, partitions: list[dict[str, Any]]) -> dict[str, Any]:
@@ -295,16 +309,8 @@ def group_status(group_offsets: pa.Table, size: int) -> pa.Table:
     if frame.empty:
         return arrow_of([], tables.GROUP_STATUS)
     frame["lag_from_hw"] = frame["lag_from_hw"].fillna(frame["lag_from_lso"])
-    frame = frame.sort_values([*_KEY, "sampled_at"], kind="stable")
-    keys = frame.groupby(_KEY, sort=False)
-    before = keys["committed_offset"].shift()
-    # The first sample of the last run of one committed offset: when it last moved.
-    moved_at = frame["sampled_at"].where(before.isna() | (before != frame["committed_offset"]))
-    last_commit_at = moved_at.groupby([frame[k] for k in _KEY], sort=False).max()
-    windows = keys.tail(size).groupby(_KEY, sort=False)
-    partitions = [
-        _partition_row(rows, size, _timestamp(last_commit_at[key])) for key, rows in windows
-    ]
+    frame = frame.sort_values([*_KEY, "sampled_at"], kind="stable").reset_index(drop=True)
+    partitions = _partition_rows(frame, size)
     by_group: dict[str, list[dict[str, Any]]] = {}
     for row in partitions:
         row["window_start"], row["window_end"] = (

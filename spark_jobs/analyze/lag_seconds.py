@@ -39,7 +39,7 @@ class Arrivals:
     def of(cls, samples: pd.DataFrame) -> Arrivals:
         """From one partition's offsets samples (columns sampled_at, lso)."""
         ordered = samples.sort_values("sampled_at", kind="stable")
-        at = _ns(ordered["sampled_at"])
+        at = nanos(ordered["sampled_at"])
         return cls(at, np.maximum.accumulate(ordered["lso"].to_numpy(dtype=np.int64)))
 
     def readable_at(
@@ -77,7 +77,7 @@ def arrivals(
         {
             "topic": present["topic"].astype(str).to_numpy(),
             "partition": present["partition"].to_numpy(dtype=np.int64),
-            "at": _ns(present["sampled_at"]) if len(present) else np.array([], np.int64),
+            "at": nanos(present["sampled_at"]) if len(present) else np.array([], np.int64),
             "lso": present["lso"].to_numpy(dtype=np.int64),
         }
     )
@@ -109,7 +109,7 @@ def with_lag_seconds(group_offsets: pd.DataFrame, offsets: pd.DataFrame) -> pd.D
     lag_s = np.full(len(group_offsets), np.nan)
     at_least = np.zeros(len(group_offsets), dtype=bool)
     resolution = np.full(len(group_offsets), np.nan)
-    seen = _ns(group_offsets["sampled_at"])
+    seen = nanos(group_offsets["sampled_at"])
     lag = group_offsets["lag_from_lso"].to_numpy(dtype=float)
     caught_up = lag <= 0
     lag_s[caught_up], resolution[caught_up] = 0.0, 0.0
@@ -178,7 +178,16 @@ def catch_up(
     then the time to catch up is the lag in records over the difference of rates."""
     if len(at) < 2:
         return CatchUp(None, None, None, None, None)
-    at_ns = _ns(pd.Series(at))
+    return pace(nanos(pd.Series(at)), committed, lso, lag_s)
+
+
+def pace(
+    at_ns: np.ndarray, committed: Sequence[int], lso: Sequence[int], lag_s: Sequence[float]
+) -> CatchUp:
+    """catch_up with the sample times as int64 nanoseconds (group_status converts every
+    partition's at once)."""
+    if len(at_ns) < 2:
+        return CatchUp(None, None, None, None, None)
     seconds = (at_ns - at_ns[0]) / 1e9
     span = float(seconds[-1])
     if span <= 0:
@@ -204,7 +213,7 @@ def catch_up(
     return CatchUp(trend, consume, produce, None, False)
 
 
-def _ns(times: pd.Series) -> np.ndarray:
+def nanos(times: pd.Series) -> np.ndarray:
     """UTC times as int64 nanoseconds since the epoch."""
     converted = pd.to_datetime(times, utc=True).dt.as_unit("ns")
     return converted.astype("int64").to_numpy()  # type: ignore[no-any-return]
