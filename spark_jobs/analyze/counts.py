@@ -65,6 +65,15 @@ def summed(*parts: pd.DataFrame) -> pd.DataFrame:
     return out[held].reset_index(drop=True)
 
 
+def added(counts: pd.DataFrame, more: pd.DataFrame) -> pd.DataFrame:
+    """`summed` counts with the count rows `more` added: only the kinds `more` holds are
+    summed again (a rebuild's partition windows, most of the counts, are not)."""
+    if not len(more):
+        return counts
+    touched = counts["kind"].isin(set(more["kind"]))
+    return pd.concat([counts[~touched], summed(counts[touched], more)], ignore_index=True)
+
+
 def _ints(values: pd.Series, none: int | None = None) -> pa.Array:
     numbers = values.astype("float64")
     absent = numbers.isna() if none is None else numbers.isna() | (numbers == none)
