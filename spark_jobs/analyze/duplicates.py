@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from dgm.contracts.vocabulary import DuplicateCause
+from spark_jobs.analyze.id_frame import repeated
 
 # Causes, in precedence order: when several apply to one id, the first one listed names it.
 # - aborted read: the id should not be in the sink at all (the source holds it only in
@@ -42,9 +43,11 @@ def copies(frame: pd.DataFrame) -> pd.DataFrame:
     `is_extra_copy` (every copy but the first: a duplicate). `frame`: per_id's rows
     (id_frame.frame_of: topic, message_id, ts, partition, offset, committed, has_id, _row)."""
     kept = frame[frame["committed"] & frame["has_id"]]
-    count = kept.groupby(["topic", "message_id"])["_row"].transform("size")
-    repeated = kept[count > 1].assign(copies=count[count > 1])
-    ordered = repeated.sort_values(["topic", "message_id", "ts", "partition", "offset"])
+    held = kept[repeated(kept, ["topic", "message_id"])]
+    count = held.groupby(["topic", "message_id"])["_row"].transform("size")
+    ordered = held.assign(copies=count).sort_values(
+        ["topic", "message_id", "ts", "partition", "offset"]
+    )
     numbered = ordered.groupby(["topic", "message_id"]).cumcount() + 1
     return ordered.assign(copy_number=numbered, is_extra_copy=numbered > 1)
 

@@ -144,3 +144,42 @@ def named(rows: pd.DataFrame, names: Names) -> pd.DataFrame:
     if "pipeline" in rows:
         columns["pipeline"] = names.pipeline_names(rows["pipeline"])
     return rows.assign(**columns)
+
+
+def distinct(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    """`frame.drop_duplicates(columns)`: the first row of each combination, in order. The
+    columns travel as one integer key where they fit in 63 bits (hashing one column, not
+    factorizing several: a fifth of the time on a 1M-row partition)."""
+    key = _key(frame, columns)
+    if key is None:
+        return frame.drop_duplicates(columns)
+    return frame[~pd.Series(key).duplicated().to_numpy()]
+
+
+def repeated(frame: pd.DataFrame, columns: list[str]) -> np.ndarray:
+    """Per row of `frame`: does its combination of `columns` occur in another row too."""
+    key = _key(frame, columns)
+    if key is None:
+        return frame.duplicated(columns, keep=False).to_numpy()  # type: ignore[no-any-return]
+    return pd.Series(key).duplicated(keep=False).to_numpy()  # type: ignore[no-any-return]
+
+
+def _key(frame: pd.DataFrame, columns: list[str]) -> np.ndarray | None:
+    """One int64 per row, equal exactly where all `columns` are (None when their codes'
+    ranges multiply past 2**62). Small non-negative integers (topic, pipeline and message
+    id codes) are their own codes; other columns (windows' micros) are factorized."""
+    n = len(frame)
+    key, span = np.zeros(n, np.int64), 1
+    for column in columns:
+        values = frame[column].to_numpy()
+        dense = values.dtype.kind in "iu" and (n == 0 or 0 <= values.min() <= values.max() <= 4 * n)
+        codes = (
+            values.astype(np.int64)
+            if dense
+            else pd.factorize(values, use_na_sentinel=False)[0].astype(np.int64)
+        )
+        size = int(codes.max()) + 1 if n else 1
+        if span > 2**62 // size:
+            return None
+        key, span = key * size + codes, span * size
+    return key

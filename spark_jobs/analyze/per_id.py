@@ -195,14 +195,15 @@ def loss(
 
 
 def late(
-    checked: pd.DataFrame,
+    first: pd.DataFrame,
     sinks: pd.DataFrame,
     arrived_us: pd.Series,
     context: Context,
     names: Names,
 ) -> pd.DataFrame:
     """late.late: the late records of the pipelines with a latency objective (by arrivals)
-    and of the deadline pipelines without one (by timestamps); none without either."""
+    and of the deadline pipelines without one (by timestamps); none without either.
+    `first`: late.first_checked of the checked rows."""
     objectives = {names.pipeline(p): us for p, us in context.objectives.items()}
     by_deadline = {
         names.pipeline(p): delay
@@ -210,10 +211,16 @@ def late(
         if p not in context.objectives
     }
     if not objectives and not by_deadline:
-        return late_rules.none(checked)
-    return late_rules.late(
-        late_rules.first_checked(checked), sinks, arrived_us, objectives, by_deadline
-    )
+        return late_rules.none(first)
+    return late_rules.late(first, sinks, arrived_us, objectives, by_deadline)
+
+
+def first_checked(checked: pd.DataFrame, arrived_us: pd.Series, context: Context) -> pd.DataFrame:
+    """late.first_checked, when a late or latency rule reads it: a sort of every checked
+    row, which a partition without arrivals and without late rules skips (its rows: none)."""
+    if context.objectives or context.deadlines or arrived_us.notna().any():
+        return late_rules.first_checked(checked)
+    return checked.iloc[0:0]
 
 
 def late_rows(found: pd.DataFrame, names: Names) -> pd.DataFrame:
@@ -309,7 +316,8 @@ def per_id_rows(batch: pa.Table, context: Context) -> pa.Table:
     first_lost = with_causes(first_lost, aborted, context, names)
     w = context.window_us
     arrived = arrivals_of(batch)
-    late_found = late(checked, sinks, arrived, context, names)
+    first = first_checked(checked, arrived, context)
+    late_found = late(first, sinks, arrived, context, names)
     counts = pipeline_counts(
         sinks,
         duplicate_rows,
@@ -330,16 +338,17 @@ def per_id_rows(batch: pa.Table, context: Context) -> pa.Table:
         topic=named(topics, names),
         partition=named(partitions, names),
         late=named(late_rows(late_found, names), names),
-        **{LATENCY: named(latency_counts(checked, sinks, arrived, w), names)},
+        **{LATENCY: named(latency_counts(first, sinks, arrived, w), names)},
     )
 
 
 def latency_counts(
-    checked: pd.DataFrame, sinks: pd.DataFrame, arrived_us: pd.Series, window_us: int
+    first: pd.DataFrame, sinks: pd.DataFrame, arrived_us: pd.Series, window_us: int
 ) -> pd.DataFrame:
     """(pipeline, window_us, partition = latency bucket, delivered, total) of the checked
-    records whose delivery latency is known (late.by_arrivals)."""
-    found = late_rules.by_arrivals(late_rules.first_checked(checked), sinks, arrived_us)
+    records whose delivery latency is known (late.by_arrivals; `first`: late.first_checked
+    of the checked rows)."""
+    found = late_rules.by_arrivals(first, sinks, arrived_us)
     rows = counted(found, window_us, delivered=1).assign(
         partition=bucket_of(found["delay_us"].to_numpy())
     )

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from dgm.contracts.vocabulary import DuplicateCause, LossCause
-from spark_jobs.analyze.id_frame import ABSENT
+from spark_jobs.analyze.id_frame import ABSENT, distinct
 from spark_jobs.analyze.output import NO_TIME
 
 
@@ -74,14 +74,15 @@ def pipeline_counts(
         parts.append(counted(late_rows, w, late_records=1))
     if marked is not None:
         parts += [counted(marked[0], w, filtered=1), counted(marked[1], w, filter_undecided=1)]
-    counts = pd.concat(parts, ignore_index=True).fillna(0)
-    summed = counts.groupby(["pipeline", "window_us"]).sum().reset_index()
+    # Each part summed alone first: one frame of every part's rows would be mostly NaN to fill.
+    keys = ["pipeline", "window_us"]
+    counts = pd.concat([part.groupby(keys).sum() for part in parts]).fillna(0)
+    summed = counts.groupby(keys).sum().reset_index()
     ids = sinks[sinks["has_id"]]
     ids = ids.assign(window_us=window_of(ids["ts"], ids["has_ts"], w))
-    totals = ids.drop_duplicates(["pipeline", "topic", "message_id"]).groupby("pipeline").size()
+    totals = distinct(ids, ["pipeline", "topic", "message_id"]).groupby("pipeline").size()
     per_window = (
-        ids[ids["has_ts"]]
-        .drop_duplicates(["pipeline", "topic", "window_us", "message_id"])
+        distinct(ids[ids["has_ts"]], ["pipeline", "topic", "window_us", "message_id"])
         .groupby(["pipeline", "window_us"])
         .size()
     )
@@ -119,8 +120,7 @@ def topic_counts(frame: pd.DataFrame, copied: pd.DataFrame, window_us: int) -> p
     sums = ["records", "identified", "unidentified", "aborted"]
     timed = flags[flags["has_ts"]].groupby(["topic", "window_us"])[sums].sum()
     timed["distinct_ids"] = (
-        ids[ids["has_ts"]]
-        .drop_duplicates(["topic", "window_us", "message_id"])
+        distinct(ids[ids["has_ts"]], ["topic", "window_us", "message_id"])
         .groupby(["topic", "window_us"])
         .size()
     )
@@ -129,7 +129,7 @@ def topic_counts(frame: pd.DataFrame, copied: pd.DataFrame, window_us: int) -> p
         [extra["topic"], window_of(extra["ts"], extra["has_ts"], window_us).rename("window_us")]
     ).size()
     total = flags.groupby("topic")[sums].sum()
-    total["distinct_ids"] = ids.drop_duplicates(["topic", "message_id"]).groupby("topic").size()
+    total["distinct_ids"] = distinct(ids, ["topic", "message_id"]).groupby("topic").size()
     return pd.concat(
         [
             timed.fillna(0).reset_index().assign(total=False),
