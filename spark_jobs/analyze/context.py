@@ -74,6 +74,8 @@ class Routes:
     first: dict[tuple[str, int], tuple[int, int | None]] = field(default_factory=dict)
     src_offsets: dict[tuple[str, str, int], int] = field(default_factory=dict)
     src_topics: dict[str, frozenset[str]] = field(default_factory=dict)
+    # Topics holding a committed, identified record without dgm-src (lineage.unstamped_sinks)
+    unstamped: frozenset[str] = frozenset()
 
     def merged(self, other: Routes) -> Routes:
         first = dict(self.first)
@@ -86,7 +88,7 @@ class Routes:
         src_topics = dict(self.src_topics)
         for topic, named in other.src_topics.items():
             src_topics[topic] = src_topics.get(topic, frozenset()) | named
-        return Routes(first, src_offsets, src_topics)
+        return Routes(first, src_offsets, src_topics, self.unstamped | other.unstamped)
 
     def topics(self) -> list[str]:
         """Every topic of the fingerprints these are the Routes of, sorted."""
@@ -110,6 +112,7 @@ def routes(fingerprints: DataFrame) -> Routes:
         F.min("offset").alias("first_offset"),
         F.min_by("timestamp", "offset").alias("first_timestamp"),
         F.max(F.when(F.col("committed"), F.col("src_offset"))).alias("src_offset"),
+        F.max(F.col("committed") & F.col("message_id").isNotNull()).alias("identified"),
     )
     return _routes_of(per_route.toArrow())
 
@@ -120,19 +123,21 @@ def routes_in(rows: pa.Table) -> Routes:
     if rows.num_rows == 0:
         return Routes()
     claimed = pc.if_else(rows["committed"], rows["src_offset"], pa.scalar(None, pa.int64()))
+    identified = pc.and_(rows["committed"], pc.is_valid(rows["message_id"]))
     ordered = (
         rows.select([*_ROUTE, "offset", "timestamp"])
         .append_column("claimed_src", claimed)
+        .append_column("identified", identified)
         .sort_by([("offset", "ascending")])
     )
     # Sorted by offset, and aggregated in order: each group's first timestamp is min_by's.
     per_route = ordered.group_by(list(_ROUTE), use_threads=False).aggregate(
-        [("offset", "min"), ("timestamp", "first"), ("claimed_src", "max")]
+        [("offset", "min"), ("timestamp", "first"), ("claimed_src", "max"), ("identified", "any")]
     )
     return _routes_of(
         per_route.rename_columns(
             {"offset_min": "first_offset", "timestamp_first": "first_timestamp",
-             "claimed_src_max": "src_offset"}
+             "claimed_src_max": "src_offset", "identified_any": "identified"}
         )
     )  # fmt: skip
 
@@ -144,19 +149,23 @@ def _routes_of(per_route: pa.Table) -> Routes:
     first: dict[tuple[str, int], tuple[int, int | None]] = {}
     src_offsets: dict[tuple[str, str, int], int] = {}
     src_topics: dict[str, set[str]] = defaultdict(set)
+    unstamped: set[str] = set()
     for row in per_route.to_pylist():
         where = (row["topic"], row["partition"])
         stamp = row["first_timestamp"]
         oldest = (row["first_offset"], None if stamp is None else _micros(stamp))
         if where not in first or oldest[0] < first[where][0]:
             first[where] = oldest
+        if row["src_topic"] is None and row["identified"]:
+            unstamped.add(row["topic"])
         if row["src_topic"] is not None:
             src_topics[row["topic"]].add(row["src_topic"])
             if row["src_partition"] is not None and row["src_offset"] is not None:
                 src_offsets[(row["topic"], row["src_topic"], row["src_partition"])] = row[
                     "src_offset"
                 ]
-    return Routes(first, src_offsets, {t: frozenset(us) for t, us in src_topics.items()})
+    src = {t: frozenset(us) for t, us in src_topics.items()}
+    return Routes(first, src_offsets, src, frozenset(unstamped))
 
 
 def history(fingerprints: DataFrame) -> History:

@@ -41,7 +41,7 @@ from spark_jobs.analyze import small_cycle as small
 from spark_jobs.analyze.checked import newly_checked
 from spark_jobs.analyze.context import Context, History, Routes, context, routes, routes_in
 from spark_jobs.analyze.cycle_streams import cycle_relinks, cycle_rows, cycle_stream_records
-from spark_jobs.analyze.lineage import unstamped_sinks
+from spark_jobs.analyze.lineage import unstamped_among, unstamped_sinks
 from spark_jobs.analyze.passes import (
     by_id,
     sessions_of,
@@ -187,7 +187,8 @@ def _rebuilt(
     count = fingerprints.counted()  # sizes the shuffles
     # The two passes run side by side: each fills the cores the other leaves idle
     # (bench/HISTORY.md, "The rebuild at 10M: codes into the workers").
-    beside = Beside(lambda: _streams_of(whole, ctx, count), timings, "runs and order")
+    unstamped = unstamped_among(ctx, kept_routes.unstamped)
+    beside = Beside(lambda: _streams_of(whole, ctx, count, unstamped), timings, "runs and order")
     try:
         with timed(timings, "per id"):
             rows = by_id(whole, ctx, count, topics)
@@ -199,18 +200,18 @@ def _rebuilt(
     except BaseException:
         beside.wait()  # its jobs end before the cycle's failure is told
         raise
-    unstamped, found, behind, marks = beside.result()
+    found, behind, marks = beside.result()
     return State(ctx, kept_routes, known, records, counts, found, behind, marks, unstamped)
 
 
 def _streams_of(
-    whole: DataFrame, ctx: Context, count: int
-) -> tuple[frozenset[str], pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """(the sinks the id join places, the sessions' runs, behind, marks) of every stream."""
-    unstamped = unstamped_sinks(whole, ctx)
+    whole: DataFrame, ctx: Context, count: int, unstamped: frozenset[str]
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """(the sessions' runs, behind, marks) of every stream; `unstamped`: the sinks the id
+    join places (lineage.unstamped_sinks)."""
     runs_rows, order_rows = split_streams(streams(whole, ctx, count, unstamped).toArrow())
     behind, marks = order.split(order_rows)
-    return unstamped, runs_frame(runs_rows), behind, marks
+    return runs_frame(runs_rows), behind, marks
 
 
 def _records(rows: pa.Table) -> pa.Table:

@@ -105,6 +105,12 @@ def unstamped_sinks(
     return frozenset(found["topic"].to_pylist())
 
 
+def unstamped_among(ctx: Context, unstamped: Collection[str]) -> frozenset[str]:
+    """unstamped_sinks without a query, from the topics known to hold such records
+    (context.Routes.unstamped, which the routes' aggregate finds on its way)."""
+    return frozenset(sink for sink in id_routes(ctx) if sink in unstamped)
+
+
 def routes_among(ctx: Context, sinks: Collection[str]) -> dict[str, tuple[str, ...]]:
     """id_routes of the `sinks` only."""
     return {sink: sources for sink, sources in id_routes(ctx).items() if sink in sinks}

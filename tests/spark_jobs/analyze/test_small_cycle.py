@@ -23,7 +23,7 @@ from spark_jobs.analyze.cycle_streams import (
     cycle_rows_in,
     unstamped_sinks_in,
 )
-from spark_jobs.analyze.lineage import unstamped_sinks
+from spark_jobs.analyze.lineage import unstamped_among, unstamped_sinks
 from spark_jobs.analyze.output import SCHEMA as OUTPUT
 from spark_jobs.analyze.passes import by_id
 from tests.support import engine_run
@@ -89,6 +89,8 @@ def test_driver_steps_equal_the_spark_passes(spark: Any) -> None:
     assert _records(ours).num_rows > 50
     assert _counted(ours).equals(_counted(theirs))
     assert unstamped_sinks_in(rows, ctx) == unstamped_sinks(frame, ctx) == {"k2"}
+    # The rebuild takes them from its routes' aggregate instead of a query of its own.
+    assert unstamped_among(ctx, routes(frame).unstamped) == {"k2"}
     kept, added = rows.slice(0, 1500), rows.slice(1500)
     mine = cycle_rows_in(kept, added, ctx)
     spark_rows = cycle_rows(spark.createDataFrame(kept), spark.createDataFrame(added), ctx)
