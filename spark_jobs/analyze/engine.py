@@ -186,9 +186,16 @@ def _rebuilt(
     whole = fingerprints.whole
     count = fingerprints.counted()  # sizes the shuffles
     # The two passes run side by side: each fills the cores the other leaves idle
-    # (bench/HISTORY.md, "The rebuild at 10M: codes into the workers").
+    # (bench/HISTORY.md, "The rebuild at 10M: codes into the workers"). The per-id pass's
+    # jobs go first: its driver work after (the counts summed) then overlaps the stream
+    # pass's, where the other order left it alone at the end ("the driver's tail").
     unstamped = unstamped_among(ctx, kept_routes.unstamped)
-    beside = Beside(lambda: _streams_of(whole, ctx, count, unstamped), timings, "runs and order")
+    beside = Beside(
+        lambda: _streams_of(whole, ctx, count, unstamped),
+        timings,
+        "runs and order",
+        behind=whole.sparkSession.sparkContext,
+    )
     try:
         with timed(timings, "per id"):
             rows = by_id(whole, ctx, count, topics)
