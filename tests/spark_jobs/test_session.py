@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import uuid
 from pathlib import Path
 from typing import Any
@@ -98,3 +99,18 @@ def test_whoever_finds_the_running_session_does_not_stop_it(spark: Any) -> None:
     assert job.spark.sparkContext is spark.sparkContext
     job.close()
     assert spark.range(3).count() == 3  # still running
+
+
+def test_a_local_session_collects_with_parallel_gc_unless_the_environment_chose(
+    spark: Any,
+) -> None:
+    from spark_jobs.session import gc_chosen
+
+    beans = spark.sparkContext._jvm.java.lang.management.ManagementFactory
+    names = {bean.getName() for bean in beans.getGarbageCollectorMXBeans()}
+    if not gc_chosen(os.environ):
+        assert names == {"PS Scavenge", "PS MarkSweep"}, names
+    # Two collectors make the JVM refuse to start: the environment's choice wins.
+    assert gc_chosen({"JAVA_TOOL_OPTIONS": "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"})
+    assert gc_chosen({"_JAVA_OPTIONS": "-Xmx1g -XX:+UseZGC"})
+    assert not gc_chosen({"JDK_JAVA_OPTIONS": "-Xmx1g -XX:+UseCompressedOops"})
