@@ -182,8 +182,8 @@ def _partition_rows(frame: pd.DataFrame, size: int) -> list[dict[str, Any]]:
     at, lag_s = frame["sampled_at"].tolist(), frame["lag_s"].tolist()
     commits = committed.tolist()
     lso = (frame["committed_offset"] + frame["lag_from_lso"]).tolist()
-    columns = {c: frame[c].tolist() for c in ("group_id", "topic", "partition", "member_id")}
-    columns["group_state"] = frame["group_state"].tolist()
+    named = ("group_id", "topic", "partition", "member_id", "group_state")
+    columns = {c: frame[c].tolist() for c in named}
     at_least = frame["lag_s_at_least"].tolist()
     rows = []
     for i, (first, end) in enumerate(zip(spans.window, spans.end, strict=True)):

@@ -176,8 +176,6 @@ def catch_up(
     Catching up when nothing is left to commit, when it keeps pace (it had committed
     everything at some sample of the window), or when it commits faster than records arrive:
     then the time to catch up is the lag in records over the difference of rates."""
-    if len(at) < 2:
-        return CatchUp(None, None, None, None, None)
     return pace(nanos(pd.Series(at)), committed, lso, lag_s)
 
 
