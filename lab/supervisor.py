@@ -2,12 +2,13 @@
 group and leave it again (a rebalance).
 
 A kill is a real SIGKILL of a real process. Only its timing is chosen: the processor announces
-each phase on stdout and then spends `step_delay` before its next step, so a kill sent on
-reading `phase produced` lands between produce and commit (see lab.processors.announce).
+each phase on stdout and waits for the supervisor's `go` before its next step, so a kill sent
+on reading `phase produced` lands between produce and commit (see lab.processors.announce).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import random
@@ -99,6 +100,7 @@ class ProcessorProcess:
     killed: bool = False  # by the supervisor, on purpose
     started: float = field(default_factory=time.monotonic)
     ready: threading.Event = field(default_factory=threading.Event)
+    _stdin_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __post_init__(self) -> None:
         self.log_dir.mkdir(parents=True, exist_ok=True)
@@ -112,8 +114,10 @@ class ProcessorProcess:
             command, self.log_dir / f"{name}.log", subprocess.PIPE, child_env()
         )
         assert self.popen.stdin is not None
-        self.popen.stdin.write(self.settings.to_json())
-        self.popen.stdin.close()
+        # Paced: every phase line waits for our `go` (_read), which the transcript thread sends
+        # only after on_line, the kill included, has run.
+        self.popen.stdin.write(dataclasses.replace(self.settings, paced=True).to_json() + "\n")
+        self.popen.stdin.flush()
         child_process.transcribe(self.popen, self.log_dir / f"{name}.out", self._read)
 
     @property
@@ -129,9 +133,27 @@ class ProcessorProcess:
         elif parse_phase(line) is not None and line.split()[1] == "produced":
             self.batches += 1
         self.on_line(self, line)
+        if parse_phase(line) is not None:
+            self._answer("go")
+
+    def _answer(self, word: str) -> None:
+        with self._stdin_lock:
+            stdin = self.popen.stdin
+            if stdin is None or stdin.closed or self.popen.poll() is not None:
+                return  # killed on this line, stopping, or gone
+            try:
+                stdin.write(word + "\n")
+                stdin.flush()
+            except OSError:  # it died since poll(): nothing waits for the answer
+                pass
 
     def stop(self, timeout: float = 30.0) -> int:
-        """SIGTERM (the processor finishes its step and closes), SIGKILL after `timeout`."""
+        """SIGTERM (the processor finishes its step and closes), SIGKILL after `timeout`. Its
+        stdin ends first, so a phase waiting for `go` goes on without it."""
+        with self._stdin_lock:
+            if self.popen.stdin is not None and not self.popen.stdin.closed:
+                with contextlib.suppress(OSError):
+                    self.popen.stdin.close()
         return child_process.stop(self.popen, timeout)
 
 

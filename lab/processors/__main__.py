@@ -21,6 +21,7 @@ from lab.processors import (
     idempotent_sink,
     postgres_modes,
 )
+from lab.processors.announce import settings_text
 from lab.processors.settings import MODES, ProcessorSettings, SettingsError
 
 RUNNERS: dict[str, Callable[[ProcessorSettings, threading.Event], int]] = {
@@ -44,7 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "the command line, which every local user can read)",
     )
     args = parser.parse_args(argv)
-    text = sys.stdin.read() if args.settings_json == "-" else args.settings_json
+    text = settings_text(args.settings_json)
     try:
         settings = ProcessorSettings.from_json(text).with_mode_check(args.mode)
     except SettingsError as error:

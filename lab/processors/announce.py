@@ -8,7 +8,14 @@
     fenced                           a newer instance took over this transactional.id
 
 After every `phase` line the processor spends `step_delay` seconds (simulated processing)
-before its next step, so a SIGKILL sent on reading the line lands between the two steps.
+before its next step. A paced processor (`paced` in its settings: the supervisor's) first waits
+for the supervisor's answer on stdin, one line after the settings' per `phase` line:
+
+    go                               the supervisor has read the line and did not kill
+
+so a SIGKILL sent on reading the line lands between the two steps however long the supervisor
+took to read it (a loaded machine once made it miss the 0.15 s window: the kill landed after
+the commit). End of input (the supervisor stopping, or gone) lets it go on.
 """
 
 from __future__ import annotations
@@ -23,6 +30,17 @@ PHASES: tuple[Phase, ...] = get_args(Phase)
 def say(*words: object) -> None:
     """One protocol line, flushed at once: the supervisor acts on it while we sleep."""
     print(*words, file=sys.stdout, flush=True)
+
+
+def settings_text(argument: str) -> str:
+    """The settings JSON of `--settings-json`: the argument itself, or for `-` the first line on
+    stdin (the supervisor keeps stdin open after it to pace the phases)."""
+    return sys.stdin.readline() if argument == "-" else argument
+
+
+def wait_for_go() -> None:
+    """Block until the supervisor answers the phase line just said (or stdin ends)."""
+    sys.stdin.readline()
 
 
 def parse_phase(line: str) -> tuple[Phase, int] | None:

@@ -11,7 +11,7 @@ from typing import Any, Protocol
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
 from dgm.contracts.headers import ID, SRC, format_src, header_map
-from lab.processors.announce import Phase, format_partitions, say
+from lab.processors.announce import Phase, format_partitions, say, wait_for_go
 from lab.processors.settings import ProcessorSettings
 
 log = logging.getLogger("lab.processor")
@@ -42,8 +42,11 @@ def sink_headers(message: Message) -> list[tuple[str, str | bytes | None]]:
 
 
 def announce(phase: Phase, batch: int, settings: ProcessorSettings) -> None:
-    """Say the phase, then 'process' for step_delay: the window where an aimed kill lands."""
+    """Say the phase, then 'process' for step_delay: the window where an aimed kill lands (held
+    open until the supervisor's go when paced)."""
     say("phase", phase, batch)
+    if settings.paced:
+        wait_for_go()
     time.sleep(settings.step_delay)
 
 

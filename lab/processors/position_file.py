@@ -26,7 +26,7 @@ from pathlib import Path
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Message, Producer, TopicPartition
 
-from lab.processors.announce import format_partitions, say
+from lab.processors.announce import format_partitions, say, settings_text
 from lab.processors.loop import (
     announce,
     base_config,
@@ -155,7 +155,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m lab.processors.position_file")
     parser.add_argument("--settings-json", required=True, help="ProcessorSettings; '-' = stdin")
     args = parser.parse_args(argv)
-    text = sys.stdin.read() if args.settings_json == "-" else args.settings_json
+    text = settings_text(args.settings_json)
     try:
         settings = ProcessorSettings.from_json(text)
         if not settings.sink_topic or not settings.position_path:

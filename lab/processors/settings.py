@@ -50,6 +50,9 @@ class ProcessorSettings:
     batch_size: int = 20
     # Simulated processing time after each announced phase: the window an aimed kill hits.
     step_delay: float = 0.15
+    # After each announced phase, wait for the supervisor's `go` (lab.processors.announce): set
+    # by the supervisor, so its aimed kill lands between the two steps however late it reads.
+    paced: bool = False
     session_timeout_ms: int = 10_000
     # Extra librdkafka settings (security etc.) for both consumer and producer.
     client: dict[str, str] = field(default_factory=dict)
@@ -123,6 +126,7 @@ _TYPES: dict[str, type] = {
     "static_member": bool,
     "batch_size": int,
     "step_delay": float,
+    "paced": bool,
     "session_timeout_ms": int,
     "client": dict,
 }

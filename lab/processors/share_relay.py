@@ -37,7 +37,7 @@ from typing import Literal, get_args
 
 from confluent_kafka import Message, Producer, ShareConsumer
 
-from lab.processors.announce import say
+from lab.processors.announce import say, settings_text
 from lab.processors.loop import (
     announce,
     base_config,
@@ -168,7 +168,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--order", choices=ORDERS, required=True)
     parser.add_argument("--settings-json", required=True, help="ProcessorSettings; '-' = stdin")
     args = parser.parse_args(argv)
-    text = sys.stdin.read() if args.settings_json == "-" else args.settings_json
+    text = settings_text(args.settings_json)
     try:
         settings = ProcessorSettings.from_json(text)
         if not settings.sink_topic:

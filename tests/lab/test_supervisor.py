@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import os
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,9 +15,10 @@ from typing import Any
 import pytest
 
 from dgm.util.waiting import wait_until
+from lab.offsets import group_offsets
 from lab.processors.settings import ProcessorSettings
 from lab.producer import ProducerSettings, run_producer
-from lab.supervisor import Supervisor
+from lab.supervisor import ProcessorProcess, Supervisor
 
 
 def gone(pid: int) -> bool:
@@ -117,3 +119,52 @@ def test_a_processor_that_dies_on_its_own_is_restarted_with_backoff(tmp_path: Pa
     assert supervisor.live_pids() == []
     assert all(gone(e.pid) for e in exits)
     assert os.getpid() not in [e.pid for e in exits]
+
+
+def test_a_supervisor_slow_to_read_still_finds_the_batch_uncommitted(
+    pipeline: tuple[ProcessorSettings, threading.Event], kafka: Any, tmp_path: Path
+) -> None:
+    """The window between produce and commit is held open until the supervisor has read the
+    phase line, however long that takes: here ten times step_delay."""
+    settings, _ = pipeline
+    seen: dict[str, dict[int, int]] = {}
+
+    def committed() -> dict[int, int]:
+        return group_offsets(kafka.admin(), settings.group_id, settings.source_topic, 3)
+
+    def slow_reader(process: ProcessorProcess, line: str) -> None:
+        if line.split()[:2] == ["phase", "produced"] and "held" not in seen:
+            seen["before"] = committed()
+            time.sleep(10 * settings.step_delay)  # a loaded machine reading late: what is tested
+            seen["held"] = committed()
+
+    process = ProcessorProcess("at-least-once", settings, tmp_path / "logs", slow_reader)
+    try:
+        wait_until(lambda: "held" in seen, 60, "a first batch produced")
+        assert seen["held"] == seen["before"], "committed before the supervisor had read"
+        # Answered, it commits the batch.
+        wait_until(lambda: committed() != seen["held"], 30, "the batch's commit after the go")
+    finally:
+        assert process.stop() == 0
+
+
+def test_a_phase_left_unanswered_still_stops_cleanly(
+    pipeline: tuple[ProcessorSettings, threading.Event], tmp_path: Path
+) -> None:
+    """A supervisor that stops while a processor waits for its go ends stdin: the processor
+    finishes its step and closes (exit 0), it is not SIGKILLed after the timeout."""
+    settings, _ = pipeline
+    reading = threading.Event()
+    stuck = threading.Event()
+
+    def never_answers(process: ProcessorProcess, line: str) -> None:
+        if line.startswith("phase"):
+            reading.set()
+            stuck.wait(60)  # holds the transcript thread: no go is sent
+
+    process = ProcessorProcess("at-least-once", settings, tmp_path / "logs", never_answers)
+    try:
+        assert reading.wait(60), "no phase announced"
+        assert process.stop(timeout=20) == 0
+    finally:
+        stuck.set()
