@@ -57,14 +57,13 @@ def one_size(
     new records are produced to that topic and audited from it (the real audit)."""
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
-    from pyspark import StorageLevel
 
     from spark_jobs.analysis_input import Fingerprints
     from spark_jobs.analyze.analysis import analyze
     from spark_jobs.analyze.engine import Engine
     from spark_jobs.analyze.publish import publish
     from spark_jobs.analyze.samples import SampleReader
-    from spark_jobs.audit.incremental_load import KeptFingerprints
+    from spark_jobs.audit.incremental_load import KEPT, KeptFingerprints
     from spark_jobs.schemas import FINGERPRINT
 
     world = generated.build(root, int((size + new * cycles) * 1.05), 10, 50)
@@ -82,7 +81,7 @@ def one_size(
 
     def piece(name: str) -> Any:
         frame = spark.read.schema(FINGERPRINT).parquet(str(pieces / name))
-        return frame.persist(StorageLevel.MEMORY_AND_DISK)
+        return frame.persist(KEPT)
 
     kept = KeptFingerprints(spark, world.state)  # the holding, fed pieces directly
     kept.pieces.append(piece("retained.parquet"))

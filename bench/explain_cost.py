@@ -162,17 +162,16 @@ class Variant:
 
 
 def cycle(spark: Any, variant: Variant, config: Any, cycle_index: int, now: datetime) -> float:
-    from pyspark import StorageLevel
-
     from spark_jobs.analysis_input import Fingerprints
     from spark_jobs.analyze.analysis import analyze
     from spark_jobs.analyze.publish import publish
     from spark_jobs.analyze.samples import SampleReader
+    from spark_jobs.audit.incremental_load import KEPT
     from spark_jobs.schemas import FINGERPRINT
 
     def piece(name: str) -> Any:
         frame = spark.read.schema(FINGERPRINT).parquet(f"{variant.pieces}/{name}")
-        return frame.persist(StorageLevel.MEMORY_AND_DISK)
+        return frame.persist(KEPT)  # as the job keeps them
 
     began = time.perf_counter()
     if cycle_index == 0:

@@ -45,6 +45,12 @@ from spark_jobs.schemas import FINGERPRINT
 
 # More kept frames than this are consolidated into one: each is a scan in every query plan.
 MAX_PIECES = 16
+# How the kept frames are persisted. PySpark's MEMORY_AND_DISK is the serialized level (its
+# RDDs hold pickles), so each scan of a kept row deserialized its cached batch first
+# (message ids and offsets of 10M rows: 0.5 against 0.22 s; a rebuild 7% longer:
+# bench/HISTORY.md, "The rebuild at 10M: the kept rows deserialized"). DataFrame.cache()'s
+# level keeps the cached batches as objects; they still spill to disk under pressure.
+KEPT = StorageLevel.MEMORY_AND_DISK_DESER
 
 
 class KeptFingerprints:
@@ -87,7 +93,7 @@ class KeptFingerprints:
         added_rows = None if before is None else _on_driver(new)
         if new:
             piece = self.spark.read.schema(FINGERPRINT).parquet(*(str(b.path) for b in new))
-            added = piece.persist(StorageLevel.MEMORY_AND_DISK)
+            added = piece.persist(KEPT)
             self.pieces.append(added)
         self.records = {b.path.name: int(b.manifest["records"]) for b in batches}
         self.batches_read = len(new)
@@ -155,7 +161,7 @@ class KeptFingerprints:
         return kept.coalesce(2 * self.spark.sparkContext.defaultParallelism)
 
     def _consolidate(self) -> None:
-        whole = self._kept().persist(StorageLevel.MEMORY_AND_DISK)
+        whole = self._kept().persist(KEPT)
         whole.count()  # materialized before the pieces it is made of are freed
         for piece in self.pieces:
             piece.unpersist()

@@ -8,6 +8,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from pyspark import StorageLevel
+
 from spark_jobs.audit.incremental_load import KeptFingerprints
 from spark_jobs.audit.merge import FANOUT, merge_small_batches
 from spark_jobs.audit.ranges import OffsetRange
@@ -93,3 +95,7 @@ def test_many_batches_are_consolidated_into_one_kept_frame(spark: Any, tmp_path:
         kept.load()
     assert len(kept.pieces) <= 16
     assert same_as_the_store(kept, spark, tmp_path) == [10 * n for n in range(20)]
+    # Read pieces and the consolidated one alike: cached batches kept as objects, which a
+    # scan reads without deserializing them first (PySpark's MEMORY_AND_DISK would not).
+    levels = [piece.storageLevel for piece in kept.pieces]
+    assert all(level == StorageLevel.MEMORY_AND_DISK_DESER for level in levels), levels
