@@ -142,11 +142,19 @@ def span(length: timedelta) -> str:
 
 
 def seconds(value: float | None) -> str:
-    """A measured number of seconds: `0.42 s`, `12.5 s`, else as `span` tells it; `?` when
+    """A measured number of seconds: `0.42 s`, `12.5 s`; under 10 ms in ms (`8.3 ms`), under
+    10 µs in µs (`1.19 µs`, not `1.19e-06 s`); from a minute on as `span` tells it; `?` when
     unknown."""
     if value is None or pd.isna(value):
         return "?"
-    return f"{value:.3g} s" if value < 60 else span(timedelta(seconds=float(value)))
+    if value >= 60:
+        return span(timedelta(seconds=float(value)))
+    size = abs(value)
+    if 0 < size < 1e-5:
+        return f"{value * 1e6:.3g} µs"
+    if 0 < size < 1e-2:
+        return f"{value * 1e3:.3g} ms"
+    return f"{value:.3g} s"
 
 
 def when(moment: datetime | None) -> str:
