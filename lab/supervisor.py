@@ -126,26 +126,27 @@ class ProcessorProcess:
 
     def _read(self, line: str) -> None:
         partitions = parse_partitions(line, "assigned")
+        phase = parse_phase(line)
         if partitions is not None:
             self.partitions, self.assigned_at = tuple(partitions), time.time()
         elif line.startswith("ready"):
             self.ready.set()
-        elif parse_phase(line) is not None and line.split()[1] == "produced":
+        elif phase is not None and phase[0] == "produced":
             self.batches += 1
         self.on_line(self, line)
-        if parse_phase(line) is not None:
-            self._answer("go")
+        if phase is not None:
+            self._go()
 
-    def _answer(self, word: str) -> None:
+    def _go(self) -> None:
+        """Answer the phase line just read (lab.processors.announce), unless the process is
+        gone: killed on this line, stopping, or dead on its own."""
         with self._stdin_lock:
             stdin = self.popen.stdin
             if stdin is None or stdin.closed or self.popen.poll() is not None:
-                return  # killed on this line, stopping, or gone
-            try:
-                stdin.write(word + "\n")
+                return
+            with contextlib.suppress(OSError):  # it died since poll(): nobody waits for it
+                stdin.write("go\n")
                 stdin.flush()
-            except OSError:  # it died since poll(): nothing waits for the answer
-                pass
 
     def stop(self, timeout: float = 30.0) -> int:
         """SIGTERM (the processor finishes its step and closes), SIGKILL after `timeout`. Its
