@@ -121,6 +121,10 @@ def new_session(before: TxnSeen, now: TxnSeen) -> bool:
     producer session fencing the one before it (or a coordinator abort, under V1)."""
     if (now.producer_id, now.producer_epoch) == (before.producer_id, before.producer_epoch):
         return False
+    if before.producer_epoch < 0:
+        # No producer held the id yet: the coordinator shows epoch -1 between handing a new
+        # transactional id its producer id and the first InitProducerId's epoch 0.
+        return False
     if now.producer_id == before.producer_id and now.producer_epoch < before.producer_epoch:
         return False  # an older answer seen late, not a move
     if before.timed_out:

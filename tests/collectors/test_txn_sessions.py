@@ -89,3 +89,15 @@ def test_events_name_new_sessions_only() -> None:
 def test_a_transaction_past_its_timeout_ended_by_the_coordinator_is_a_new_session() -> None:
     late = TxnSeen(5, 3, "Ongoing", 100, V2, cluster_v2=True, timed_out=True)
     assert new_session(late, TxnSeen(5, 4, "CompleteAbort", 100, V2, cluster_v2=True))
+
+
+def test_a_new_transactional_ids_first_epoch_is_no_new_session() -> None:
+    """A sample may catch a new transactional id at epoch -1, its producer id handed out but
+    its first InitProducerId not yet done (a 3.6.2 broker, once): epoch 0 fences nobody."""
+    for protocol in (None, V1, V2):
+        assert not new_session(seen(3, -1, "Empty", -1), seen(3, 0, "Empty", -1, protocol))
+        assert not new_session(seen(3, -1, "Empty", -1), seen(3, 0, "Ongoing", 100, protocol))
+    events = transactional_epoch_events(
+        {"tx": seen(3, -1, "Empty", -1)}, {"tx": seen(3, 0, "Ongoing", 100)}, AT, "c"
+    )
+    assert events == []
