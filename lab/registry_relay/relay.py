@@ -1,8 +1,12 @@
-"""The relay process (`python -m lab.registry_relay.relay`): consume v1 orders (Avro or JSON
-Schema) through the registry, write v2, flush, then commit, every `--commit-every` records. A
-SIGKILL between a flush and the commit after it makes its successor write those records again:
-at-least-once, with duplicates that are byte-for-byte different from their sources (a new
-writer schema id)."""
+"""The relay process (`python -m lab.registry_relay.relay`): consume v1 orders (Avro, JSON
+Schema or Protobuf) through the registry, write v2, flush, then commit, every `--commit-every`
+records. A SIGKILL between a flush and the commit after it makes its successor write those
+records again: at-least-once, with duplicates that are byte-for-byte different from their
+sources (a new writer schema id).
+
+With `--paced` it says `flushed` after each batch's flush and waits for a line on stdin (or its
+end) before committing, so a kill sent on reading that line lands between the two however late
+it is read (the lab's processors are paced the same way: lab/processors/announce.py)."""
 
 from __future__ import annotations
 
@@ -24,6 +28,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.add_argument(name, required=True)
     parser.add_argument("--commit-every", type=int, default=50)
     parser.add_argument("--format", choices=FORMATS, default="avro")
+    parser.add_argument("--paced", action="store_true", help="wait for a go after each flush")
     args = parser.parse_args(argv)
     registry = SchemaRegistryClient({"url": args.registry})
     reader = deserializer(args.format, registry, 1)
@@ -58,17 +63,20 @@ def main(argv: list[str] | None = None) -> int:
             producer.produce(args.sink, value=value, key=message.key())
             pending += 1
             if pending >= args.commit_every:
-                pending = _flush_and_commit(producer, consumer)
+                pending = _flush_and_commit(producer, consumer, args.paced)
     except KeyboardInterrupt:
         pass
-    _flush_and_commit(producer, consumer)
+    _flush_and_commit(producer, consumer, paced=False)
     consumer.close()
     return 0
 
 
-def _flush_and_commit(producer: Producer, consumer: Consumer) -> int:
+def _flush_and_commit(producer: Producer, consumer: Consumer, paced: bool) -> int:
     if producer.flush(30) != 0:
         raise SystemExit("records not acknowledged within 30 s: not committing them")
+    if paced:
+        print("flushed", flush=True)
+        sys.stdin.readline()  # the go (or stdin's end)
     try:
         consumer.commit(asynchronous=False)
     except KafkaException as error:

@@ -1,12 +1,16 @@
 """`run_registry_lab`: the re-serializing relay (relay.py) on a real cluster and a real schema
 registry, SIGKILLed while records flow, with a report.
 
-Creates a source and a sink topic; produces `messages` v1 orders (schemas.py: Avro or JSON
-Schema) through the registry, each acknowledged once; starts the relay and SIGKILLs it `kills`
-times, each a drawn moment after the sink grew (restarting it at once); waits until its group
-has committed the source's end; stops it (it flushes and commits) and writes a JSON report.
-Every start, kill and stop is in `<run folder>/relay.log` with its UTC time. What reached the
-sink, and how often, is left to an independent read of the topics.
+Creates a source and a sink topic; produces `messages` v1 orders (schemas.py: Avro, JSON Schema
+or Protobuf) through the registry, each acknowledged once; starts the relay, paced, and
+SIGKILLs it `kills` times, each after a batch's flush and before its commit (a drawn number of
+batches let through first), restarting it at once; waits until its group has committed the
+source's end; stops it (it flushes and commits) and writes a JSON report. Every start, kill
+and stop is in `<run folder>/relay.log` with its UTC time. What reached the sink, and how
+often, is left to an independent read of the topics.
+
+The kills are aimed, not timed: a kill a drawn moment after the sink grew once landed, on the
+loaded CI machine, where nothing was left uncommitted, and a run meant to duplicate had none.
 """
 
 from __future__ import annotations
@@ -33,11 +37,11 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 
 from dgm.util.waiting import wait_until
 from lab import child_process
-from lab.offsets import group_behind, source_lso
+from lab.offsets import group_behind
 from lab.registry_relay.schemas import Format, order, serializer
 from lab.topics import create_topic
 
-KILL_AFTER = (0.2, 1.5)  # seconds after the sink grew
+LET_THROUGH = (0, 2)  # batches committed before each kill, drawn
 START_TIMEOUT = 60.0
 STOP_TIMEOUT = 30.0
 
@@ -72,36 +76,70 @@ class RegistryLabReport:
 
 
 class _Relay:
-    """The relay process, restarted after each kill; every event in relay.log."""
+    """The paced relay process, restarted after each kill; every event in relay.log. A kill is
+    sent by the thread reading its stdout, on a `flushed` line it then leaves unanswered."""
 
     def __init__(self, command: list[str], run_dir: Path) -> None:
         self.command, self.run_dir = command, run_dir
         self.log = (run_dir / "relay.log").open("a", buffering=1)
         self.kills: list[dict[str, object]] = []
         self.process: subprocess.Popen[str] | None = None
+        self.let_through: int | None = None  # batches before the aimed kill; None: no kill
+        self.killed = threading.Event()
+        self.lock = threading.Lock()
 
     def note(self, line: str) -> None:
         self.log.write(f"{datetime.now(UTC).isoformat()} {line}\n")
 
     def start(self) -> None:
-        out = (self.run_dir / "relay.out").open("a")
-        self.process = child_process.spawn(
-            self.command, self.run_dir / "relay.err", subprocess.DEVNULL, stdout=out.fileno()
+        process = child_process.spawn(
+            [*self.command, "--paced"], self.run_dir / "relay.err", subprocess.PIPE
         )
-        out.close()
-        self.note(f"started pid {self.process.pid}")
+        self.process = process
+        child_process.transcribe(
+            process, self.run_dir / "relay.out", lambda line: self._read(process, line)
+        )
+        self.note(f"started pid {process.pid}")
 
-    def kill_and_restart(self) -> None:
+    def aim(self, let_through: int) -> None:
+        """Kill the relay after `let_through` more batches are flushed and committed."""
+        with self.lock:
+            self.killed.clear()
+            self.let_through = let_through
+
+    def _read(self, process: subprocess.Popen[str], line: str) -> None:
+        if line.strip() != "flushed":
+            return
+        with self.lock:
+            if self.let_through == 0:
+                os.kill(process.pid, signal.SIGKILL)  # flushed, not committed
+                self.let_through = None
+                self.killed.set()
+                return
+            if self.let_through is not None:
+                self.let_through -= 1
+        assert process.stdin is not None
+        try:
+            process.stdin.write("go\n")
+            process.stdin.flush()
+        except (BrokenPipeError, ValueError):
+            pass  # stopped or killed meanwhile
+
+    def restart(self) -> None:
+        """Wait for the aimed kill's process to end, then start the next one."""
         assert self.process is not None
         pid = self.process.pid
-        os.kill(pid, signal.SIGKILL)
         code = self.process.wait(STOP_TIMEOUT)
         self.kills.append({"at_utc": datetime.now(UTC).isoformat(), "pid": pid, "returncode": code})
-        self.note(f"SIGKILL pid {pid} (exit {code})")
+        self.note(f"SIGKILL pid {pid} after a flush, before its commit (exit {code})")
         self.start()
 
     def stop(self) -> None:
+        with self.lock:
+            self.let_through = None
         if self.process is not None:
+            if self.process.stdin is not None:
+                self.process.stdin.close()  # a relay waiting for its go goes on
             code = child_process.stop(self.process, STOP_TIMEOUT)
             self.note(f"stopped pid {self.process.pid} (exit {code})")
         self.log.close()
@@ -131,25 +169,21 @@ def run_registry_lab(settings: RegistryLabSettings) -> RegistryLabReport:
     chosen = random.Random(settings.seed)
     try:
         for number in range(settings.kills):
-            before = _end(admin, sink, settings.partitions)
+            relay.aim(chosen.randint(*LET_THROUGH))
 
-            def writing(before: int = before) -> bool:
-                return _end(admin, sink, settings.partitions) > before
-
-            def idle() -> bool:  # nothing left to write: a kill now would prove nothing
+            def idle() -> bool:  # nothing left to write: no batch will be flushed
                 return (
                     not producing.is_alive()
                     and group_behind(admin, group, source, settings.partitions) == 0
                 )
 
             wait_until(
-                lambda: writing() or idle(), START_TIMEOUT, f"relay {number + 1} to write", 0.1
+                lambda: relay.killed.is_set() or idle(), START_TIMEOUT, f"kill {number + 1}", 0.1
             )
-            if not writing():
+            if not relay.killed.is_set():
                 relay.note(f"kill {number + 1} skipped: the relay had nothing left to write")
                 break
-            time.sleep(chosen.uniform(*KILL_AFTER))  # a drawn moment of its writing
-            relay.kill_and_restart()
+            relay.restart()
         producing.join(settings.messages / settings.rate + 60)
         caught_up = _catch_up(admin, source, group, settings)
     finally:
@@ -187,10 +221,6 @@ def _acked(acked: list[int], n: int) -> Callable[[object, object], None]:
             acked.append(n)
 
     return delivered
-
-
-def _end(admin: AdminClient, topic: str, partitions: int) -> int:
-    return sum(source_lso(admin, topic, partitions).values())
 
 
 def _catch_up(admin: AdminClient, source: str, group: str, settings: RegistryLabSettings) -> bool:
