@@ -27,6 +27,7 @@ import duckdb
 import pytest
 from confluent_kafka.admin import AdminClient  # type: ignore[attr-defined]
 
+from dgm.config.analysis import AnalysisSettings
 from dgm.config.loader import ENV_STATE_DIR
 from dgm.config.pipelines import PipelineConfig
 from dgm.contracts.published import PUBLISHED_FILE
@@ -60,6 +61,8 @@ PIPELINES = (
     DemoPipeline("faults-exactly-once", "exactly-once"),
 )
 PARTITIONS = 3
+# Each source's acknowledged records before the quiet: past the verdict's min_records.
+ENOUGH_RECORDS = 2 * AnalysisSettings().min_records
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -175,6 +178,15 @@ def test_the_monitor_survives_its_faults_and_publishes_the_truth(
         brokers.join()
         assert not record.errors, record.errors
 
+        # Enough records to judge: a transactional source producer may have spent most of a
+        # short run blocked by the faults (once 60 records, an "insufficient evidence" verdict).
+        def enough_to_judge() -> bool:
+            return all(
+                len(read_ledger(lab_dir / name / "ledger.jsonl").acked) >= ENOUGH_RECORDS
+                for name in pipelines
+            )
+
+        wait_until(enough_to_judge, 300, f"{ENOUGH_RECORDS} acknowledged records per source", 2)
         # Quiet: no more faults nor records; the processors catch up with their sources.
         lab.quiesce()
         say("quiet: waiting for the processors to catch up")
