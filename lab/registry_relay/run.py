@@ -171,17 +171,18 @@ def run_registry_lab(settings: RegistryLabSettings) -> RegistryLabReport:
         for number in range(settings.kills):
             relay.aim(chosen.randint(*LET_THROUGH))
 
-            def idle() -> bool:  # nothing left to write: no batch will be flushed
+            def idle() -> bool:  # too little left uncommitted for another batch's flush
+                if producing.is_alive():
+                    return False
                 return (
-                    not producing.is_alive()
-                    and group_behind(admin, group, source, settings.partitions) == 0
+                    group_behind(admin, group, source, settings.partitions) < settings.commit_every
                 )
 
             wait_until(
                 lambda: relay.killed.is_set() or idle(), START_TIMEOUT, f"kill {number + 1}", 0.1
             )
             if not relay.killed.is_set():
-                relay.note(f"kill {number + 1} skipped: the relay had nothing left to write")
+                relay.note(f"kill {number + 1} skipped: too little left for another batch")
                 break
             relay.restart()
         producing.join(settings.messages / settings.rate + 60)
