@@ -4,6 +4,7 @@ time and pid, stopped with a clean close first."""
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import signal
 import subprocess
@@ -79,6 +80,26 @@ def _transcribe(
             transcript.write(f"{time.time():.3f} {pid} {line}")
             transcript.flush()
             on_line(line)
+
+
+def answer_go(popen: subprocess.Popen[str], lock: threading.Lock) -> None:
+    """Let a paced child go on after the line it waits on (lab.processors.announce), unless it
+    is gone: killed on that line, stopping, or dead on its own. `lock` guards its stdin."""
+    with lock:
+        stdin = popen.stdin
+        if stdin is None or stdin.closed or popen.poll() is not None:
+            return
+        with contextlib.suppress(OSError):  # it died since poll(): nobody waits for it
+            stdin.write("go\n")
+            stdin.flush()
+
+
+def end_input(popen: subprocess.Popen[str], lock: threading.Lock) -> None:
+    """Close a paced child's stdin: whatever it waits on goes on without an answer."""
+    with lock:
+        if popen.stdin is not None and not popen.stdin.closed:
+            with contextlib.suppress(OSError):
+                popen.stdin.close()
 
 
 def stop(popen: subprocess.Popen[str], timeout: float) -> int:

@@ -8,7 +8,6 @@ on reading `phase produced` lands between produce and commit (see lab.processors
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import os
 import random
@@ -135,26 +134,12 @@ class ProcessorProcess:
             self.batches += 1
         self.on_line(self, line)
         if phase is not None:
-            self._go()
-
-    def _go(self) -> None:
-        """Answer the phase line just read (lab.processors.announce), unless the process is
-        gone: killed on this line, stopping, or dead on its own."""
-        with self._stdin_lock:
-            stdin = self.popen.stdin
-            if stdin is None or stdin.closed or self.popen.poll() is not None:
-                return
-            with contextlib.suppress(OSError):  # it died since poll(): nobody waits for it
-                stdin.write("go\n")
-                stdin.flush()
+            child_process.answer_go(self.popen, self._stdin_lock)
 
     def stop(self, timeout: float = 30.0) -> int:
         """SIGTERM (the processor finishes its step and closes), SIGKILL after `timeout`. Its
         stdin ends first, so a phase waiting for `go` goes on without it."""
-        with self._stdin_lock:
-            if self.popen.stdin is not None and not self.popen.stdin.closed:
-                with contextlib.suppress(OSError):
-                    self.popen.stdin.close()
+        child_process.end_input(self.popen, self._stdin_lock)
         return child_process.stop(self.popen, timeout)
 
 

@@ -86,7 +86,8 @@ class _Relay:
         self.process: subprocess.Popen[str] | None = None
         self.let_through: int | None = None  # batches before the aimed kill; None: no kill
         self.killed = threading.Event()
-        self.lock = threading.Lock()
+        self.lock = threading.Lock()  # the aim
+        self.stdin_lock = threading.Lock()
 
     def note(self, line: str) -> None:
         self.log.write(f"{datetime.now(UTC).isoformat()} {line}\n")
@@ -118,12 +119,7 @@ class _Relay:
                 return
             if self.let_through is not None:
                 self.let_through -= 1
-        assert process.stdin is not None
-        try:
-            process.stdin.write("go\n")
-            process.stdin.flush()
-        except (BrokenPipeError, ValueError):
-            pass  # stopped or killed meanwhile
+        child_process.answer_go(process, self.stdin_lock)
 
     def restart(self) -> None:
         """Wait for the aimed kill's process to end, then start the next one."""
@@ -138,8 +134,7 @@ class _Relay:
         with self.lock:
             self.let_through = None
         if self.process is not None:
-            if self.process.stdin is not None:
-                self.process.stdin.close()  # a relay waiting for its go goes on
+            child_process.end_input(self.process, self.stdin_lock)  # a waiting relay goes on
             code = child_process.stop(self.process, STOP_TIMEOUT)
             self.note(f"stopped pid {self.process.pid} (exit {code})")
         self.log.close()
@@ -167,17 +162,15 @@ def run_registry_lab(settings: RegistryLabSettings) -> RegistryLabReport:
     producing.start()
     relay.start()
     chosen = random.Random(settings.seed)
+
+    def idle() -> bool:  # too little left uncommitted for another batch's flush
+        if producing.is_alive():
+            return False
+        return group_behind(admin, group, source, settings.partitions) < settings.commit_every
+
     try:
         for number in range(settings.kills):
             relay.aim(chosen.randint(*LET_THROUGH))
-
-            def idle() -> bool:  # too little left uncommitted for another batch's flush
-                if producing.is_alive():
-                    return False
-                return (
-                    group_behind(admin, group, source, settings.partitions) < settings.commit_every
-                )
-
             wait_until(
                 lambda: relay.killed.is_set() or idle(), START_TIMEOUT, f"kill {number + 1}", 0.1
             )
