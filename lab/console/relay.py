@@ -15,7 +15,11 @@ It gives at-least-once, and only because it is ended as below:
   the lines in its batches and in the pipe, whose offsets may well be committed. It is left to
   read the pipe to its end (the consumer was its only writer), send what it read and exit;
 - a send the producer gives up on after its retries is only logged by the tool: lost. A healthy
-  broker does not make that happen.
+  broker does not make that happen;
+- the consumer writes a line's key, separator and value as separate flushed writes, so a SIGKILL
+  can leave a torn last line in the pipe: a bare key makes the producer fail with "No key
+  separator found" and exit 1, having sent every line before it (the exit's cause is then
+  "torn line"). The torn record's offset was not committed: the successor prints it again.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ SHARE_CONSUMER = "console-share-consumer"
 SEPARATOR = "\t"  # between key and value on each line of the pipe
 DRAIN_TIMEOUT = 30.0  # the producer sends what it read (linger 1 s) and exits well within this
 STOP_TIMEOUT = 30.0
+TORN_LINE = "No key separator found"  # the console producer's error on a bare key
 RESTART_DELAY = 1.0  # seconds before restarting a relay that died on its own
 JVM = ("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")  # small and quick to start
 # The consumer's stdout is the data: its log lines must go to stderr, never into the pipe.
@@ -122,7 +127,8 @@ class Kill:
 @dataclass(frozen=True)
 class Exit:
     """A process that ended without a SIGKILL: the producer once it has sent its whole input
-    ("drained"), or either one on its own ("died")."""
+    ("drained") or all of it before a torn last line ("torn line"), or either one on its own
+    ("died")."""
 
     at: float
     at_utc: str
@@ -159,14 +165,17 @@ class EventLog:
 class _Pair:
     consumer: subprocess.Popen[str]
     producer: subprocess.Popen[str]
+    producer_log_from: int  # where the producer's lines begin in its log
     ended: bool = False
 
 
 def _spawn_pair(commands: tuple[list[str], list[str]], log_dir: Path) -> _Pair:
     log_dir.mkdir(parents=True, exist_ok=True)
+    producer_log = log_dir / f"{PRODUCER}.log"
+    log_from = producer_log.stat().st_size if producer_log.exists() else 0
     read_end, write_end = os.pipe()
     try:
-        producer = child_process.spawn(commands[1], log_dir / f"{PRODUCER}.log", read_end)
+        producer = child_process.spawn(commands[1], producer_log, read_end)
         consumer = child_process.spawn(
             commands[0], log_dir / f"{CONSUMER}.log", subprocess.DEVNULL, stdout=write_end
         )
@@ -175,7 +184,7 @@ def _spawn_pair(commands: tuple[list[str], list[str]], log_dir: Path) -> _Pair:
         os.close(read_end)
         os.close(write_end)
     child_process.transcribe(producer, log_dir / f"{PRODUCER}.out", lambda _: None)
-    return _Pair(consumer, producer)
+    return _Pair(consumer, producer, log_from)
 
 
 class ConsoleRelay:
@@ -204,7 +213,7 @@ class ConsoleRelay:
         with self._lock:
             pair = self._current()
             kill = self._kill(CONSUMER, pair.consumer)
-            self._drain(pair.producer)
+            self._drain(pair)
             self._pair = self._spawn("restart")
         return kill
 
@@ -219,7 +228,7 @@ class ConsoleRelay:
                 return None
             # SIGTERM: the consumer closes, committing what it printed (all of it is in the pipe).
             consumer = child_process.stop(pair.consumer, STOP_TIMEOUT)
-            returncode = self._drain(pair.producer)
+            returncode = self._drain(pair)
             pair.ended = True
             self.log.write(time.time(), "stop", consumer_returncode=consumer)
             return returncode
@@ -244,14 +253,22 @@ class ConsoleRelay:
         self.log.write(at, "kill", process=process, pid=kill.pid, returncode=kill.returncode)
         return kill
 
-    def _drain(self, producer: subprocess.Popen[str]) -> int:
+    def _drain(self, pair: _Pair) -> int:
         """Until the producer has sent its input and exited; SIGKILLed if it has not within
         DRAIN_TIMEOUT (what it still held is then lost)."""
+        producer = pair.producer
         try:
             producer.wait(DRAIN_TIMEOUT)
         except subprocess.TimeoutExpired:
             return self._kill(PRODUCER, producer).returncode
-        return self._exited(PRODUCER, producer, "drained")
+        torn = producer.returncode != 0 and TORN_LINE in self._producer_errors(pair)
+        return self._exited(PRODUCER, producer, "torn line" if torn else "drained")
+
+    def _producer_errors(self, pair: _Pair) -> str:
+        """What `pair`'s producer wrote to its log (the log holds every producer's)."""
+        with (self.log_dir / f"{PRODUCER}.log").open("rb") as log:
+            log.seek(pair.producer_log_from)
+            return log.read().decode(errors="replace")
 
     def _exited(self, process: str, popen: subprocess.Popen[str], cause: str) -> int:
         at, returncode = time.time(), popen.wait()
@@ -269,7 +286,7 @@ class ConsoleRelay:
                     continue
                 if pair.consumer.poll() is not None:
                     self._exited(CONSUMER, pair.consumer, "died")
-                    self._drain(pair.producer)
+                    self._drain(pair)
                 else:
                     # The pipe has lost its reader: a SIGKILL keeps the consumer from
                     # committing what it printed into it, as a clean close would.

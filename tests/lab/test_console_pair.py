@@ -18,6 +18,22 @@ for n in range(10**6):
 """
 QUITTER = "print('k\\t0', flush=True); raise SystemExit(3)"
 READER = "import sys\nwith open(sys.argv[1], 'a', 1) as f:\n for line in sys.stdin: f.write(line)"
+# Kafka's console producer on a line without its separator: the error, exit 1.
+PARSER = """import sys
+with open(sys.argv[1], 'a', 1) as f:
+    for n, line in enumerate(sys.stdin, 1):
+        if "\\t" not in line:
+            sys.exit(f"No key separator found on line number {n}: {line!r}")
+        f.write(line)
+"""
+# The first instance leaves a bare key in the pipe (a kill mid-line); later ones write lines.
+TEARER = f"""import os, sys, time
+if os.path.exists(sys.argv[1]):
+{"".join("    " + line + chr(10) for line in WRITER.splitlines())}else:
+    for n in range(20):
+        print(f"k\\t{{n}}", flush=True)
+    sys.stdout.write("k"); sys.stdout.flush(); time.sleep(60)
+"""
 
 
 def relay(tmp_path: Path, writer: str) -> tuple[ConsoleRelay, Path]:
@@ -65,3 +81,28 @@ def test_a_consumer_that_dies_on_its_own_is_recorded_and_restarted(tmp_path: Pat
     assert died[:2] == [("console-consumer", 3)] * 2
     assert supervisor.kills == []
     assert lines(out) >= 2  # each instance's line reached the reader before it ended
+
+
+def test_a_kill_that_tears_the_last_line_is_told_apart_from_a_clean_drain(
+    tmp_path: Path,
+) -> None:
+    out, torn_once = tmp_path / "sink.txt", tmp_path / "torn-once"
+    commands = (
+        [sys.executable, "-c", TEARER, str(torn_once)],
+        [sys.executable, "-c", PARSER, str(out)],
+    )
+    supervisor = ConsoleRelay(commands, tmp_path / "logs", EventLog(tmp_path / "relay.log", print))
+    supervisor.start()
+    try:
+        wait_until(lambda: lines(out) >= 20, 30, "the reader to get the whole lines")
+        torn_once.touch()  # the restarted writer writes whole lines
+        supervisor.kill_and_restart()
+        before = lines(out)
+        wait_until(lambda: lines(out) > before, 30, "the restarted relay to relay")
+    finally:
+        assert supervisor.stop() == 0
+    # The first producer's error stays in the shared log: the second's drain is still clean.
+    assert [(e.process, e.returncode, e.cause) for e in supervisor.exits] == [
+        ("console-producer", 1, "torn line"),
+        ("console-producer", 0, "drained"),
+    ]
