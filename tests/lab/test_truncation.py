@@ -88,6 +88,14 @@ def test_an_unclean_election_truncates_and_dgm_sees_it(
             cluster, kafka3.admin(), tmp_path, print, BEFORE, LOST, AFTER,
             on_written=observe, on_truncated=observe,
         )  # fmt: skip
+
+        # A watching cycle that meets a dead leader waits out its requests' timeouts, so on a
+        # busy machine it may not have sampled the new leader yet: wait until it has.
+        def sampled_new_leader() -> bool:
+            last = running["watcher"].offsets.get((done.topic, 0))
+            return last is not None and (last.leader_epoch or 0) > 0
+
+        wait_until(sampled_new_leader, 90, "the watching collector's sample of the new leader")
     finally:
         stop.set()
         if running:
