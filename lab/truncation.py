@@ -121,7 +121,11 @@ def truncate(
     bystander = next(servers[n] for n in sorted(servers) if n not in (leader, follower))
     ledger = folder / f"{topic}.jsonl"
     write(cluster.bootstrap_servers, topic, ledger, before, "before")
-    wait_until(lambda: high_watermark(admin, topic) == before, 120, "the follower to replicate")
+    # Each high watermark is asked by a new client: a long-lived one that met the brokers
+    # other runs restarted answered nothing for minutes on a busy machine.
+    wait_until(
+        lambda: high_watermark_of(bystander, topic) == before, 120, "the follower to replicate"
+    )
     say(f"{before} records replicated to brokers {leader} and {follower}")
     down = {follower}
     cluster.stop_broker(follower, kill=True)
@@ -142,7 +146,7 @@ def truncate(
             lambda: leader_of(bystander, topic) == follower, 90, f"{follower} elected uncleanly"
         )
         (hw_after,) = wait_until(
-            lambda: answered(high_watermark(admin, topic)), 30, "the new leader's HW"
+            lambda: answered(high_watermark_of(bystander, topic)), 30, "the new leader's HW"
         )
         say(f"broker {follower} leads {topic}; high watermark {hw_before} -> {hw_after}")
         write(servers[follower], topic, ledger, after, "after")
@@ -218,18 +222,8 @@ def _registered(admin: AdminClient) -> int:
         return 0
 
 
-def high_watermark(admin: AdminClient, topic: str) -> int | None:
-    from confluent_kafka.admin import OffsetSpec  # type: ignore[attr-defined]
-
-    tp = TopicPartition(topic, 0)
-    try:
-        found = admin.list_offsets({tp: OffsetSpec.latest()}, request_timeout=5)[tp]  # type: ignore[no-untyped-call]
-        return int(found.result(timeout=10).offset)
-    except KafkaException:
-        return None
-
-
 def high_watermark_of(servers: str, topic: str) -> int | None:
+    """Partition 0's high watermark from its leader, found through `servers`; None if no answer."""
     consumer = Consumer({"bootstrap.servers": servers, "group.id": "dgm-lab-truncation"})
     try:
         return int(consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=5)[1])
