@@ -77,6 +77,9 @@ def describe_cluster(
     """The metadata; `expected_topics` (the pipelines') that it lacks are asked for by name,
     so one the principal may not describe is a Denial rather than silently absent."""
     try:
+        # Asked every cycle, also because it refreshes the leader epochs the client's
+        # list_offsets sends: without it, a partition whose leader restarted answered
+        # FENCED_LEADER_EPOCH to one long-lived client for over 4 minutes.
         metadata = admin.list_topics(timeout=timeout_s)
     except KafkaException as error:
         raise ClusterUnreachable(f"metadata: {error.args[0].str()}") from None
